@@ -1,0 +1,314 @@
+/* allocator.c - fit one pod on one node. See allocator.h. */
+#include "extender/allocator.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+int policy_parse(const char *name, enum policy *out)
+{
+    if (strcmp(name, "binpack") == 0)
+        *out = POLICY_BINPACK;
+    else if (strcmp(name, "spread") == 0)
+        *out = POLICY_SPREAD;
+    else
+        return -1;
+    return 0;
+}
+
+const char *policy_name(enum policy p)
+{
+    return p == POLICY_SPREAD ? "spread" : "binpack";
+}
+
+bool pod_has_vcuda_share(const struct pod_info *pod)
+{
+    for (int i = 0; i < pod->ncontainers; i++)
+        if (pod->containers[i].family == GPU_FAMILY_VCUDA && pod->containers[i].whole_gpus == 0)
+            return true;
+    return false;
+}
+
+/* Free amounts of each GPU while the pod's containers are placed one by one. */
+struct free_gpu {
+    int64_t cores, vmem, mmem;
+    int64_t vmem_total, mmem_total;
+    int minor;
+};
+
+struct fit_state {
+    const struct node_state *node;
+    const struct pod_info *pod;
+    const struct alloc_policy *policy;
+    struct fit_result *fit;
+    struct free_gpu gpus[TOPOLOGY_MAX_GPUS];
+    struct node_usage unattributed;
+    int64_t cores_placed, vmem_placed, mmem_placed;
+};
+
+static void load_free(struct fit_state *st, const struct pod_entry *self)
+{
+    const struct node_state *n = st->node;
+    for (int s = 0; s < n->gpu_count; s++) {
+        const struct gpu_state *g = &n->gpus[s];
+        st->gpus[s] = (struct free_gpu){100 - g->core_used, g->vmem_total - g->vmem_used,
+                                        g->mmem_total - g->mmem_used, g->vmem_total, g->mmem_total, g->minor};
+    }
+    st->unattributed = n->unattributed;
+    if (!self || self->node != n)
+        return;
+    for (int i = 0; i < self->nslots; i++) {
+        const struct slot_charge *sc = &self->slots[i];
+        st->gpus[sc->slot].cores += sc->cores;
+        st->gpus[sc->slot].vmem += sc->vmem;
+        st->gpus[sc->slot].mmem += sc->mmem;
+    }
+    st->unattributed.cores -= self->unattributed.cores;
+    st->unattributed.vmem -= self->unattributed.vmem;
+    st->unattributed.mmem -= self->unattributed.mmem;
+    st->unattributed.pods -= self->unattributed.pods;
+}
+
+static int64_t mem_free(const struct free_gpu *g, enum gpu_family f)
+{
+    return f == GPU_FAMILY_VCUDA ? g->vmem : f == GPU_FAMILY_MPS ? g->mmem : 0;
+}
+
+static bool gpu_idle(const struct free_gpu *g)
+{
+    return g->cores == 100 && g->vmem == g->vmem_total && g->mmem == g->mmem_total;
+}
+
+/* "GPU 3" or, when the device minor differs from the position, "GPU 3 (/dev/nvidia5)". */
+static void gpu_label(const struct fit_state *st, int slot, char *buf, size_t size)
+{
+    int minor = st->gpus[slot].minor;
+    if (minor == slot)
+        snprintf(buf, size, "GPU %d", slot);
+    else
+        snprintf(buf, size, "GPU %d (/dev/nvidia%d)", slot, minor);
+}
+
+static bool fail(struct fit_state *st, bool unresolvable, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static bool fail(struct fit_state *st, bool unresolvable, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(st->fit->reason, sizeof(st->fit->reason), fmt, ap);
+    va_end(ap);
+    st->fit->fits = false;
+    st->fit->unresolvable = unresolvable;
+    st->fit->score = 0;
+    return false;
+}
+
+static bool node_offers(const struct fit_state *st, enum gpu_family f)
+{
+    const struct node_spec *s = st->node->spec;
+    switch (f) {
+    case GPU_FAMILY_VCUDA: return s->vcuda_core > 0;
+    case GPU_FAMILY_MPS: return s->mps_core > 0;
+    case GPU_FAMILY_PGPU: return s->nvidia_gpu > 0;
+    default: return true;
+    }
+}
+
+/* Is GPU a a better pick than GPU b for a shared request? Binpack is exactly
+ * GPU-Manager's order (fewest free cores, then fewest free memory, then lowest
+ * minor), because GPU-Manager re-checks shared placements on the node. */
+static bool better_shared(const struct fit_state *st, enum gpu_family f, int a, int b)
+{
+    const struct free_gpu *ga = &st->gpus[a], *gb = &st->gpus[b];
+    int64_t ma = mem_free(ga, f), mb = mem_free(gb, f);
+    bool spread = st->policy->gpu == POLICY_SPREAD;
+    if (ga->cores != gb->cores)
+        return spread ? ga->cores > gb->cores : ga->cores < gb->cores;
+    if (ma != mb)
+        return spread ? ma > mb : ma < mb;
+    return ga->minor < gb->minor;
+}
+
+static bool explain_shared_misfit(struct fit_state *st, int ci)
+{
+    const struct container_request *r = &st->pod->containers[ci];
+    const char *core_res = gpu_family_resource(r->family);
+    const char *mem_res = gpu_family_memory_resource(r->family);
+    int freest = 0, roomiest = -1;
+    for (int s = 0; s < st->node->gpu_count; s++) {
+        if (st->gpus[s].cores > st->gpus[freest].cores)
+            freest = s;
+        if (st->gpus[s].cores >= r->cores &&
+            (roomiest < 0 || mem_free(&st->gpus[s], r->family) > mem_free(&st->gpus[roomiest], r->family)))
+            roomiest = s;
+    }
+    char label[48];
+    if (roomiest < 0) {
+        gpu_label(st, freest, label, sizeof(label));
+        return fail(st, false,
+                    "container \"%s\" needs %" PRId64 " %s on one GPU; the freest, %s, has %" PRId64 " free",
+                    r->name, r->cores, core_res, label, st->gpus[freest].cores);
+    }
+    gpu_label(st, roomiest, label, sizeof(label));
+    return fail(st, false,
+                "container \"%s\" needs %" PRId64 " %s and %" PRId64 " %s on one GPU; %s has %" PRId64
+                " %s free but only %" PRId64 " %s, and no GPU has both",
+                r->name, r->cores, core_res, r->memory, mem_res, label, st->gpus[roomiest].cores, core_res,
+                mem_free(&st->gpus[roomiest], r->family), mem_res);
+}
+
+static void take(struct fit_state *st, int ci, int slot, int64_t cores, int64_t vmem, int64_t mmem)
+{
+    struct free_gpu *g = &st->gpus[slot];
+    g->cores -= cores;
+    g->vmem -= vmem;
+    g->mmem -= mmem;
+    st->cores_placed += cores;
+    st->vmem_placed += vmem;
+    st->mmem_placed += mmem;
+    st->fit->masks[ci] |= 1ULL << slot;
+}
+
+static bool place_shared(struct fit_state *st, int ci)
+{
+    const struct container_request *r = &st->pod->containers[ci];
+    int best = -1;
+    for (int s = 0; s < st->node->gpu_count; s++) {
+        if (st->gpus[s].cores < r->cores || mem_free(&st->gpus[s], r->family) < r->memory)
+            continue;
+        if (best < 0 || better_shared(st, r->family, s, best))
+            best = s;
+    }
+    if (best < 0)
+        return explain_shared_misfit(st, ci);
+    take(st, ci, best, r->cores, r->family == GPU_FAMILY_VCUDA ? r->memory : 0,
+         r->family == GPU_FAMILY_MPS ? r->memory : 0);
+    return true;
+}
+
+/* Whole GPUs held back for unattributed usage: every started 100 cores
+ * the node cannot place might sit on any idle GPU. */
+static int reserved_whole(const struct fit_state *st)
+{
+    int64_t cores = st->unattributed.cores;
+    return cores <= 0 ? 0 : (int)((cores + 99) / 100);
+}
+
+/* Idle GPUs are taken in device order. Topology-aware selection (DESIGN
+ * section 5) replaces this choice; the interface stays the same. */
+static void choose_whole(struct fit_state *st, int ci, int want)
+{
+    for (int s = 0; s < st->node->gpu_count && want > 0; s++) {
+        struct free_gpu *g = &st->gpus[s];
+        if (!gpu_idle(g))
+            continue;
+        take(st, ci, s, 100, g->vmem_total, g->mmem_total);
+        want--;
+    }
+}
+
+static bool place_whole(struct fit_state *st, int ci)
+{
+    const struct container_request *r = &st->pod->containers[ci];
+    int idle = 0;
+    char list[256] = "";
+    size_t used = 0;
+    for (int s = 0; s < st->node->gpu_count; s++) {
+        if (!gpu_idle(&st->gpus[s]))
+            continue;
+        if (used < sizeof(list))
+            used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%d", idle ? "," : "", s);
+        idle++;
+    }
+    int held = reserved_whole(st);
+    if (idle - held >= r->whole_gpus) {
+        choose_whole(st, ci, r->whole_gpus);
+        return true;
+    }
+    char held_note[160] = "";
+    if (held > 0)
+        snprintf(held_note, sizeof(held_note), ", and %d of them %s held for %" PRId64
+                 " cores used by pods without GPU assignment", held, held == 1 ? "is" : "are",
+                 st->unattributed.cores);
+    return fail(st, r->whole_gpus > st->node->gpu_count,
+                "container \"%s\" needs %d whole GPUs (%s %" PRId64 "); %d %s completely free%s%s%s%s",
+                r->name, r->whole_gpus, gpu_family_resource(r->family),
+                r->family == GPU_FAMILY_PGPU ? (int64_t)r->whole_gpus : r->cores, idle,
+                idle == 1 ? "is" : "are", idle ? " (GPUs " : "", list, idle ? ")" : "", held_note);
+}
+
+/* Usage without a GPU is charged against the node's totals: the pod fits
+ * only if what stays free across all GPUs still covers it. */
+static bool check_unattributed(struct fit_state *st)
+{
+    const struct node_usage *u = &st->unattributed;
+    if (u->pods <= 0)
+        return true;
+    int64_t cores_left = 0, vmem_left = 0, mmem_left = 0;
+    for (int s = 0; s < st->node->gpu_count; s++) {
+        cores_left += st->gpus[s].cores;
+        vmem_left += st->gpus[s].vmem;
+        mmem_left += st->gpus[s].mmem;
+    }
+    if (cores_left >= u->cores && vmem_left >= u->vmem && mmem_left >= u->mmem)
+        return true;
+    return fail(st, false,
+                "%d pod%s without GPU assignment use %" PRId64 " cores, %" PRId64 " vcuda-memory and %" PRId64
+                " mps-memory on this node; with this pod placed only %" PRId64 " cores, %" PRId64
+                " vcuda-memory and %" PRId64 " mps-memory would be left for them",
+                u->pods, u->pods == 1 ? "" : "s", u->cores, u->vmem, u->mmem, cores_left, vmem_left, mmem_left);
+}
+
+static int score_node(const struct fit_state *st)
+{
+    int64_t capacity = 100LL * st->node->gpu_count, used = st->unattributed.cores;
+    for (int s = 0; s < st->node->gpu_count; s++)
+        used += 100 - st->gpus[s].cores;
+    if (used > capacity)
+        used = capacity;
+    int util = capacity ? (int)(used * FIT_SCORE_MAX / capacity) : 0;
+    return st->policy->node == POLICY_SPREAD ? FIT_SCORE_MAX - util : util;
+}
+
+static bool check_node_kind(struct fit_state *st)
+{
+    if (st->node->gpu_count == 0)
+        return fail(st, true, "node advertises no GPUs (no %s, %s or %s capacity and no %s annotation)",
+                    RES_VCUDA_CORE, RES_MPS_CORE, RES_NVIDIA_GPU, TOPOLOGY_ANNOTATION);
+    for (int i = 0; i < st->pod->ncontainers; i++) {
+        enum gpu_family f = st->pod->containers[i].family;
+        if (!node_offers(st, f))
+            return fail(st, true, "node has no %s capacity (container \"%s\" asks for it)",
+                        gpu_family_resource(f), st->pod->containers[i].name);
+    }
+    return true;
+}
+
+bool allocator_fit(const struct node_state *n, const struct pod_info *pod, const struct pod_entry *self,
+                   const struct alloc_policy *policy, struct fit_result *fit)
+{
+    struct fit_state st = {.node = n, .pod = pod, .policy = policy, .fit = fit};
+    fit->reason[0] = '\0';
+    fit->fits = true;
+    fit->unresolvable = false;
+    for (int i = 0; i < pod->ncontainers; i++)
+        fit->masks[i] = 0;
+    if (!n->spec)
+        return fail(&st, false, "node is not in the extender's cache");
+    if (!check_node_kind(&st))
+        return false;
+    load_free(&st, self);
+    for (int i = 0; i < pod->ncontainers; i++) {
+        const struct container_request *r = &pod->containers[i];
+        if (r->family == GPU_FAMILY_NONE)
+            continue;
+        if (!(r->whole_gpus > 0 ? place_whole(&st, i) : place_shared(&st, i)))
+            return false;
+    }
+    if (!check_unattributed(&st))
+        return false;
+    fit->score = score_node(&st);
+    return true;
+}

@@ -1,0 +1,54 @@
+/*
+ * allocator.h - does a pod fit on a node, on which GPUs, and how good is it.
+ *
+ * Owns the per-node decision of DESIGN sections 3 and 4: each container in
+ * order gets its own GPUs (a shared request takes one GPU with both the cores
+ * and the memory free, an exclusive one takes that many completely free
+ * GPUs), shares of one pod on one GPU add up, usage the cache could not
+ * attribute to a GPU is held against the node as a whole, and every failure
+ * is explained with the resource, the GPU and the numbers. Pure: reads a
+ * node_state under the caller's cache lock and writes only its result.
+ */
+#ifndef GQA_ALLOCATOR_H
+#define GQA_ALLOCATOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "extender/cache.h"
+#include "extender/podspec.h"
+
+enum policy { POLICY_BINPACK = 0, POLICY_SPREAD };
+
+struct alloc_policy {
+    enum policy gpu;     /* order of candidate GPUs for shared requests */
+    enum policy node;    /* shape of node scores */
+};
+
+#define FIT_REASON_MAX 512
+#define FIT_SCORE_MAX 1000
+
+struct fit_result {
+    bool fits;
+    bool unresolvable;   /* no amount of preemption on this node would help */
+    int score;           /* 0..FIT_SCORE_MAX, higher is better; 0 when it does not fit */
+    char reason[FIT_REASON_MAX];
+    /* masks[i]: GPU slots chosen for container i (bit s = slot s); caller
+     * provides room for the pod's container count. */
+    uint64_t *masks;
+};
+
+/* Fit `pod` on node `n`. `self` is the pod's own cache entry, if any: its
+ * current charge on `n` is not counted against it (a re-filter of an assumed
+ * pod must not collide with itself). Returns fit->fits. */
+bool allocator_fit(const struct node_state *n, const struct pod_info *pod, const struct pod_entry *self,
+                   const struct alloc_policy *policy, struct fit_result *fit);
+
+/* Does the pod use vcuda shared containers (GPU-Manager's binpack order is then mandatory)? */
+bool pod_has_vcuda_share(const struct pod_info *pod);
+
+int policy_parse(const char *name, enum policy *out);
+const char *policy_name(enum policy p);
+
+#endif

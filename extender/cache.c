@@ -1,0 +1,566 @@
+/* cache.c - cluster cache and per-GPU occupancy index. See cache.h. */
+#include "extender/cache.h"
+#include "extender/log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int64_t now_realtime_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int cache_init(struct cluster_cache *c, const struct cache_config *cfg)
+{
+    memset(c, 0, sizeof(*c));
+    c->cfg = *cfg;
+    c->next_expiry_ns = INT64_MAX;
+    pthread_rwlockattr_t attr;
+    pthread_rwlockattr_init(&attr);
+    /* Writer preference: a steady stream of requests must not starve the
+     * watch, or the snapshot requests see would fall behind the cluster. */
+    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    int rc = pthread_rwlock_init(&c->lock, &attr);
+    pthread_rwlockattr_destroy(&attr);
+    if (rc != 0)
+        return -1;
+    if (dict_init(&c->nodes, 64) || dict_init(&c->pods, 256) || dict_init(&c->configmaps, 16)) {
+        cache_destroy(c);
+        return -1;
+    }
+    return 0;
+}
+
+static void node_state_free(struct node_state *n)
+{
+    if (!n)
+        return;
+    node_spec_free(n->spec);
+    free(n->gpus);
+    free(n->name);
+    free(n);
+}
+
+static void pod_entry_free(struct pod_entry *e)
+{
+    if (!e)
+        return;
+    pod_info_free(e->info);
+    free(e->slots);
+    free(e);
+}
+
+void cache_destroy(struct cluster_cache *c)
+{
+    size_t pos = 0;
+    struct dict_entry *de;
+    while ((de = dict_next(&c->pods, &pos)))
+        pod_entry_free(de->value);
+    pos = 0;
+    while ((de = dict_next(&c->nodes, &pos)))
+        node_state_free(de->value);
+    pos = 0;
+    while ((de = dict_next(&c->configmaps, &pos)))
+        cJSON_Delete(de->value);
+    dict_free(&c->pods);
+    dict_free(&c->nodes);
+    dict_free(&c->configmaps);
+    pthread_rwlock_destroy(&c->lock);
+}
+
+void cache_read_lock(struct cluster_cache *c) { pthread_rwlock_rdlock(&c->lock); }
+void cache_write_lock(struct cluster_cache *c) { pthread_rwlock_wrlock(&c->lock); }
+void cache_unlock(struct cluster_cache *c) { pthread_rwlock_unlock(&c->lock); }
+
+struct node_state *cache_find_node(const struct cluster_cache *c, const char *name)
+{
+    return dict_get(&c->nodes, name);
+}
+
+struct node_state *cache_find_node_n(const struct cluster_cache *c, const char *name, size_t len)
+{
+    return dict_get_n(&c->nodes, name, len);
+}
+
+struct pod_entry *cache_find_pod(const struct cluster_cache *c, const char *key)
+{
+    return dict_get(&c->pods, key);
+}
+
+int node_slot_of_minor(const struct node_state *n, int minor)
+{
+    for (int s = 0; s < n->gpu_count; s++)
+        if (n->gpus[s].minor == minor)
+            return s;
+    return -1;
+}
+
+/* ---- charges -------------------------------------------------------------- */
+
+static void add_usage(struct node_usage *to, const struct node_usage *u, int sign)
+{
+    to->cores += sign * u->cores;
+    to->vmem += sign * u->vmem;
+    to->mmem += sign * u->mmem;
+    to->pods += sign * u->pods;
+}
+
+static void apply_slots(struct node_state *n, const struct pod_entry *e, int sign)
+{
+    for (int i = 0; i < e->nslots; i++) {
+        const struct slot_charge *sc = &e->slots[i];
+        struct gpu_state *g = &n->gpus[sc->slot];
+        g->core_used += sign * sc->cores;
+        g->vmem_used += sign * sc->vmem;
+        g->mmem_used += sign * sc->mmem;
+        g->pods += sign;
+    }
+    add_usage(&n->unattributed, &e->unattributed, sign);
+}
+
+static void assumed_link(struct cluster_cache *c, struct pod_entry *e)
+{
+    e->assumed_prev = NULL;
+    e->assumed_next = c->assumed;
+    if (c->assumed)
+        c->assumed->assumed_prev = e;
+    c->assumed = e;
+    c->assumed_pods++;
+    if (e->expires_ns < c->next_expiry_ns)
+        c->next_expiry_ns = e->expires_ns;
+}
+
+static void assumed_unlink(struct cluster_cache *c, struct pod_entry *e)
+{
+    if (e->assumed_prev)
+        e->assumed_prev->assumed_next = e->assumed_next;
+    else
+        c->assumed = e->assumed_next;
+    if (e->assumed_next)
+        e->assumed_next->assumed_prev = e->assumed_prev;
+    e->assumed_prev = e->assumed_next = NULL;
+    c->assumed_pods--;
+}
+
+static void drop_placeholder_if_unused(struct cluster_cache *c, struct node_state *n)
+{
+    if (n->present || n->charged)
+        return;
+    dict_del(&c->nodes, n->name);
+    node_state_free(n);
+}
+
+static void uncharge(struct cluster_cache *c, struct pod_entry *e)
+{
+    struct node_state *n = e->node;
+    if (!n)
+        return;
+    apply_slots(n, e, -1);
+    if (e->node_prev)
+        e->node_prev->node_next = e->node_next;
+    else
+        n->charged = e->node_next;
+    if (e->node_next)
+        e->node_next->node_prev = e->node_prev;
+    n->charged_count--;
+    if (!e->bound)
+        assumed_unlink(c, e);
+    free(e->slots);
+    e->slots = NULL;
+    e->nslots = 0;
+    memset(&e->unattributed, 0, sizeof(e->unattributed));
+    e->node = NULL;
+    e->node_prev = e->node_next = NULL;
+    drop_placeholder_if_unused(c, n);
+}
+
+/* Where a pod is charged, if anywhere: its binding, else a live assumption. */
+static const char *charge_target(const struct cluster_cache *c, const struct pod_info *p, int64_t now,
+                                 bool *bound, int64_t *expires)
+{
+    *bound = false;
+    *expires = 0;
+    if (p->terminal || !p->uses_gpu || p->request_error)
+        return NULL;
+    if (p->node_name) {
+        *bound = true;
+        return p->node_name;
+    }
+    const struct pod_decision *d = &p->decision;
+    if (!d->node || d->time_ns <= 0)
+        return NULL;
+    int64_t until = d->time_ns + c->cfg.assume_ttl_ns;
+    if (until <= now)
+        return NULL;
+    *expires = until;
+    return d->node;
+}
+
+/* Index annotations count only when they belong to the node the pod is on and
+ * every GPU container names exactly the GPUs its request implies. */
+static bool indices_usable(const struct pod_info *p, const struct node_state *n)
+{
+    const struct pod_decision *d = &p->decision;
+    if (d->node && strcmp(d->node, n->name) != 0)
+        return false;
+    if (d->nidx != p->ncontainers)
+        return false;
+    for (int i = 0; i < p->ncontainers; i++) {
+        const struct container_request *r = &p->containers[i];
+        if (r->family == GPU_FAMILY_NONE)
+            continue;
+        int want = r->whole_gpus > 0 ? r->whole_gpus : 1;
+        if (!d->idx[i] || d->idx_count[i] != want)
+            return false;
+        for (int k = 0; k < want; k++)
+            if (node_slot_of_minor(n, d->idx[i][k]) < 0)
+                return false;
+    }
+    return true;
+}
+
+static int count_gpu_slots(const struct pod_info *p)
+{
+    int total = 0;
+    for (int i = 0; i < p->ncontainers; i++)
+        if (p->containers[i].family != GPU_FAMILY_NONE)
+            total += p->containers[i].whole_gpus > 0 ? p->containers[i].whole_gpus : 1;
+    return total;
+}
+
+static void slot_share(const struct container_request *r, const struct gpu_state *g, struct slot_charge *sc)
+{
+    bool whole = r->whole_gpus > 0;
+    sc->cores = whole ? 100 : r->cores;
+    sc->vmem = r->family == GPU_FAMILY_VCUDA ? (whole ? g->vmem_total : r->memory) : 0;
+    sc->mmem = r->family == GPU_FAMILY_MPS ? (whole ? g->mmem_total : r->memory) : 0;
+}
+
+static int attribute(struct pod_entry *e, const struct node_state *n)
+{
+    const struct pod_info *p = e->info;
+    int total = count_gpu_slots(p);
+    e->slots = calloc((size_t)total, sizeof(*e->slots));
+    if (!e->slots)
+        return -1;
+    for (int i = 0; i < p->ncontainers; i++) {
+        const struct container_request *r = &p->containers[i];
+        if (r->family == GPU_FAMILY_NONE)
+            continue;
+        for (int k = 0; k < p->decision.idx_count[i]; k++) {
+            struct slot_charge *sc = &e->slots[e->nslots++];
+            sc->slot = node_slot_of_minor(n, p->decision.idx[i][k]);
+            slot_share(r, &n->gpus[sc->slot], sc);
+        }
+    }
+    return 0;
+}
+
+/* Without usable indices the pod's whole request is held against the node;
+ * whole GPUs take the node's average per-GPU memory. */
+static void unattribute(struct pod_entry *e, const struct node_state *n)
+{
+    const struct pod_info *p = e->info;
+    struct node_usage *u = &e->unattributed;
+    int64_t avg_vmem = n->spec && n->gpu_count ? n->spec->vcuda_memory / n->gpu_count : 0;
+    int64_t avg_mmem = n->spec && n->gpu_count ? n->spec->mps_memory / n->gpu_count : 0;
+    for (int i = 0; i < p->ncontainers; i++) {
+        const struct container_request *r = &p->containers[i];
+        bool whole = r->whole_gpus > 0;
+        u->cores += r->family == GPU_FAMILY_NONE ? 0 : (whole ? 100LL * r->whole_gpus : r->cores);
+        if (r->family == GPU_FAMILY_VCUDA)
+            u->vmem += whole ? avg_vmem * r->whole_gpus : r->memory;
+        if (r->family == GPU_FAMILY_MPS)
+            u->mmem += whole ? avg_mmem * r->whole_gpus : r->memory;
+    }
+    u->pods = 1;
+}
+
+static struct node_state *node_get_or_placeholder(struct cluster_cache *c, const char *name)
+{
+    struct node_state *n = dict_get(&c->nodes, name);
+    if (n)
+        return n;
+    n = calloc(1, sizeof(*n));
+    if (!n || !(n->name = strdup(name)) || dict_set(&c->nodes, name, n, NULL) != 0) {
+        node_state_free(n);
+        return NULL;
+    }
+    return n;
+}
+
+static int charge(struct cluster_cache *c, struct pod_entry *e, int64_t now)
+{
+    bool bound;
+    int64_t expires;
+    const char *target = charge_target(c, e->info, now, &bound, &expires);
+    if (!target)
+        return 0;
+    struct node_state *n = node_get_or_placeholder(c, target);
+    if (!n)
+        return -1;
+    if (indices_usable(e->info, n)) {
+        if (attribute(e, n) != 0)
+            return -1;
+    } else {
+        unattribute(e, n);
+    }
+    e->node = n;
+    e->bound = bound;
+    e->expires_ns = expires;
+    e->node_prev = NULL;
+    e->node_next = n->charged;
+    if (n->charged)
+        n->charged->node_prev = e;
+    n->charged = e;
+    n->charged_count++;
+    apply_slots(n, e, +1);
+    if (!bound)
+        assumed_link(c, e);
+    return 0;
+}
+
+/* ---- nodes ---------------------------------------------------------------- */
+
+static int rebuild_gpus(struct node_state *n)
+{
+    const struct node_spec *s = n->spec;
+    int count = s ? s->gpu_count : 0;
+    struct gpu_state *gpus = count ? calloc((size_t)count, sizeof(*gpus)) : NULL;
+    if (count && !gpus)
+        return -1;
+    for (int i = 0; i < count; i++) {
+        gpus[i].minor = s->gpus[i].minor;
+        gpus[i].numa = s->gpus[i].numa;
+        gpus[i].vmem_total = s->gpus[i].vcuda_memory;
+        gpus[i].mmem_total = s->gpus[i].mps_memory;
+    }
+    free(n->gpus);
+    n->gpus = gpus;
+    n->gpu_count = count;
+    memset(&n->unattributed, 0, sizeof(n->unattributed));
+    return 0;
+}
+
+/* A node's shape (GPU count, minors, memory) decides where its pods' charges
+ * land, so every pod charged there is re-charged against the new shape. */
+static int recharge_node(struct cluster_cache *c, struct node_state *n, struct node_spec *spec)
+{
+    int64_t now = now_realtime_ns();
+    struct pod_entry *pods = NULL;
+    n->present = true;               /* keeps a placeholder alive while it empties */
+    while (n->charged) {
+        struct pod_entry *e = n->charged;
+        uncharge(c, e);
+        e->node_next = pods;
+        pods = e;
+    }
+    node_spec_free(n->spec);
+    n->spec = spec;
+    n->present = spec != NULL;
+    int rc = rebuild_gpus(n);
+    while (pods) {
+        struct pod_entry *e = pods;
+        pods = e->node_next;
+        e->node_next = NULL;
+        if (charge(c, e, now) != 0)
+            rc = -1;
+    }
+    return rc;
+}
+
+int cache_apply_node(struct cluster_cache *c, struct node_spec *spec)
+{
+    cache_write_lock(c);
+    struct node_state *n = node_get_or_placeholder(c, spec->name);
+    int rc = -1;
+    if (n) {
+        if (!n->present)
+            c->present_nodes++;
+        rc = recharge_node(c, n, spec);
+        spec = NULL;
+        c->generation++;
+    }
+    cache_unlock(c);
+    node_spec_free(spec);
+    return rc;
+}
+
+int cache_delete_node(struct cluster_cache *c, const char *name)
+{
+    cache_write_lock(c);
+    struct node_state *n = dict_get(&c->nodes, name);
+    int rc = 0;
+    if (n && n->present) {
+        c->present_nodes--;
+        if (n->charged) {
+            /* Pods still bound there keep a (now unattributed) charge until
+             * their own deletion arrives. */
+            rc = recharge_node(c, n, NULL);
+        } else {
+            dict_del(&c->nodes, name);
+            node_state_free(n);
+        }
+        c->generation++;
+    }
+    cache_unlock(c);
+    return rc;
+}
+
+/* ---- pods ----------------------------------------------------------------- */
+
+int cache_apply_pod(struct cluster_cache *c, struct pod_info *pod, int64_t now)
+{
+    cache_write_lock(c);
+    int rc = cache_apply_pod_locked(c, pod, now);
+    cache_unlock(c);
+    return rc;
+}
+
+int cache_apply_pod_locked(struct cluster_cache *c, struct pod_info *pod, int64_t now)
+{
+    struct pod_entry *fresh = calloc(1, sizeof(*fresh));
+    if (!fresh) {
+        pod_info_free(pod);
+        return -1;
+    }
+    fresh->info = pod;
+    struct pod_entry *old = dict_get(&c->pods, pod->key);
+    int rc = 0;
+    if (old) {
+        uncharge(c, old);
+        pod_info_free(old->info);
+        old->info = pod;
+        free(fresh);
+        fresh = old;
+    } else if (dict_set(&c->pods, pod->key, fresh, NULL) != 0) {
+        rc = -1;
+    }
+    if (rc == 0)
+        rc = charge(c, fresh, now);
+    else
+        pod_entry_free(fresh);
+    c->generation++;
+    return rc;
+}
+
+int cache_delete_pod(struct cluster_cache *c, const char *key)
+{
+    cache_write_lock(c);
+    struct pod_entry *e = dict_del(&c->pods, key);
+    if (e) {
+        uncharge(c, e);
+        pod_entry_free(e);
+        c->generation++;
+    }
+    cache_unlock(c);
+    return 0;
+}
+
+void cache_expire(struct cluster_cache *c, int64_t now)
+{
+    if (__atomic_load_n(&c->next_expiry_ns, __ATOMIC_RELAXED) > now)
+        return;
+    cache_write_lock(c);
+    int64_t next = INT64_MAX;
+    struct pod_entry *e = c->assumed;
+    while (e) {
+        struct pod_entry *following = e->assumed_next;
+        if (e->expires_ns <= now) {
+            log_debug("assumption of %s on %s expired", e->info->key, e->node->name);
+            uncharge(c, e);
+            c->generation++;
+        } else if (e->expires_ns < next) {
+            next = e->expires_ns;
+        }
+        e = following;
+    }
+    c->next_expiry_ns = next;
+    cache_unlock(c);
+}
+
+/* ---- ConfigMaps ----------------------------------------------------------- */
+
+static char *object_key(const cJSON *obj)
+{
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    const cJSON *ns = cJSON_GetObjectItemCaseSensitive(meta, "namespace");
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(meta, "name");
+    if (!cJSON_IsString(name))
+        return NULL;
+    const char *nss = cJSON_IsString(ns) ? ns->valuestring : "default";
+    size_t len = strlen(nss) + strlen(name->valuestring) + 2;
+    char *key = malloc(len);
+    if (key)
+        snprintf(key, len, "%s/%s", nss, name->valuestring);
+    return key;
+}
+
+int cache_apply_configmap(struct cluster_cache *c, cJSON *cm)
+{
+    char *key = object_key(cm);
+    if (!key) {
+        cJSON_Delete(cm);
+        return -1;
+    }
+    void *old = NULL;
+    cache_write_lock(c);
+    int rc = dict_set(&c->configmaps, key, cm, &old);
+    c->generation++;
+    cache_unlock(c);
+    if (rc != 0)
+        cJSON_Delete(cm);
+    cJSON_Delete(old);
+    free(key);
+    return rc;
+}
+
+int cache_delete_configmap(struct cluster_cache *c, const char *ns, const char *name)
+{
+    size_t len = strlen(ns) + strlen(name) + 2;
+    char *key = malloc(len);
+    if (!key)
+        return -1;
+    snprintf(key, len, "%s/%s", ns, name);
+    cache_write_lock(c);
+    cJSON *old = dict_del(&c->configmaps, key);
+    c->generation++;
+    cache_unlock(c);
+    cJSON_Delete(old);
+    free(key);
+    return 0;
+}
+
+/* ---- loaders -------------------------------------------------------------- */
+
+int cache_apply_object(struct cluster_cache *c, const cJSON *obj, int64_t now, char **err)
+{
+    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(obj, "kind");
+    const char *k = cJSON_IsString(kind) ? kind->valuestring : "";
+    if (strcmp(k, "Node") == 0) {
+        struct node_spec *spec = node_spec_from_json(obj, err);
+        return !spec ? -1 : cache_apply_node(c, spec) == 0 ? 1 : -1;
+    }
+    if (strcmp(k, "Pod") == 0) {
+        struct pod_info *pod = pod_info_from_json(obj, err);
+        return !pod ? -1 : cache_apply_pod(c, pod, now) == 0 ? 1 : -1;
+    }
+    if (strcmp(k, "ConfigMap") == 0) {
+        cJSON *copy = cJSON_Duplicate(obj, 1);
+        char *key = object_key(obj);
+        int ok = copy && key;
+        free(key);
+        if (!ok) {
+            cJSON_Delete(copy);
+            if (err)
+                *err = strdup("configmap has no metadata.name");
+            return -1;
+        }
+        return cache_apply_configmap(c, copy) == 0 ? 1 : -1;
+    }
+    return 0;
+}

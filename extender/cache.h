@@ -1,0 +1,134 @@
+/*
+ * cache.h - the cluster cache and its per-GPU occupancy index.
+ *
+ * Owns the extender's picture of the cluster: nodes, pods and ConfigMaps,
+ * added, updated and deleted one object at a time (the offline state file and
+ * the API watch feed the same functions), and for every node the occupancy of
+ * each GPU, kept up to date on every change so that a request never rescans
+ * pods.
+ *
+ * Occupancy (DESIGN section 4): a live pod is charged to a node when it is
+ * bound there (spec.nodeName) or assumed there (decision annotation node and a
+ * decision time younger than the assume TTL). With index annotations that
+ * match the node's GPUs the charge lands on those GPUs; otherwise it is
+ * "unattributed" and counted against the node as a whole. Each pod remembers
+ * the charge it applied, so an update or delete subtracts exactly that.
+ *
+ * Concurrency: one reader-writer lock, writer-preferring. Requests evaluate
+ * under the read lock (a consistent snapshot); writers hold the write lock
+ * only to swap in an already parsed object and adjust the counters, so
+ * neither side waits long. Objects are parsed before the lock is taken.
+ */
+#ifndef GQA_CACHE_H
+#define GQA_CACHE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+
+#include "extender/dict.h"
+#include "extender/nodespec.h"
+#include "extender/podspec.h"
+
+struct gpu_state {
+    int minor;
+    int numa;
+    int64_t core_used;      /* percent of this GPU in use (100 = whole GPU) */
+    int64_t vmem_total, vmem_used;   /* tencent.com/vcuda-memory blocks */
+    int64_t mmem_total, mmem_used;   /* nvidia.com/mps-memory units */
+    int pods;               /* pods charged on this GPU */
+};
+
+/* GPU usage the cache cannot place on a particular GPU. */
+struct node_usage {
+    int64_t cores;
+    int64_t vmem;
+    int64_t mmem;
+    int pods;
+};
+
+struct pod_entry;
+
+struct node_state {
+    char *name;
+    bool present;               /* false: a placeholder for pods that name a node not (yet) seen */
+    struct node_spec *spec;     /* NULL for placeholders */
+    int gpu_count;
+    struct gpu_state *gpus;
+    struct node_usage unattributed;
+    struct pod_entry *charged;  /* pods charged on this node (list through pod_entry.node_next) */
+    int charged_count;
+};
+
+/* One GPU's share of a pod's charge. */
+struct slot_charge {
+    int slot;
+    int64_t cores, vmem, mmem;
+};
+
+struct pod_entry {
+    struct pod_info *info;
+    /* The charge currently applied; node == NULL means none. */
+    struct node_state *node;
+    bool bound;                 /* charged because bound (else assumed) */
+    int64_t expires_ns;         /* assumed charges end then; 0 for bound pods */
+    int nslots;
+    struct slot_charge *slots;
+    struct node_usage unattributed;
+    struct pod_entry *node_prev, *node_next;
+    struct pod_entry *assumed_prev, *assumed_next;   /* cache.assumed list while assumed */
+};
+
+struct cache_config {
+    int64_t assume_ttl_ns;
+};
+
+struct cluster_cache {
+    pthread_rwlock_t lock;
+    struct cache_config cfg;
+    struct dict nodes;          /* name -> struct node_state */
+    struct dict pods;           /* namespace/name -> struct pod_entry */
+    struct dict configmaps;     /* namespace/name -> cJSON (the whole object) */
+    int present_nodes;
+    int assumed_pods;
+    struct pod_entry *assumed;  /* pods whose charge is an assumption (expires) */
+    int64_t next_expiry_ns;     /* earliest assumed-charge expiry, INT64_MAX if none */
+    uint64_t generation;        /* bumped by every change */
+};
+
+int cache_init(struct cluster_cache *c, const struct cache_config *cfg);
+void cache_destroy(struct cluster_cache *c);
+
+void cache_read_lock(struct cluster_cache *c);
+void cache_write_lock(struct cluster_cache *c);
+void cache_unlock(struct cluster_cache *c);
+
+/* Writers: each takes the write lock itself and takes ownership of the
+ * object it is given (also on failure). 0, or -1 on allocation failure. */
+int cache_apply_node(struct cluster_cache *c, struct node_spec *spec);
+int cache_delete_node(struct cluster_cache *c, const char *name);
+int cache_apply_pod(struct cluster_cache *c, struct pod_info *pod, int64_t now_ns);
+/* The same for a caller that already holds the write lock (decisions). */
+int cache_apply_pod_locked(struct cluster_cache *c, struct pod_info *pod, int64_t now_ns);
+int cache_delete_pod(struct cluster_cache *c, const char *key);
+int cache_apply_configmap(struct cluster_cache *c, cJSON *configmap);
+int cache_delete_configmap(struct cluster_cache *c, const char *ns, const char *name);
+/* Convenience for loaders: parse and apply a Node, Pod or ConfigMap object by
+ * its kind. Returns 1 when applied, 0 when the kind is not one the cache keeps,
+ * -1 with *err set when the object is unusable. */
+int cache_apply_object(struct cluster_cache *c, const cJSON *obj, int64_t now_ns, char **err);
+
+/* Drop assumed charges older than the TTL. Cheap when none is due. */
+void cache_expire(struct cluster_cache *c, int64_t now_ns);
+
+/* Readers: call under cache_read_lock (or the write lock). */
+struct node_state *cache_find_node(const struct cluster_cache *c, const char *name);
+struct node_state *cache_find_node_n(const struct cluster_cache *c, const char *name, size_t len);
+struct pod_entry *cache_find_pod(const struct cluster_cache *c, const char *key);
+/* The GPU slot of a device minor on a node, or -1. */
+int node_slot_of_minor(const struct node_state *n, int minor);
+
+int64_t now_realtime_ns(void);
+
+#endif

@@ -1,0 +1,149 @@
+/* dict.c - string-keyed open-addressing hash table; see dict.h. */
+#include "extender/dict.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static char tombstone_marker;
+#define DICT_TOMBSTONE (&tombstone_marker)
+
+/* FNV-1a: short keys (node names, namespace/name) dominate, and it is fast
+ * enough that a 5000-node request spends little time hashing. */
+static uint64_t hash_bytes(const char *s, size_t len)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < len; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+static size_t capacity_for(size_t n)
+{
+    size_t cap = 16;
+    while (cap < n * 2)
+        cap *= 2;
+    return cap;
+}
+
+int dict_init(struct dict *d, size_t expected)
+{
+    d->cap = capacity_for(expected);
+    d->used = 0;
+    d->filled = 0;
+    d->slots = calloc(d->cap, sizeof(*d->slots));
+    return d->slots ? 0 : -1;
+}
+
+void dict_free(struct dict *d)
+{
+    for (size_t i = 0; i < d->cap; i++) {
+        char *k = d->slots[i].key;
+        if (k && k != DICT_TOMBSTONE)
+            free(k);
+    }
+    free(d->slots);
+    d->slots = NULL;
+    d->cap = d->used = d->filled = 0;
+}
+
+static struct dict_entry *find_slot(const struct dict *d, const char *key, size_t len, uint64_t h)
+{
+    size_t mask = d->cap - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+        struct dict_entry *e = &d->slots[i];
+        if (!e->key)
+            return NULL;
+        if (e->key != DICT_TOMBSTONE && e->hash == h && strncmp(e->key, key, len) == 0 &&
+            e->key[len] == '\0')
+            return e;
+    }
+}
+
+void *dict_get_n(const struct dict *d, const char *key, size_t len)
+{
+    struct dict_entry *e = find_slot(d, key, len, hash_bytes(key, len));
+    return e ? e->value : NULL;
+}
+
+void *dict_get(const struct dict *d, const char *key)
+{
+    return dict_get_n(d, key, strlen(key));
+}
+
+static void place(struct dict_entry *slots, size_t cap, struct dict_entry e)
+{
+    size_t mask = cap - 1;
+    size_t i = e.hash & mask;
+    while (slots[i].key)
+        i = (i + 1) & mask;
+    slots[i] = e;
+}
+
+static int resize(struct dict *d, size_t cap)
+{
+    struct dict_entry *slots = calloc(cap, sizeof(*slots));
+    if (!slots)
+        return -1;
+    for (size_t i = 0; i < d->cap; i++) {
+        struct dict_entry e = d->slots[i];
+        if (e.key && e.key != DICT_TOMBSTONE)
+            place(slots, cap, e);
+    }
+    free(d->slots);
+    d->slots = slots;
+    d->cap = cap;
+    d->filled = d->used;
+    return 0;
+}
+
+int dict_set(struct dict *d, const char *key, void *value, void **old)
+{
+    size_t len = strlen(key);
+    uint64_t h = hash_bytes(key, len);
+    if (old)
+        *old = NULL;
+    struct dict_entry *e = find_slot(d, key, len, h);
+    if (e) {
+        if (old)
+            *old = e->value;
+        e->value = value;
+        return 0;
+    }
+    /* Keep the load (tombstones included) under 1/2 so probes stay short. */
+    if ((d->filled + 1) * 2 > d->cap && resize(d, capacity_for(d->used + 1)) != 0)
+        return -1;
+    char *copy = malloc(len + 1);
+    if (!copy)
+        return -1;
+    memcpy(copy, key, len + 1);
+    place(d->slots, d->cap, (struct dict_entry){copy, h, value});
+    d->used++;
+    d->filled++;
+    return 0;
+}
+
+void *dict_del(struct dict *d, const char *key)
+{
+    size_t len = strlen(key);
+    struct dict_entry *e = find_slot(d, key, len, hash_bytes(key, len));
+    if (!e)
+        return NULL;
+    void *value = e->value;
+    free(e->key);
+    e->key = DICT_TOMBSTONE;
+    e->value = NULL;
+    d->used--;
+    return value;
+}
+
+struct dict_entry *dict_next(const struct dict *d, size_t *pos)
+{
+    while (*pos < d->cap) {
+        struct dict_entry *e = &d->slots[(*pos)++];
+        if (e->key && e->key != DICT_TOMBSTONE)
+            return e;
+    }
+    return NULL;
+}

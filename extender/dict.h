@@ -1,0 +1,43 @@
+/*
+ * dict.h - a string-keyed hash table (open addressing, linear probing).
+ *
+ * Owns lookup by name for the cluster cache (nodes by name, pods by key,
+ * ConfigMaps by namespace/name). Keys are copied and owned by the table;
+ * values are opaque pointers owned by the caller. Not thread-safe: the cache
+ * guards every table with its own lock.
+ */
+#ifndef GQA_DICT_H
+#define GQA_DICT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct dict_entry {
+    char *key;          /* NULL: empty slot; DICT_TOMBSTONE: deleted */
+    uint64_t hash;
+    void *value;
+};
+
+struct dict {
+    struct dict_entry *slots;
+    size_t cap;         /* power of two */
+    size_t used;        /* live entries */
+    size_t filled;      /* live entries + tombstones */
+};
+
+int dict_init(struct dict *d, size_t expected);
+/* Free the table; values are untouched (free them first with dict_next). */
+void dict_free(struct dict *d);
+void *dict_get(const struct dict *d, const char *key);
+void *dict_get_n(const struct dict *d, const char *key, size_t len);
+/* Insert or replace. Returns 0, or -1 on allocation failure (table unchanged).
+ * When a value was replaced, *old receives it (else NULL). */
+int dict_set(struct dict *d, const char *key, void *value, void **old);
+/* Remove and return the value (NULL if absent). */
+void *dict_del(struct dict *d, const char *key);
+/* Iterate: start with *pos = 0; returns the next entry or NULL at the end.
+ * The table must not be modified during iteration. */
+struct dict_entry *dict_next(const struct dict *d, size_t *pos);
+static inline size_t dict_size(const struct dict *d) { return d->used; }
+
+#endif

@@ -1,0 +1,416 @@
+/* handlers.c - endpoint handlers. See handlers.h. */
+#include "extender/handlers.h"
+#include "extender/log.h"
+#include "extender/metrics.h"
+#include "extender/strbuf.h"
+#include "extender/wire.h"
+#include "version.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void http_set_body(struct http_response *resp, int status, const char *content_type, char *body, size_t len)
+{
+    free(resp->body);
+    if (!body) {
+        static const char oom[] = "{\"error\":\"out of memory\"}";
+        resp->status = 500;
+        resp->content_type = CONTENT_JSON;
+        resp->body = strdup(oom);
+        resp->body_len = resp->body ? sizeof(oom) - 1 : 0;
+        return;
+    }
+    resp->status = status;
+    resp->content_type = content_type;
+    resp->body = body;
+    resp->body_len = len;
+}
+
+void http_json_error(struct http_response *resp, int status, const char *message)
+{
+    struct strbuf sb;
+    strbuf_init(&sb);
+    strbuf_puts(&sb, "{\"error\":");
+    strbuf_json_string(&sb, message);
+    strbuf_putc(&sb, '}');
+    size_t len = 0;
+    char *body = strbuf_detach(&sb, &len);
+    http_set_body(resp, status, CONTENT_JSON, body, len);
+}
+
+int app_init(struct app *app, const struct options *opts)
+{
+    memset(app, 0, sizeof(*app));
+    app->opts = opts;
+    struct cache_config cc = {.assume_ttl_ns = opts->assume_ttl_ns};
+    struct placement_config pc = {.mode = opts->placement, .policy = opts->policy};
+    snprintf(app->not_ready_reason, sizeof(app->not_ready_reason), "initial state not loaded yet");
+    if (cache_init(&app->cache, &cc) != 0)
+        return -1;
+    if (placement_init(&app->placement, &app->cache, &pc) != 0) {
+        cache_destroy(&app->cache);
+        return -1;
+    }
+    return 0;
+}
+
+void app_destroy(struct app *app)
+{
+    placement_destroy(&app->placement);
+    cache_destroy(&app->cache);
+}
+
+/* ---- extender verbs ------------------------------------------------------ */
+
+static void extender_error(struct http_response *resp, const char *msg)
+{
+    size_t len = 0;
+    char *body = wire_filter_error(msg, &len);
+    http_set_body(resp, 200, CONTENT_JSON, body, len);
+}
+
+/* Decode ExtenderArgs and its Pod. On failure the Error answer is set. */
+static struct pod_info *decode_args(const struct http_request *req, struct extender_args *args,
+                                    struct http_response *resp)
+{
+    char *err = NULL;
+    if (wire_parse_args(req->body ? req->body : "", req->body_len, args, &err) != 0) {
+        extender_error(resp, err ? err : "out of memory");
+        log_warn("%s: bad ExtenderArgs: %s", req->path, err ? err : "out of memory");
+        free(err);
+        return NULL;
+    }
+    struct pod_info *pod = pod_info_from_json(args->pod, &err);
+    if (!pod) {
+        struct strbuf sb;
+        strbuf_init(&sb);
+        strbuf_printf(&sb, "Pod: %s", err ? err : "out of memory");
+        extender_error(resp, sb.data ? sb.data : "Pod is not usable");
+        strbuf_free(&sb);
+        free(err);
+        wire_args_free(args);
+    }
+    return pod;
+}
+
+static void count_outcome(const struct evaluation *ev)
+{
+    uint64_t fit = 0;
+    for (size_t i = 0; i < ev->count; i++)
+        fit += ev->verdicts[i].fits;
+    metrics_count_filter(fit, ev->count - fit, ev->decided);
+}
+
+void handle_filter(struct app *app, const struct http_request *req, struct http_response *resp)
+{
+    struct extender_args args;
+    struct pod_info *pod = decode_args(req, &args, resp);
+    if (!pod)
+        return;
+    struct evaluation ev;
+    size_t len = 0;
+    char *body = NULL;
+    if (placement_filter(&app->placement, pod, args.names, args.count, &ev) == 0) {
+        body = ev.error ? wire_filter_error(ev.error, &len) : wire_filter_result(&args, &ev, &len);
+        count_outcome(&ev);
+    }
+    http_set_body(resp, 200, CONTENT_JSON, body, len);
+    evaluation_free(&ev);
+    pod_info_free(pod);
+    wire_args_free(&args);
+}
+
+void handle_prioritize(struct app *app, const struct http_request *req, struct http_response *resp)
+{
+    struct extender_args args;
+    struct pod_info *pod = decode_args(req, &args, resp);
+    if (!pod)
+        return;
+    struct evaluation ev;
+    size_t len = 0;
+    char *body = NULL;
+    if (placement_evaluate(&app->placement, pod, args.names, args.count, &ev) == 0)
+        body = ev.error ? wire_filter_error(ev.error, &len) : wire_priority_list(&args, &ev, &len);
+    http_set_body(resp, 200, CONTENT_JSON, body, len);
+    evaluation_free(&ev);
+    pod_info_free(pod);
+    wire_args_free(&args);
+}
+
+/* ---- explain -------------------------------------------------------------- */
+
+static void put_explain_node(struct strbuf *sb, const struct evaluation *ev, const struct pod_info *pod,
+                             const struct verdict *v)
+{
+    strbuf_puts(sb, "{\"node\":");
+    strbuf_json_string(sb, v->name);
+    strbuf_printf(sb, ",\"fits\":%s,\"score\":%d,\"gpus\":{", v->fits ? "true" : "false", verdict_priority(v));
+    if (v->fits && ev->gpus) {
+        const int *g = ev->gpus + v->gpus_off;
+        bool first = true;
+        for (int i = 0; i < ev->ncontainers; i++) {
+            int count = *g++;
+            if (pod->containers[i].family != GPU_FAMILY_NONE) {
+                if (!first)
+                    strbuf_putc(sb, ',');
+                first = false;
+                strbuf_json_string(sb, pod->containers[i].name);
+                strbuf_putc(sb, ':');
+                strbuf_putc(sb, '[');
+                for (int k = 0; k < count; k++)
+                    strbuf_printf(sb, k ? ",%d" : "%d", g[k]);
+                strbuf_putc(sb, ']');
+            }
+            g += count;
+        }
+    }
+    strbuf_puts(sb, "},\"reason\":");
+    strbuf_json_string_n(sb, verdict_reason(ev, v), v->reason_len);
+    strbuf_putc(sb, '}');
+}
+
+static char *render_explain(const struct evaluation *ev, const struct pod_info *pod, int *fits_somewhere)
+{
+    size_t *order = malloc(sizeof(*order) * (ev->count ? ev->count : 1));
+    if (!order)
+        return NULL;
+    evaluation_rank(ev, order);
+    struct strbuf sb;
+    strbuf_init(&sb);
+    strbuf_puts(&sb, "{\"pod\":");
+    strbuf_json_string(&sb, pod->key);
+    if (ev->error) {
+        strbuf_puts(&sb, ",\"error\":");
+        strbuf_json_string(&sb, ev->error);
+    }
+    strbuf_puts(&sb, ",\"nodes\":[");
+    *fits_somewhere = 0;
+    for (size_t i = 0; i < ev->count; i++) {
+        const struct verdict *v = &ev->verdicts[order[i]];
+        if (i)
+            strbuf_putc(&sb, ',');
+        put_explain_node(&sb, ev, pod, v);
+        *fits_somewhere |= v->fits;
+    }
+    strbuf_puts(&sb, "]}\n");
+    free(order);
+    return strbuf_detach(&sb, NULL);
+}
+
+char *explain_pod(struct app *app, const cJSON *pod_json, int *fits_somewhere, char **err)
+{
+    struct pod_info *pod = pod_info_from_json(pod_json, err);
+    if (!pod)
+        return NULL;
+    size_t count = 0;
+    char **names = placement_all_node_names(&app->placement, &count);
+    struct evaluation ev;
+    char *out = NULL;
+    if (names && placement_evaluate(&app->placement, pod, (const char *const *)names, count, &ev) == 0) {
+        out = render_explain(&ev, pod, fits_somewhere);
+        evaluation_free(&ev);
+    }
+    if (!out && err)
+        *err = strdup("out of memory");
+    free_names(names, count);
+    pod_info_free(pod);
+    return out;
+}
+
+void handle_explain(struct app *app, const struct http_request *req, struct http_response *resp)
+{
+    cJSON *pod = cJSON_ParseWithLength(req->body ? req->body : "", req->body_len);
+    if (!cJSON_IsObject(pod)) {
+        http_json_error(resp, 400, "body must be a Pod as a JSON object");
+        cJSON_Delete(pod);
+        return;
+    }
+    char *err = NULL;
+    int fits = 0;
+    char *body = explain_pod(app, pod, &fits, &err);
+    if (body)
+        http_set_body(resp, 200, CONTENT_JSON, body, strlen(body));
+    else
+        http_json_error(resp, 400, err ? err : "out of memory");
+    free(err);
+    cJSON_Delete(pod);
+}
+
+/* ---- inspect -------------------------------------------------------------- */
+
+static bool primary_is_mps(const struct node_state *n)
+{
+    return n->spec && n->spec->vcuda_core == 0 && n->spec->mps_core > 0;
+}
+
+static void put_pod_list(struct strbuf *sb, const struct node_state *n, int slot)
+{
+    bool first = true;
+    strbuf_putc(sb, '[');
+    for (const struct pod_entry *e = n->charged; e; e = e->node_next) {
+        bool hit = false;
+        for (int i = 0; i < e->nslots && !hit; i++)
+            hit = slot < 0 ? false : e->slots[i].slot == slot;
+        if (slot < 0)
+            hit = e->unattributed.pods > 0;
+        if (!hit)
+            continue;
+        if (!first)
+            strbuf_putc(sb, ',');
+        strbuf_json_string(sb, e->info->key);
+        first = false;
+    }
+    strbuf_putc(sb, ']');
+}
+
+static void put_resources(struct strbuf *sb, const struct node_spec *s)
+{
+    strbuf_puts(sb, "\"resources\":{");
+    if (s)
+        strbuf_printf(sb, "\"%s\":%lld,\"%s\":%lld,\"%s\":%lld,\"%s\":%lld,\"%s\":%lld", RES_VCUDA_CORE,
+                      (long long)s->vcuda_core, RES_VCUDA_MEMORY, (long long)s->vcuda_memory, RES_MPS_CORE,
+                      (long long)s->mps_core, RES_MPS_MEMORY, (long long)s->mps_memory, RES_NVIDIA_GPU,
+                      (long long)s->nvidia_gpu);
+    strbuf_puts(sb, "},");
+}
+
+static void put_gpus(struct strbuf *sb, const struct node_state *n)
+{
+    bool mps = primary_is_mps(n);
+    strbuf_puts(sb, "\"gpus\":[");
+    for (int s = 0; s < n->gpu_count; s++) {
+        const struct gpu_state *g = &n->gpus[s];
+        strbuf_printf(sb,
+                      "%s{\"index\":%d,\"minor\":%d,\"numa\":%d,\"coreUsed\":%lld,\"coreTotal\":100,"
+                      "\"memoryUsed\":%lld,\"memoryTotal\":%lld,\"pods\":",
+                      s ? "," : "", s, g->minor, g->numa, (long long)g->core_used,
+                      (long long)(mps ? g->mmem_used : g->vmem_used), (long long)(mps ? g->mmem_total : g->vmem_total));
+        put_pod_list(sb, n, s);
+        strbuf_putc(sb, '}');
+    }
+    strbuf_puts(sb, "],");
+}
+
+static void put_node(struct strbuf *sb, const struct node_state *n)
+{
+    strbuf_puts(sb, "{\"node\":");
+    strbuf_json_string(sb, n->name);
+    strbuf_printf(sb, ",\"gpuCount\":%d,\"memoryResource\":\"%s\",", n->gpu_count,
+                  primary_is_mps(n) ? RES_MPS_MEMORY : RES_VCUDA_MEMORY);
+    put_resources(sb, n->spec);
+    put_gpus(sb, n);
+    strbuf_printf(sb, "\"unattributed\":{\"cores\":%lld,\"vcudaMemory\":%lld,\"mpsMemory\":%lld,\"pods\":",
+                  (long long)n->unattributed.cores, (long long)n->unattributed.vmem, (long long)n->unattributed.mmem);
+    put_pod_list(sb, n, -1);
+    strbuf_puts(sb, "},\"topology\":");
+    char *topo = n->spec && n->spec->topology ? topology_serialize(n->spec->topology) : NULL;
+    strbuf_puts(sb, topo ? topo : "null");
+    free(topo);
+    if (n->spec && n->spec->topology_error) {
+        strbuf_puts(sb, ",\"topologyError\":");
+        strbuf_json_string(sb, n->spec->topology_error);
+    }
+    strbuf_putc(sb, '}');
+}
+
+static int compare_names(const void *a, const void *b)
+{
+    return strcmp((*(const struct node_state *const *)a)->name, (*(const struct node_state *const *)b)->name);
+}
+
+void handle_inspect_nodes(struct app *app, const struct http_request *req, struct http_response *resp)
+{
+    (void)req;
+    struct strbuf sb;
+    strbuf_init(&sb);
+    cache_read_lock(&app->cache);
+    size_t n = 0, pos = 0;
+    const struct node_state **nodes = malloc(sizeof(*nodes) * (dict_size(&app->cache.nodes) + 1));
+    struct dict_entry *de;
+    while (nodes && (de = dict_next(&app->cache.nodes, &pos)))
+        if (((const struct node_state *)de->value)->present)
+            nodes[n++] = de->value;
+    if (nodes) {
+        qsort(nodes, n, sizeof(*nodes), compare_names);
+        strbuf_putc(&sb, '[');
+        for (size_t i = 0; i < n; i++) {
+            if (i)
+                strbuf_putc(&sb, ',');
+            put_node(&sb, nodes[i]);
+        }
+        strbuf_puts(&sb, "]\n");
+    }
+    cache_unlock(&app->cache);
+    free(nodes);
+    size_t len = 0;
+    char *body = nodes ? strbuf_detach(&sb, &len) : (strbuf_free(&sb), NULL);
+    http_set_body(resp, 200, CONTENT_JSON, body, len);
+}
+
+void handle_inspect_node(struct app *app, const struct http_request *req, struct http_response *resp)
+{
+    const char *name = strrchr(req->path, '/') + 1;
+    struct strbuf sb;
+    strbuf_init(&sb);
+    cache_read_lock(&app->cache);
+    const struct node_state *n = cache_find_node(&app->cache, name);
+    bool found = n && n->present;
+    if (found) {
+        put_node(&sb, n);
+        strbuf_putc(&sb, '\n');
+    }
+    cache_unlock(&app->cache);
+    if (!found) {
+        strbuf_free(&sb);
+        strbuf_printf(&sb, "node %s is not in the cache", name);
+        http_json_error(resp, 404, sb.data ? sb.data : "node not found");
+        strbuf_free(&sb);
+        return;
+    }
+    size_t len = 0;
+    char *body = strbuf_detach(&sb, &len);
+    http_set_body(resp, 200, CONTENT_JSON, body, len);
+}
+
+/* ---- health, version, metrics -------------------------------------------- */
+
+void handle_healthz(struct app *app, const struct http_request *req, struct http_response *resp)
+{
+    (void)app;
+    (void)req;
+    http_set_body(resp, 200, CONTENT_TEXT, strdup("ok\n"), 3);
+}
+
+void handle_readyz(struct app *app, const struct http_request *req, struct http_response *resp)
+{
+    (void)req;
+    if (atomic_load(&app->ready)) {
+        http_set_body(resp, 200, CONTENT_TEXT, strdup("ok\n"), 3);
+        return;
+    }
+    http_json_error(resp, 503, app->not_ready_reason);
+}
+
+void handle_version(struct app *app, const struct http_request *req, struct http_response *resp)
+{
+    (void)app;
+    (void)req;
+    struct strbuf sb;
+    strbuf_init(&sb);
+    strbuf_printf(&sb, "{\"version\":\"%s\",\"gitCommit\":\"%s\",\"buildDate\":\"%s\"}\n", GQA_VERSION,
+                  GQA_GIT_COMMIT, GQA_BUILD_DATE);
+    size_t len = 0;
+    char *body = strbuf_detach(&sb, &len);
+    http_set_body(resp, 200, CONTENT_JSON, body, len);
+}
+
+void handle_metrics(struct app *app, const struct http_request *req, struct http_response *resp)
+{
+    (void)req;
+    struct strbuf sb;
+    strbuf_init(&sb);
+    metrics_render(&sb, &app->cache);
+    size_t len = 0;
+    char *body = strbuf_detach(&sb, &len);
+    http_set_body(resp, 200, CONTENT_METRICS, body, len);
+}

@@ -1,0 +1,37 @@
+/*
+ * http.h - the request/response pair shared by the server and the routes.
+ *
+ * The server (server.c) owns sockets, TLS and bodies; routes (router.c) and
+ * handlers (handlers.c) see only these plain structs, so handlers can be
+ * driven directly by `simulate` and by tests.
+ */
+#ifndef GQA_HTTP_H
+#define GQA_HTTP_H
+
+#include <stddef.h>
+
+struct http_request {
+    const char *method;
+    const char *path;
+    const char *body;
+    size_t body_len;
+};
+
+struct http_response {
+    int status;
+    char *body;                 /* malloc'd, owned by the response */
+    size_t body_len;
+    const char *content_type;   /* static string */
+    const char *allow;          /* Allow header for 405, static, or NULL */
+};
+
+#define CONTENT_JSON "application/json"
+#define CONTENT_TEXT "text/plain; charset=utf-8"
+#define CONTENT_METRICS "text/plain; version=0.0.4; charset=utf-8"
+
+/* Set a JSON body {"error": message} with the given status. */
+void http_json_error(struct http_response *resp, int status, const char *message);
+/* Take ownership of a malloc'd body (NULL means allocation failure -> 500). */
+void http_set_body(struct http_response *resp, int status, const char *content_type, char *body, size_t len);
+
+#endif

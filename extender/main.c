@@ -1,0 +1,116 @@
+/*
+ * main.c - gpu-quota-admission entry point.
+ *
+ * Dispatches the subcommands (serve by default, `simulate`), loads the
+ * cluster state, starts the listeners and waits for SIGTERM/SIGINT, then
+ * drains in-flight requests and exits 0.
+ */
+#include "extender/handlers.h"
+#include "extender/log.h"
+#include "extender/options.h"
+#include "extender/server.h"
+#include "extender/statefile.h"
+#include "version.h"
+
+#include <malloc.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DRAIN_TIMEOUT_MS 25000
+
+int simulate_main(int argc, char **argv);
+
+static int load_state(struct app *app, const char *path)
+{
+    struct state_counts counts;
+    char *err = NULL;
+    if (statefile_load(&app->cache, path, &counts, &err) != 0) {
+        log_error("cannot load state: %s", err ? err : "out of memory");
+        free(err);
+        return -1;
+    }
+    /* Loading parses large texts; give the transient memory back. */
+    malloc_trim(0);
+    log_info("loaded %s: %zu nodes, %zu pods, %zu configmaps (%zu other objects skipped)", path, counts.nodes,
+             counts.pods, counts.configmaps, counts.skipped);
+    return 0;
+}
+
+/* Signals are blocked in every thread (the server's threads inherit the
+ * mask) and taken synchronously here, so shutdown runs in plain code. */
+static int wait_for_signal(void)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    int sig = 0;
+    sigwait(&set, &sig);
+    return sig;
+}
+
+static void block_signals(void)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+static int serve(const struct options *opts)
+{
+    struct app app;
+    if (app_init(&app, opts) != 0) {
+        log_error("out of memory");
+        return 1;
+    }
+    int rc = 1;
+    if (load_state(&app, opts->state_file) == 0) {
+        atomic_store(&app.ready, 1);
+        struct server_config sc = {opts->listen_http, opts->listen_https, opts->tls_cert, opts->tls_key,
+                                   opts->tls_client_ca, opts->threads, opts->max_body_bytes};
+        char *err = NULL;
+        struct server *srv = server_start(&sc, &app, &err);
+        if (srv) {
+            log_info("gpu-quota-admission %s ready (placement %s, gpu-policy %s, node-policy %s)", GQA_VERSION,
+                     opts->placement == PLACEMENT_BIND ? "bind" : "filter", policy_name(opts->policy.gpu),
+                     policy_name(opts->policy.node));
+            int sig = wait_for_signal();
+            log_info("received %s: finishing in-flight requests", strsignal(sig));
+            atomic_store(&app.ready, 0);
+            server_drain_and_stop(srv, DRAIN_TIMEOUT_MS);
+            log_info("stopped");
+            rc = 0;
+        } else {
+            log_error("%s", err ? err : "cannot start the server");
+            free(err);
+        }
+    }
+    app_destroy(&app);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    block_signals();
+    if (argc > 1 && strcmp(argv[1], "simulate") == 0)
+        return simulate_main(argc - 2, argv + 2);
+    struct options opts;
+    if (options_parse(&opts, CMD_SERVE, argc - 1, argv + 1, stderr) != 0)
+        return 2;
+    int rc = 0;
+    if (opts.show_help) {
+        options_print_help(stdout);
+    } else if (opts.show_version) {
+        printf("gpu-quota-admission %s (commit %s, built %s)\n", GQA_VERSION, GQA_GIT_COMMIT, GQA_BUILD_DATE);
+    } else {
+        log_configure(opts.log_level, opts.log_json);
+        rc = serve(&opts);
+    }
+    options_free(&opts);
+    return rc;
+}

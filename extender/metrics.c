@@ -1,0 +1,134 @@
+/* metrics.c - Prometheus metrics. See metrics.h. */
+#include "extender/metrics.h"
+
+#include <stdatomic.h>
+
+static const char *const verb_names[VERB_COUNT] = {"filter", "prioritize", "explain", "inspect",
+                                                   "health", "version", "metrics", "other"};
+
+/* Status classes kept per verb: the codes this service answers. */
+static const int status_codes[] = {200, 400, 403, 404, 405, 413, 500, 503};
+#define NSTATUS (sizeof(status_codes) / sizeof(status_codes[0]))
+
+static const double buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5};
+#define NBUCKETS (sizeof(buckets) / sizeof(buckets[0]))
+
+struct verb_metrics {
+    atomic_uint_fast64_t status[NSTATUS + 1];     /* last: any other code */
+    atomic_uint_fast64_t bucket[NBUCKETS + 1];    /* last: +Inf */
+    atomic_uint_fast64_t sum_us;
+    atomic_uint_fast64_t body_bytes;
+};
+
+static struct verb_metrics verbs[VERB_COUNT];
+static atomic_uint_fast64_t filter_nodes_fit, filter_nodes_failed, decisions;
+
+const char *metric_verb_name(enum metric_verb verb)
+{
+    return verb_names[verb];
+}
+
+void metrics_observe_request(enum metric_verb verb, int status, double seconds, uint64_t body_bytes)
+{
+    struct verb_metrics *m = &verbs[verb];
+    size_t s = 0;
+    while (s < NSTATUS && status_codes[s] != status)
+        s++;
+    atomic_fetch_add_explicit(&m->status[s], 1, memory_order_relaxed);
+    size_t b = 0;
+    while (b < NBUCKETS && seconds > buckets[b])
+        b++;
+    atomic_fetch_add_explicit(&m->bucket[b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->sum_us, (uint64_t)(seconds * 1e6), memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->body_bytes, body_bytes, memory_order_relaxed);
+}
+
+void metrics_count_filter(uint64_t fit, uint64_t failed, int decided)
+{
+    atomic_fetch_add_explicit(&filter_nodes_fit, fit, memory_order_relaxed);
+    atomic_fetch_add_explicit(&filter_nodes_failed, failed, memory_order_relaxed);
+    if (decided)
+        atomic_fetch_add_explicit(&decisions, 1, memory_order_relaxed);
+}
+
+static uint64_t load(atomic_uint_fast64_t *v)
+{
+    return atomic_load_explicit(v, memory_order_relaxed);
+}
+
+static void render_requests(struct strbuf *out)
+{
+    strbuf_puts(out, "# HELP gqa_http_requests_total HTTP requests answered, by verb and status code.\n"
+                     "# TYPE gqa_http_requests_total counter\n");
+    for (int v = 0; v < VERB_COUNT; v++) {
+        for (size_t s = 0; s <= NSTATUS; s++) {
+            uint64_t n = load(&verbs[v].status[s]);
+            if (!n)
+                continue;
+            if (s < NSTATUS)
+                strbuf_printf(out, "gqa_http_requests_total{verb=\"%s\",code=\"%d\"} %llu\n", verb_names[v],
+                              status_codes[s], (unsigned long long)n);
+            else
+                strbuf_printf(out, "gqa_http_requests_total{verb=\"%s\",code=\"other\"} %llu\n", verb_names[v],
+                              (unsigned long long)n);
+        }
+    }
+}
+
+static void render_latency(struct strbuf *out)
+{
+    strbuf_puts(out, "# HELP gqa_http_request_duration_seconds Time from the first byte of a request to its answer.\n"
+                     "# TYPE gqa_http_request_duration_seconds histogram\n");
+    for (int v = 0; v < VERB_COUNT; v++) {
+        uint64_t cumulative = 0;
+        for (size_t b = 0; b <= NBUCKETS; b++) {
+            cumulative += load(&verbs[v].bucket[b]);
+            if (b < NBUCKETS)
+                strbuf_printf(out, "gqa_http_request_duration_seconds_bucket{verb=\"%s\",le=\"%g\"} %llu\n",
+                              verb_names[v], buckets[b], (unsigned long long)cumulative);
+            else
+                strbuf_printf(out, "gqa_http_request_duration_seconds_bucket{verb=\"%s\",le=\"+Inf\"} %llu\n",
+                              verb_names[v], (unsigned long long)cumulative);
+        }
+        strbuf_printf(out, "gqa_http_request_duration_seconds_sum{verb=\"%s\"} %.6f\n", verb_names[v],
+                      (double)load(&verbs[v].sum_us) / 1e6);
+        strbuf_printf(out, "gqa_http_request_duration_seconds_count{verb=\"%s\"} %llu\n", verb_names[v],
+                      (unsigned long long)cumulative);
+    }
+    strbuf_puts(out, "# HELP gqa_http_request_body_bytes_total Request body bytes received, by verb.\n"
+                     "# TYPE gqa_http_request_body_bytes_total counter\n");
+    for (int v = 0; v < VERB_COUNT; v++)
+        strbuf_printf(out, "gqa_http_request_body_bytes_total{verb=\"%s\"} %llu\n", verb_names[v],
+                      (unsigned long long)load(&verbs[v].body_bytes));
+}
+
+static void render_cache(struct strbuf *out, struct cluster_cache *cache)
+{
+    cache_read_lock(cache);
+    size_t pods = dict_size(&cache->pods), cms = dict_size(&cache->configmaps);
+    int nodes = cache->present_nodes, assumed = cache->assumed_pods;
+    cache_unlock(cache);
+    strbuf_printf(out,
+                  "# HELP gqa_cache_nodes Nodes in the cache.\n# TYPE gqa_cache_nodes gauge\ngqa_cache_nodes %d\n"
+                  "# HELP gqa_cache_pods Pods in the cache.\n# TYPE gqa_cache_pods gauge\ngqa_cache_pods %zu\n"
+                  "# HELP gqa_cache_configmaps ConfigMaps in the cache.\n# TYPE gqa_cache_configmaps gauge\n"
+                  "gqa_cache_configmaps %zu\n"
+                  "# HELP gqa_assumed_pods Pods holding GPUs by an unexpired, unbound decision.\n"
+                  "# TYPE gqa_assumed_pods gauge\ngqa_assumed_pods %d\n",
+                  nodes, pods, cms, assumed);
+}
+
+void metrics_render(struct strbuf *out, struct cluster_cache *cache)
+{
+    render_requests(out);
+    render_latency(out);
+    strbuf_printf(out,
+                  "# HELP gqa_filter_nodes_total Nodes judged by filter requests, by outcome.\n"
+                  "# TYPE gqa_filter_nodes_total counter\n"
+                  "gqa_filter_nodes_total{outcome=\"fit\"} %llu\ngqa_filter_nodes_total{outcome=\"failed\"} %llu\n"
+                  "# HELP gqa_decisions_total Placement decisions recorded (filter placement mode).\n"
+                  "# TYPE gqa_decisions_total counter\ngqa_decisions_total %llu\n",
+                  (unsigned long long)load(&filter_nodes_fit), (unsigned long long)load(&filter_nodes_failed),
+                  (unsigned long long)load(&decisions));
+    render_cache(out, cache);
+}

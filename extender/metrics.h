@@ -1,0 +1,35 @@
+/*
+ * metrics.h - Prometheus metrics (text format 0.0.4).
+ *
+ * Owns the counters and histograms the service exports: requests by verb and
+ * status code, request latency histograms by verb, request body sizes, filter
+ * outcomes and decisions. All updates are lock-free atomics, so hot paths
+ * pay a few instructions. Cache gauges are read at scrape time.
+ */
+#ifndef GQA_METRICS_H
+#define GQA_METRICS_H
+
+#include <stdint.h>
+
+#include "extender/cache.h"
+#include "extender/strbuf.h"
+
+enum metric_verb {
+    VERB_FILTER = 0,
+    VERB_PRIORITIZE,
+    VERB_EXPLAIN,
+    VERB_INSPECT,
+    VERB_HEALTH,
+    VERB_VERSION,
+    VERB_METRICS,
+    VERB_OTHER,
+    VERB_COUNT
+};
+
+void metrics_observe_request(enum metric_verb verb, int status, double seconds, uint64_t body_bytes);
+void metrics_count_filter(uint64_t nodes_fit, uint64_t nodes_failed, int decided);
+/* Append the exposition text; reads cache gauges under the read lock. */
+void metrics_render(struct strbuf *out, struct cluster_cache *cache);
+const char *metric_verb_name(enum metric_verb verb);
+
+#endif

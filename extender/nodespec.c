@@ -1,0 +1,145 @@
+/* nodespec.c - Node object -> node_spec. See nodespec.h. */
+#include "extender/nodespec.h"
+#include "extender/log.h"
+#include "extender/podspec.h"
+#include "extender/quantity.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define VCUDA_BLOCK_MIB 256
+
+static int64_t amount(const cJSON *list, const char *resource, const char *node)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(list, resource);
+    int64_t value = 0;
+    if (!v)
+        return 0;
+    if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < 9e18)
+        return (int64_t)v->valuedouble;
+    qty_status st = cJSON_IsString(v) ? quantity_parse_int(v->valuestring, strlen(v->valuestring), &value)
+                                      : QTY_ERR_SYNTAX;
+    if (st != QTY_OK) {
+        log_warn("node %s: %s is not usable (%s); counted as 0", node, resource, quantity_status_text(st));
+        return 0;
+    }
+    return value;
+}
+
+/* Allocatable is what the kubelet offers to pods; capacity is the fallback
+ * for hand-written state files that omit it. */
+static const cJSON *offered_amounts(const cJSON *status)
+{
+    const cJSON *alloc = cJSON_GetObjectItemCaseSensitive(status, "allocatable");
+    if (cJSON_IsObject(alloc) && alloc->child)
+        return alloc;
+    return cJSON_GetObjectItemCaseSensitive(status, "capacity");
+}
+
+static void read_topology(struct node_spec *spec, const cJSON *meta)
+{
+    const cJSON *ann = cJSON_GetObjectItemCaseSensitive(meta, "annotations");
+    const cJSON *text = cJSON_GetObjectItemCaseSensitive(ann, TOPOLOGY_ANNOTATION);
+    if (!cJSON_IsString(text))
+        return;
+    char *err = NULL;
+    spec->topology = topology_parse(text->valuestring, &err);
+    if (!spec->topology) {
+        spec->topology_error = err;
+        log_warn("node %s: annotation %s ignored: %s", spec->name, TOPOLOGY_ANNOTATION, err ? err : "out of memory");
+    }
+}
+
+static int count_gpus(const struct node_spec *s)
+{
+    if (s->vcuda_core >= 100)
+        return (int)(s->vcuda_core / 100);
+    if (s->mps_core >= 100)
+        return (int)(s->mps_core / 100);
+    if (s->nvidia_gpu > 0)
+        return (int)s->nvidia_gpu;
+    return s->topology ? s->topology->count : 0;
+}
+
+/* A topology that disagrees with the advertised GPU count would map minors
+ * onto the wrong devices, so it is dropped rather than half-used. */
+static void check_topology_fits(struct node_spec *s)
+{
+    if (!s->topology || s->topology->count == s->gpu_count)
+        return;
+    char msg[160];
+    snprintf(msg, sizeof(msg), "the annotation lists %d GPUs but the node advertises %d", s->topology->count,
+             s->gpu_count);
+    log_warn("node %s: annotation %s ignored: %s", s->name, TOPOLOGY_ANNOTATION, msg);
+    topology_free(s->topology);
+    s->topology = NULL;
+    s->topology_error = strdup(msg);
+}
+
+static void fill_gpus(struct node_spec *s)
+{
+    int n = s->gpu_count;
+    for (int i = 0; i < n; i++) {
+        struct node_gpu_spec *g = &s->gpus[i];
+        const struct topo_gpu *t = s->topology ? &s->topology->gpus[i] : NULL;
+        g->minor = t ? t->minor : i;
+        g->numa = t ? t->numa : -1;
+        g->vcuda_memory = s->vcuda_memory / n;
+        if (t && t->memory_mib > 0 && s->vcuda_core > 0)
+            g->vcuda_memory = t->memory_mib / VCUDA_BLOCK_MIB;
+        g->mps_memory = s->mps_memory / n;
+    }
+}
+
+struct node_spec *node_spec_from_json(const cJSON *obj, char **err)
+{
+    if (err)
+        *err = NULL;
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(meta, "name");
+    if (!cJSON_IsString(name) || !*name->valuestring) {
+        if (err)
+            *err = strdup("node has no metadata.name");
+        return NULL;
+    }
+    struct node_spec *s = calloc(1, sizeof(*s));
+    if (!s || !(s->name = strdup(name->valuestring)))
+        goto oom;
+    const cJSON *offered = offered_amounts(cJSON_GetObjectItemCaseSensitive(obj, "status"));
+    s->vcuda_core = amount(offered, RES_VCUDA_CORE, s->name);
+    s->vcuda_memory = amount(offered, RES_VCUDA_MEMORY, s->name);
+    s->mps_core = amount(offered, RES_MPS_CORE, s->name);
+    s->mps_memory = amount(offered, RES_MPS_MEMORY, s->name);
+    s->nvidia_gpu = amount(offered, RES_NVIDIA_GPU, s->name);
+    read_topology(s, meta);
+    s->gpu_count = count_gpus(s);
+    if (s->gpu_count > TOPOLOGY_MAX_GPUS) {
+        log_warn("node %s: %d GPUs, only the first %d are used", s->name, s->gpu_count, TOPOLOGY_MAX_GPUS);
+        s->gpu_count = TOPOLOGY_MAX_GPUS;
+    }
+    check_topology_fits(s);
+    if (s->gpu_count > 0) {
+        s->gpus = calloc((size_t)s->gpu_count, sizeof(*s->gpus));
+        if (!s->gpus)
+            goto oom;
+        fill_gpus(s);
+    }
+    return s;
+oom:
+    node_spec_free(s);
+    if (err)
+        *err = strdup("out of memory");
+    return NULL;
+}
+
+void node_spec_free(struct node_spec *s)
+{
+    if (!s)
+        return;
+    free(s->name);
+    free(s->gpus);
+    topology_free(s->topology);
+    free(s->topology_error);
+    free(s);
+}

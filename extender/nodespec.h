@@ -1,0 +1,42 @@
+/*
+ * nodespec.h - what a node offers.
+ *
+ * Owns the translation of a Node object (cJSON) into GPU facts: allocatable
+ * amounts of each GPU resource, the GPU count (DESIGN section 3: vcuda-core /
+ * 100, else mps-core / 100, else nvidia.com/gpu, else the topology
+ * annotation), per-GPU memory and device minors (from the topology
+ * annotation when it is present and consistent), and the labels later
+ * modules need.
+ */
+#ifndef GQA_NODESPEC_H
+#define GQA_NODESPEC_H
+
+#include <stdint.h>
+#include <cjson/cJSON.h>
+
+#include "topology/annotation.h"
+
+struct node_gpu_spec {
+    int minor;
+    int numa;
+    int64_t vcuda_memory;   /* vcuda-memory blocks (256 MiB) of this GPU */
+    int64_t mps_memory;     /* mps-memory units of this GPU */
+};
+
+struct node_spec {
+    char *name;
+    int64_t vcuda_core, vcuda_memory, mps_core, mps_memory, nvidia_gpu;  /* allocatable (else capacity) */
+    int gpu_count;
+    struct node_gpu_spec *gpus;       /* gpu_count entries */
+    struct gpu_topology *topology;    /* NULL when absent or unusable */
+    char *topology_error;             /* why an annotation present on the node was not used */
+};
+
+/* Parse a Node object. NULL with *err (malloc'd) when it is not a usable Node
+ * (no metadata.name) or on allocation failure. Bad quantities or a bad
+ * topology annotation do not fail the node: they are reported in
+ * topology_error or count as zero capacity, and logged. */
+struct node_spec *node_spec_from_json(const cJSON *node, char **err);
+void node_spec_free(struct node_spec *spec);
+
+#endif

@@ -1,0 +1,47 @@
+/*
+ * options.h - command-line flags and their GQA_* environment twins.
+ *
+ * Owns every setting of DESIGN section 8 that this build honours, its
+ * default, its validation and the --help text. Precedence: flag, then the
+ * environment variable GQA_<NAME> (dashes as underscores, upper case), then
+ * the default. A bad value is a one-line error naming the flag (exit 2).
+ */
+#ifndef GQA_OPTIONS_H
+#define GQA_OPTIONS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "extender/allocator.h"
+#include "extender/log.h"
+#include "extender/placement.h"
+
+struct options {
+    char *listen_http;          /* "" disables the HTTP listener */
+    char *listen_https;         /* NULL/"" disables the HTTPS listener */
+    char *tls_cert, *tls_key, *tls_client_ca;
+    char *state_file;
+    char *pod_file;             /* simulate only */
+    enum placement_mode placement;
+    struct alloc_policy policy;
+    int64_t assume_ttl_ns;
+    int threads;
+    int64_t max_body_bytes;
+    enum log_level log_level;
+    int log_json;
+    int show_help, show_version;
+};
+
+enum options_command { CMD_SERVE, CMD_SIMULATE };
+
+/* Parse argv (after the subcommand, if any) and the environment. Returns 0,
+ * or -1 after printing a one-line error to err_out. */
+int options_parse(struct options *o, enum options_command cmd, int argc, char **argv, FILE *err_out);
+void options_free(struct options *o);
+void options_print_help(FILE *out);
+
+/* "60s", "2m", "1h", "1500ms" or plain seconds -> nanoseconds; -1 when invalid. */
+int64_t parse_duration_ns(const char *text);
+
+#endif

@@ -1,0 +1,390 @@
+/* placement.c - evaluate a pod over nodes; filter-mode decisions. See placement.h. */
+#include "extender/placement.h"
+#include "extender/log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int placement_init(struct placement *p, struct cluster_cache *cache, const struct placement_config *cfg)
+{
+    p->cache = cache;
+    p->cfg = *cfg;
+    return pthread_mutex_init(&p->decide_lock, NULL) == 0 ? 0 : -1;
+}
+
+void placement_destroy(struct placement *p)
+{
+    pthread_mutex_destroy(&p->decide_lock);
+}
+
+void evaluation_free(struct evaluation *ev)
+{
+    free(ev->verdicts);
+    free(ev->gpus);
+    free(ev->error);
+    strbuf_free(&ev->text);
+    memset(ev, 0, sizeof(*ev));
+}
+
+static int evaluation_start(struct evaluation *ev, const struct pod_info *pod, const char *const *names, size_t n)
+{
+    memset(ev, 0, sizeof(*ev));
+    strbuf_init(&ev->text);
+    ev->chosen = -1;
+    ev->count = n;
+    ev->ncontainers = pod->ncontainers;
+    ev->verdicts = calloc(n ? n : 1, sizeof(*ev->verdicts));
+    if (!ev->verdicts)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        ev->verdicts[i].name = names[i];
+    return 0;
+}
+
+static void set_reason(struct evaluation *ev, struct verdict *v, const char *reason, size_t len)
+{
+    v->reason_off = ev->text.len;
+    v->reason_len = len;
+    strbuf_append(&ev->text, reason, len);
+    strbuf_putc(&ev->text, '\0');
+}
+
+/* Many nodes often share one reason ("pod assigned to node X"); they point
+ * at one copy of it. */
+static void share_reason(struct verdict *v, const struct verdict *from)
+{
+    v->reason_off = from->reason_off;
+    v->reason_len = from->reason_len;
+}
+
+static int push_gpus(struct evaluation *ev, int value)
+{
+    if (ev->gpus_len == ev->gpus_cap) {
+        size_t cap = ev->gpus_cap ? ev->gpus_cap * 2 : 256;
+        int *g = realloc(ev->gpus, cap * sizeof(*g));
+        if (!g)
+            return -1;
+        ev->gpus = g;
+        ev->gpus_cap = cap;
+    }
+    ev->gpus[ev->gpus_len++] = value;
+    return 0;
+}
+
+/* Per container: the GPU count, then the device minors of the chosen slots. */
+static int record_gpus(struct evaluation *ev, struct verdict *v, const struct node_state *n, const uint64_t *masks)
+{
+    v->gpus_off = ev->gpus_len;
+    for (int i = 0; i < ev->ncontainers; i++) {
+        if (push_gpus(ev, __builtin_popcountll(masks[i])) != 0)
+            return -1;
+        for (int s = 0; s < n->gpu_count; s++)
+            if ((masks[i] >> s & 1) && push_gpus(ev, n->gpus[s].minor) != 0)
+                return -1;
+    }
+    return 0;
+}
+
+static void fail_all(struct evaluation *ev, const char *reason, bool unresolvable)
+{
+    for (size_t i = 0; i < ev->count; i++) {
+        struct verdict *v = &ev->verdicts[i];
+        v->unresolvable = unresolvable;
+        if (i == 0)
+            set_reason(ev, v, reason, strlen(reason));
+        else
+            share_reason(v, &ev->verdicts[0]);
+    }
+}
+
+/* Pods the extender has nothing to say about pass every node unchanged. */
+static void pass_all(struct evaluation *ev)
+{
+    for (size_t i = 0; i < ev->count; i++) {
+        ev->verdicts[i].fits = true;
+        ev->verdicts[i].known = true;
+    }
+}
+
+static const char unknown_node_reason[] = "node is not in the extender's cache (not yet seen, or deleted)";
+
+/* Evaluate every node under the read lock: one consistent snapshot. */
+static int evaluate_locked(struct placement *p, const struct pod_info *pod, struct evaluation *ev)
+{
+    struct cluster_cache *c = p->cache;
+    int rc = 0;
+    uint64_t masks_store[16];
+    uint64_t *masks = pod->ncontainers <= 16 ? masks_store : calloc((size_t)pod->ncontainers, sizeof(*masks));
+    struct fit_result fit = {.masks = masks};
+    ssize_t unknown_first = -1;
+    if (!masks)
+        return -1;
+    const struct pod_entry *self = cache_find_pod(c, pod->key);
+    for (size_t i = 0; i < ev->count && rc == 0; i++) {
+        struct verdict *v = &ev->verdicts[i];
+        const struct node_state *n = cache_find_node(c, v->name);
+        if (!n || !n->present) {
+            if (unknown_first < 0) {
+                unknown_first = (ssize_t)i;
+                set_reason(ev, v, unknown_node_reason, sizeof(unknown_node_reason) - 1);
+            } else {
+                share_reason(v, &ev->verdicts[unknown_first]);
+            }
+            continue;
+        }
+        v->known = true;
+        if (allocator_fit(n, pod, self, &p->cfg.policy, &fit)) {
+            v->fits = true;
+            v->score = fit.score;
+            rc = record_gpus(ev, v, n, masks);
+        } else {
+            v->unresolvable = fit.unresolvable;
+            set_reason(ev, v, fit.reason, strlen(fit.reason));
+        }
+    }
+    if (masks != masks_store)
+        free(masks);
+    return rc || strbuf_failed(&ev->text) ? -1 : 0;
+}
+
+/* Returns 1 when the pod needs no evaluation (answered), 0 to evaluate, -1 on error. */
+static int precheck(struct placement *p, const struct pod_info *pod, struct evaluation *ev)
+{
+    if (pod->request_error) {
+        fail_all(ev, pod->request_error, true);
+        return strbuf_failed(&ev->text) ? -1 : 1;
+    }
+    if (!pod->uses_gpu) {
+        pass_all(ev);
+        return 1;
+    }
+    if (p->cfg.policy.gpu == POLICY_SPREAD && pod_has_vcuda_share(pod)) {
+        ev->error = strdup("--gpu-policy spread is refused for tencent.com/vcuda-core shares: GPU-Manager re-checks "
+                           "shared placements in its binpack order and would fail the pod with \"Nvidia node "
+                           "mismatch\"; run with --gpu-policy binpack");
+        return ev->error ? 1 : -1;
+    }
+    return 0;
+}
+
+int placement_evaluate(struct placement *p, const struct pod_info *pod, const char *const *names, size_t n,
+                       struct evaluation *ev)
+{
+    if (evaluation_start(ev, pod, names, n) != 0)
+        return -1;
+    int pre = precheck(p, pod, ev);
+    if (pre != 0)
+        return pre < 0 ? -1 : 0;
+    cache_expire(p->cache, now_realtime_ns());
+    cache_read_lock(p->cache);
+    int rc = evaluate_locked(p, pod, ev);
+    cache_unlock(p->cache);
+    return rc;
+}
+
+static bool better_verdict(const struct verdict *a, const struct verdict *b)
+{
+    if (a->fits != b->fits)
+        return a->fits;
+    if (a->score != b->score)
+        return a->score > b->score;
+    return strcmp(a->name, b->name) < 0;
+}
+
+static ssize_t best_fitting(const struct evaluation *ev)
+{
+    ssize_t best = -1;
+    for (size_t i = 0; i < ev->count; i++)
+        if (ev->verdicts[i].fits && (best < 0 || better_verdict(&ev->verdicts[i], &ev->verdicts[best])))
+            best = (ssize_t)i;
+    return best;
+}
+
+/* A live assumption on a node the scheduler still offers is answered again
+ * as it was: kube-scheduler may call filter more than once for one pod. */
+static ssize_t live_assumption(struct placement *p, const struct pod_info *pod, const struct evaluation *ev)
+{
+    ssize_t found = -1;
+    cache_read_lock(p->cache);
+    const struct pod_entry *e = cache_find_pod(p->cache, pod->key);
+    if (e && e->node && !e->bound) {
+        for (size_t i = 0; i < ev->count && found < 0; i++)
+            if (ev->verdicts[i].fits && strcmp(ev->verdicts[i].name, e->node->name) == 0)
+                found = (ssize_t)i;
+    }
+    cache_unlock(p->cache);
+    return found;
+}
+
+/* Turn the evaluation's GPU list of verdict v into per-container minor arrays. */
+static void decision_indices(const struct evaluation *ev, const struct verdict *v, int **idx, int *count)
+{
+    const int *g = ev->gpus + v->gpus_off;
+    for (int i = 0; i < ev->ncontainers; i++) {
+        count[i] = *g++;
+        idx[i] = count[i] ? (int *)g : NULL;
+        g += count[i];
+    }
+}
+
+/* Record the decision for verdict `chosen` under the write lock, after
+ * fitting the pod again: the watch may have changed the node since the
+ * snapshot, and the GPUs recorded are the ones this final check chose.
+ * Returns 0, 1 when it no longer fits (reason set), -1 on error. */
+static int commit(struct placement *p, const struct pod_info *pod, struct evaluation *ev, struct verdict *chosen)
+{
+    size_t n = (size_t)(ev->ncontainers ? ev->ncontainers : 1);
+    int **idx = calloc(n, sizeof(*idx));
+    int *count = calloc(n, sizeof(*count));
+    uint64_t *masks = calloc(n, sizeof(*masks));
+    struct fit_result fit = {.masks = masks};
+    int rc = -1;
+    if (!idx || !count || !masks)
+        goto out;
+    cache_write_lock(p->cache);
+    const struct node_state *node = cache_find_node(p->cache, chosen->name);
+    const struct pod_entry *self = cache_find_pod(p->cache, pod->key);
+    if (!node || !node->present) {
+        set_reason(ev, chosen, unknown_node_reason, sizeof(unknown_node_reason) - 1);
+        chosen->fits = false;
+        rc = 1;
+    } else if (!allocator_fit(node, pod, self, &p->cfg.policy, &fit)) {
+        set_reason(ev, chosen, fit.reason, strlen(fit.reason));
+        chosen->fits = false;
+        rc = 1;
+    } else if (record_gpus(ev, chosen, node, masks) == 0) {
+        decision_indices(ev, chosen, idx, count);
+        struct pod_info *assumed = pod_info_with_decision(pod, chosen->name, now_realtime_ns(), idx, count);
+        rc = assumed ? cache_apply_pod_locked(p->cache, assumed, now_realtime_ns()) : -1;
+    }
+    cache_unlock(p->cache);
+out:
+    free(idx);
+    free(count);
+    free(masks);
+    return rc;
+}
+
+static void assign_others(struct evaluation *ev)
+{
+    const struct verdict *chosen = &ev->verdicts[ev->chosen];
+    ssize_t first = -1;
+    for (size_t i = 0; i < ev->count; i++) {
+        struct verdict *v = &ev->verdicts[i];
+        if (!v->fits || (ssize_t)i == ev->chosen)
+            continue;
+        v->fits = false;
+        if (first >= 0) {
+            share_reason(v, &ev->verdicts[first]);
+            continue;
+        }
+        first = (ssize_t)i;
+        struct strbuf msg;
+        strbuf_init(&msg);
+        strbuf_printf(&msg, "pod assigned to node %s", chosen->name);
+        set_reason(ev, v, msg.data ? msg.data : "", msg.len);
+        strbuf_free(&msg);
+    }
+}
+
+static int decide(struct placement *p, const struct pod_info *pod, struct evaluation *ev)
+{
+    ev->chosen = live_assumption(p, pod, ev);
+    while (ev->chosen < 0) {
+        ssize_t best = best_fitting(ev);
+        if (best < 0)
+            return 0;
+        int rc = commit(p, pod, ev, &ev->verdicts[best]);
+        if (rc < 0)
+            return -1;
+        if (rc == 0) {
+            ev->chosen = best;
+            ev->decided = true;
+            log_info("pod %s assigned to node %s", pod->key, ev->verdicts[best].name);
+        }
+    }
+    assign_others(ev);
+    return strbuf_failed(&ev->text) ? -1 : 0;
+}
+
+int placement_filter(struct placement *p, const struct pod_info *pod, const char *const *names, size_t n,
+                     struct evaluation *ev)
+{
+    if (p->cfg.mode == PLACEMENT_BIND)
+        return placement_evaluate(p, pod, names, n, ev);
+    if (evaluation_start(ev, pod, names, n) != 0)
+        return -1;
+    int pre = precheck(p, pod, ev);
+    if (pre != 0)
+        return pre < 0 ? -1 : 0;
+    /* One decision at a time: evaluation and commit of two pods never
+     * interleave, so they cannot both take the last free GPU. */
+    pthread_mutex_lock(&p->decide_lock);
+    cache_expire(p->cache, now_realtime_ns());
+    cache_read_lock(p->cache);
+    int rc = evaluate_locked(p, pod, ev);
+    cache_unlock(p->cache);
+    if (rc == 0)
+        rc = decide(p, pod, ev);
+    pthread_mutex_unlock(&p->decide_lock);
+    return rc;
+}
+
+int verdict_priority(const struct verdict *v)
+{
+    if (!v->fits)
+        return 0;
+    return (v->score * 10 + FIT_SCORE_MAX / 2) / FIT_SCORE_MAX;
+}
+
+static const struct evaluation *rank_ev;
+
+static int compare_rank(const void *a, const void *b)
+{
+    const struct verdict *va = &rank_ev->verdicts[*(const size_t *)a];
+    const struct verdict *vb = &rank_ev->verdicts[*(const size_t *)b];
+    if (better_verdict(va, vb))
+        return -1;
+    return better_verdict(vb, va) ? 1 : 0;
+}
+
+void evaluation_rank(const struct evaluation *ev, size_t *order)
+{
+    static pthread_mutex_t rank_lock = PTHREAD_MUTEX_INITIALIZER;
+    for (size_t i = 0; i < ev->count; i++)
+        order[i] = i;
+    /* qsort has no context argument in C11; the lock keeps the static safe. */
+    pthread_mutex_lock(&rank_lock);
+    rank_ev = ev;
+    qsort(order, ev->count, sizeof(*order), compare_rank);
+    pthread_mutex_unlock(&rank_lock);
+}
+
+char **placement_all_node_names(struct placement *p, size_t *count)
+{
+    cache_read_lock(p->cache);
+    size_t n = 0, pos = 0;
+    char **names = calloc(dict_size(&p->cache->nodes) + 1, sizeof(*names));
+    struct dict_entry *de;
+    while (names && (de = dict_next(&p->cache->nodes, &pos))) {
+        const struct node_state *node = de->value;
+        if (!node->present)
+            continue;
+        if (!(names[n] = strdup(node->name))) {
+            free_names(names, n);
+            names = NULL;
+            break;
+        }
+        n++;
+    }
+    cache_unlock(p->cache);
+    *count = names ? n : 0;
+    return names;
+}
+
+void free_names(char **names, size_t count)
+{
+    for (size_t i = 0; names && i < count; i++)
+        free(names[i]);
+    free(names);
+}

@@ -1,0 +1,87 @@
+/*
+ * placement.h - answering for a pod over a list of nodes.
+ *
+ * Owns the request-level logic of DESIGN section 4: evaluate every node the
+ * scheduler offers (allocator_fit on each, under one cache snapshot), and in
+ * `filter` placement mode pick the best node, record the decision (node,
+ * per-container GPU minors, time) as the pod's assumption in the cache, and
+ * fail every other feasible node with "pod assigned to node X". Decisions
+ * are serialised by one mutex and re-checked under the cache's write lock, so
+ * two pods never get the same GPU capacity. A re-filter of a pod whose
+ * assumption is still live answers the same node.
+ */
+#ifndef GQA_PLACEMENT_H
+#define GQA_PLACEMENT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "extender/allocator.h"
+#include "extender/cache.h"
+#include "extender/strbuf.h"
+
+enum placement_mode { PLACEMENT_FILTER = 0, PLACEMENT_BIND };
+
+struct placement_config {
+    enum placement_mode mode;
+    struct alloc_policy policy;
+};
+
+struct placement {
+    struct cluster_cache *cache;
+    struct placement_config cfg;
+    pthread_mutex_t decide_lock;
+};
+
+struct verdict {
+    const char *name;       /* the caller's string; must outlive the evaluation */
+    bool known;             /* the node is in the cache */
+    bool fits;
+    bool unresolvable;
+    int score;              /* 0..FIT_SCORE_MAX */
+    size_t reason_off;      /* into evaluation.text; reason_len 0 = no reason */
+    size_t reason_len;
+    size_t gpus_off;        /* into evaluation.gpus: per container, count then minors */
+};
+
+struct evaluation {
+    size_t count;
+    struct verdict *verdicts;
+    int ncontainers;
+    struct strbuf text;     /* reasons, back to back */
+    int *gpus;              /* minors of fitting nodes, see verdict.gpus_off */
+    size_t gpus_len, gpus_cap;
+    ssize_t chosen;         /* filter mode: index of the node answered, else -1 */
+    bool decided;           /* filter mode: a new decision was recorded */
+    char *error;            /* a request-level problem (the Error field), or NULL */
+};
+
+int placement_init(struct placement *p, struct cluster_cache *cache, const struct placement_config *cfg);
+void placement_destroy(struct placement *p);
+void evaluation_free(struct evaluation *ev);
+
+/* Filter: evaluate names[0..n) for pod. In filter mode a decision is taken
+ * and recorded (see above); in bind mode nothing is recorded.
+ * Returns 0, or -1 on allocation failure. */
+int placement_filter(struct placement *p, const struct pod_info *pod, const char *const *names, size_t n,
+                     struct evaluation *ev);
+/* Prioritize / explain: evaluate without recording anything. */
+int placement_evaluate(struct placement *p, const struct pod_info *pod, const char *const *names, size_t n,
+                       struct evaluation *ev);
+
+/* Scheduler-facing score 0..10 of a verdict. */
+int verdict_priority(const struct verdict *v);
+static inline const char *verdict_reason(const struct evaluation *ev, const struct verdict *v)
+{
+    return v->reason_len ? ev->text.data + v->reason_off : "";
+}
+/* Order verdict indices best first (fits, score, name). order has ev->count entries. */
+void evaluation_rank(const struct evaluation *ev, size_t *order);
+
+/* A malloc'd array of strdup'd names of every node in the cache. */
+char **placement_all_node_names(struct placement *p, size_t *count);
+void free_names(char **names, size_t count);
+
+#endif

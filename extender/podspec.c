@@ -1,0 +1,524 @@
+/* podspec.c - Pod object -> pod_info; decision annotations. See podspec.h. */
+#include "extender/podspec.h"
+#include "extender/quantity.h"
+#include "extender/strbuf.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_GPUS_PER_CONTAINER 64
+
+const char *gpu_family_resource(enum gpu_family family)
+{
+    switch (family) {
+    case GPU_FAMILY_VCUDA: return RES_VCUDA_CORE;
+    case GPU_FAMILY_MPS: return RES_MPS_CORE;
+    case GPU_FAMILY_PGPU: return RES_NVIDIA_GPU;
+    default: return "none";
+    }
+}
+
+const char *gpu_family_memory_resource(enum gpu_family family)
+{
+    switch (family) {
+    case GPU_FAMILY_VCUDA: return RES_VCUDA_MEMORY;
+    case GPU_FAMILY_MPS: return RES_MPS_MEMORY;
+    default: return "none";
+    }
+}
+
+static char *dup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+static const char *string_field(const cJSON *obj, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* Quantities arrive as strings ("50", "1Ki") or, from hand-written YAML and
+ * some clients, as bare numbers; both are accepted, as the API server does. */
+static qty_status parse_int_quantity(const cJSON *v, int64_t *out)
+{
+    if (cJSON_IsString(v))
+        return quantity_parse_int(v->valuestring, strlen(v->valuestring), out);
+    if (!cJSON_IsNumber(v))
+        return QTY_ERR_SYNTAX;
+    double d = v->valuedouble;
+    if (d < 0)
+        return QTY_ERR_NEGATIVE;
+    if (d != floor(d))
+        return QTY_ERR_FRACTION;
+    if (d >= 9.2e18)
+        return QTY_ERR_RANGE;
+    *out = (int64_t)d;
+    return QTY_OK;
+}
+
+/* Extended resources have requests equal to limits; limits are the source of
+ * truth, requests are read only when a container names no limits at all. */
+static const cJSON *container_amounts(const cJSON *container)
+{
+    const cJSON *res = cJSON_GetObjectItemCaseSensitive(container, "resources");
+    const cJSON *limits = cJSON_GetObjectItemCaseSensitive(res, "limits");
+    if (cJSON_IsObject(limits) && limits->child)
+        return limits;
+    const cJSON *requests = cJSON_GetObjectItemCaseSensitive(res, "requests");
+    return cJSON_IsObject(requests) ? requests : NULL;
+}
+
+struct raw_amounts {
+    int64_t vcore, vmem, mcore, mmem, gpu;
+    bool has_vcore, has_vmem, has_mcore, has_mmem, has_gpu;
+};
+
+static int read_amount(const cJSON *amounts, const char *resource, int64_t *value, bool *present,
+                       const char *cname, struct strbuf *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(amounts, resource);
+    if (!v)
+        return 0;
+    qty_status st = parse_int_quantity(v, value);
+    if (st != QTY_OK) {
+        strbuf_printf(err, "container \"%s\": %s ", cname, resource);
+        if (cJSON_IsString(v))
+            strbuf_json_string(err, v->valuestring);
+        else
+            strbuf_puts(err, "value");
+        strbuf_printf(err, " is invalid: %s", quantity_status_text(st));
+        return -1;
+    }
+    *present = *value > 0;
+    return 0;
+}
+
+static int read_raw_amounts(const cJSON *amounts, const char *cname, struct raw_amounts *a,
+                            struct strbuf *err)
+{
+    memset(a, 0, sizeof(*a));
+    if (!amounts)
+        return 0;
+    if (read_amount(amounts, RES_VCUDA_CORE, &a->vcore, &a->has_vcore, cname, err) ||
+        read_amount(amounts, RES_VCUDA_MEMORY, &a->vmem, &a->has_vmem, cname, err) ||
+        read_amount(amounts, RES_MPS_CORE, &a->mcore, &a->has_mcore, cname, err) ||
+        read_amount(amounts, RES_MPS_MEMORY, &a->mmem, &a->has_mmem, cname, err) ||
+        read_amount(amounts, RES_NVIDIA_GPU, &a->gpu, &a->has_gpu, cname, err))
+        return -1;
+    return 0;
+}
+
+static int classify_vcuda(const struct raw_amounts *a, struct container_request *c, struct strbuf *err)
+{
+    if (!a->has_vcore) {
+        strbuf_printf(err, "container \"%s\" asks for %s without %s", c->name, RES_VCUDA_MEMORY,
+                      RES_VCUDA_CORE);
+        return -1;
+    }
+    c->family = GPU_FAMILY_VCUDA;
+    c->cores = a->vcore;
+    c->memory = a->vmem;
+    c->memory_given = a->has_vmem;
+    if (a->vcore >= 100) {
+        if (a->vcore % 100 != 0) {
+            strbuf_printf(err,
+                          "container \"%s\": %s %" PRId64 " is neither below 100 (a share of one GPU) "
+                          "nor a multiple of 100 (whole GPUs)",
+                          c->name, RES_VCUDA_CORE, a->vcore);
+            return -1;
+        }
+        c->whole_gpus = (int)(a->vcore / 100 > MAX_GPUS_PER_CONTAINER ? MAX_GPUS_PER_CONTAINER + 1
+                                                                       : a->vcore / 100);
+        return 0;
+    }
+    if (!a->has_vmem) {
+        strbuf_printf(err,
+                      "container \"%s\" asks for %s %" PRId64 " (a share of one GPU) without %s; "
+                      "GPU-Manager needs both (or a CustomResourceLimitation default)",
+                      c->name, RES_VCUDA_CORE, a->vcore, RES_VCUDA_MEMORY);
+        return -1;
+    }
+    return 0;
+}
+
+static int classify_mps(const struct raw_amounts *a, struct container_request *c, struct strbuf *err)
+{
+    if (!a->has_mcore) {
+        strbuf_printf(err, "container \"%s\" asks for %s without %s", c->name, RES_MPS_MEMORY, RES_MPS_CORE);
+        return -1;
+    }
+    if (a->mcore > 100) {
+        strbuf_printf(err, "container \"%s\": %s %" PRId64 " is above 100 (MPS shares one GPU, 1..100)",
+                      c->name, RES_MPS_CORE, a->mcore);
+        return -1;
+    }
+    c->family = GPU_FAMILY_MPS;
+    c->cores = a->mcore;
+    c->memory = a->mmem;
+    c->memory_given = a->has_mmem;
+    return 0;
+}
+
+static int classify_pgpu(const struct raw_amounts *a, struct container_request *c)
+{
+    c->family = GPU_FAMILY_PGPU;
+    int64_t n = a->gpu > MAX_GPUS_PER_CONTAINER ? MAX_GPUS_PER_CONTAINER + 1 : a->gpu;
+    c->whole_gpus = (int)n;
+    c->cores = n * 100;
+    return 0;
+}
+
+static int classify_container(const cJSON *container, struct container_request *c, struct strbuf *err)
+{
+    struct raw_amounts a;
+    if (read_raw_amounts(container_amounts(container), c->name, &a, err) != 0)
+        return -1;
+    int families = (a.has_vcore || a.has_vmem) + (a.has_mcore || a.has_mmem) + a.has_gpu;
+    if (families > 1) {
+        strbuf_printf(err, "container \"%s\" mixes GPU resources of different kinds (%s, %s, %s); "
+                      "a container uses one kind", c->name, RES_VCUDA_CORE, RES_MPS_CORE, RES_NVIDIA_GPU);
+        return -1;
+    }
+    if (a.has_vcore || a.has_vmem)
+        return classify_vcuda(&a, c, err);
+    if (a.has_mcore || a.has_mmem)
+        return classify_mps(&a, c, err);
+    if (a.has_gpu)
+        return classify_pgpu(&a, c);
+    return 0;
+}
+
+static int parse_containers(const cJSON *spec, struct pod_info *pod)
+{
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(spec, "containers");
+    int n = cJSON_IsArray(list) ? cJSON_GetArraySize(list) : 0;
+    pod->ncontainers = n;
+    if (n == 0)
+        return 0;
+    pod->containers = calloc((size_t)n, sizeof(*pod->containers));
+    if (!pod->containers)
+        return -1;
+    struct strbuf err;
+    strbuf_init(&err);
+    int i = 0;
+    for (const cJSON *c = list->child; c; c = c->next, i++) {
+        struct container_request *req = &pod->containers[i];
+        const char *name = string_field(c, "name");
+        char fallback[32];
+        snprintf(fallback, sizeof(fallback), "#%d", i);
+        req->name = strdup(name ? name : fallback);
+        if (!req->name)
+            goto oom;
+        if (!pod->request_error && classify_container(c, req, &err) != 0) {
+            pod->request_error = strbuf_detach(&err, NULL);
+            if (!pod->request_error)
+                goto oom;
+        }
+        if (req->family != GPU_FAMILY_NONE)
+            pod->uses_gpu = true;
+    }
+    if (!pod->request_error && pod->uses_gpu) {
+        for (i = 0; i < n; i++) {
+            if (pod->containers[i].whole_gpus > MAX_GPUS_PER_CONTAINER) {
+                strbuf_printf(&err, "container \"%s\" asks for more than %d whole GPUs",
+                              pod->containers[i].name, MAX_GPUS_PER_CONTAINER);
+                pod->request_error = strbuf_detach(&err, NULL);
+                if (!pod->request_error)
+                    goto oom;
+                break;
+            }
+        }
+    }
+    strbuf_free(&err);
+    return 0;
+oom:
+    strbuf_free(&err);
+    return -1;
+}
+
+int parse_gpu_index_list(const char *text, int *out, int max)
+{
+    int n = 0;
+    const char *p = text;
+    if (*p == '\0')
+        return 0;
+    for (;;) {
+        if (*p < '0' || *p > '9' || n >= max)
+            return -1;
+        errno = 0;
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (errno || v > 4096)
+            return -1;
+        out[n++] = (int)v;
+        p = end;
+        if (*p == '\0')
+            return n;
+        if (*p != ',')
+            return -1;
+        p++;
+    }
+}
+
+static int64_t parse_time_ns(const char *text)
+{
+    if (!text)
+        return 0;
+    errno = 0;
+    char *end;
+    long long v = strtoll(text, &end, 10);
+    return (errno || *end || v < 0) ? 0 : (int64_t)v;
+}
+
+/* Index annotations are read for container i from the tencent.com key first:
+ * GPU-Manager rewrites it with the minors it really used. */
+static int read_container_indices(const cJSON *ann, int i, struct pod_decision *d)
+{
+    char key[96];
+    snprintf(key, sizeof(key), ANN_TENCENT_IDX_PREFIX "%d", i);
+    const char *text = string_field(ann, key);
+    if (!text) {
+        snprintf(key, sizeof(key), ANN_GQA_IDX_PREFIX "%d", i);
+        text = string_field(ann, key);
+    }
+    if (!text)
+        return 0;
+    int tmp[MAX_GPUS_PER_CONTAINER];
+    int n = parse_gpu_index_list(text, tmp, MAX_GPUS_PER_CONTAINER);
+    if (n <= 0)
+        return 0;   /* unreadable: treated as absent, the pod is then unattributed */
+    d->idx[i] = malloc(sizeof(int) * (size_t)n);
+    if (!d->idx[i])
+        return -1;
+    memcpy(d->idx[i], tmp, sizeof(int) * (size_t)n);
+    d->idx_count[i] = n;
+    return 0;
+}
+
+static int parse_decision(const cJSON *meta, int ncontainers, struct pod_decision *d)
+{
+    const cJSON *ann = cJSON_GetObjectItemCaseSensitive(meta, "annotations");
+    if (!cJSON_IsObject(ann))
+        return 0;
+    const char *node = string_field(ann, ANN_TENCENT_NODE);
+    if (!node)
+        node = string_field(ann, ANN_GQA_NODE);
+    const char *time = string_field(ann, ANN_TENCENT_TIME);
+    if (!time)
+        time = string_field(ann, ANN_GQA_TIME);
+    const char *assigned = string_field(ann, ANN_TENCENT_ASSIGNED);
+    d->assigned = assigned && strcmp(assigned, "true") == 0;
+    d->time_ns = parse_time_ns(time);
+    if (node && !(d->node = strdup(node)))
+        return -1;
+    if (ncontainers == 0)
+        return 0;
+    d->nidx = ncontainers;
+    d->idx = calloc((size_t)ncontainers, sizeof(*d->idx));
+    d->idx_count = calloc((size_t)ncontainers, sizeof(*d->idx_count));
+    if (!d->idx || !d->idx_count)
+        return -1;
+    for (int i = 0; i < ncontainers; i++)
+        if (read_container_indices(ann, i, d) != 0)
+            return -1;
+    return 0;
+}
+
+static char *make_key(const char *ns, const char *name)
+{
+    size_t n = strlen(ns) + strlen(name) + 2;
+    char *key = malloc(n);
+    if (key)
+        snprintf(key, n, "%s/%s", ns, name);
+    return key;
+}
+
+static void set_error(char **err, const char *msg)
+{
+    if (err)
+        *err = strdup(msg);
+}
+
+struct pod_info *pod_info_from_json(const cJSON *obj, char **err)
+{
+    if (err)
+        *err = NULL;
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    const char *name = string_field(meta, "name");
+    if (!cJSON_IsObject(obj) || !cJSON_IsObject(meta) || !name || !*name) {
+        set_error(err, "pod has no metadata.name");
+        return NULL;
+    }
+    const char *ns = string_field(meta, "namespace");
+    if (!ns || !*ns)
+        ns = "default";
+    const cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
+    const cJSON *status = cJSON_GetObjectItemCaseSensitive(obj, "status");
+    const char *phase = string_field(status, "phase");
+    const char *node = string_field(spec, "nodeName");
+
+    struct pod_info *pod = calloc(1, sizeof(*pod));
+    if (!pod)
+        goto oom;
+    pod->ns = strdup(ns);
+    pod->name = strdup(name);
+    pod->key = make_key(ns, name);
+    pod->uid = dup_or_null(string_field(meta, "uid"));
+    pod->node_name = (node && *node) ? strdup(node) : NULL;
+    pod->terminal = phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0);
+    if (!pod->ns || !pod->name || !pod->key || (node && *node && !pod->node_name))
+        goto oom;
+    if (parse_containers(spec, pod) != 0 || parse_decision(meta, pod->ncontainers, &pod->decision) != 0)
+        goto oom;
+    return pod;
+oom:
+    pod_info_free(pod);
+    set_error(err, "out of memory");
+    return NULL;
+}
+
+static void decision_free(struct pod_decision *d)
+{
+    free(d->node);
+    for (int i = 0; i < d->nidx && d->idx; i++)
+        free(d->idx[i]);
+    free(d->idx);
+    free(d->idx_count);
+}
+
+void pod_info_free(struct pod_info *pod)
+{
+    if (!pod)
+        return;
+    for (int i = 0; i < pod->ncontainers && pod->containers; i++)
+        free(pod->containers[i].name);
+    free(pod->containers);
+    decision_free(&pod->decision);
+    free(pod->key);
+    free(pod->ns);
+    free(pod->name);
+    free(pod->uid);
+    free(pod->node_name);
+    free(pod->request_error);
+    free(pod);
+}
+
+static int set_string(cJSON *obj, const char *key, const char *value)
+{
+    cJSON *v = cJSON_CreateString(value);
+    if (!v)
+        return -1;
+    if (cJSON_GetObjectItemCaseSensitive(obj, key))
+        return cJSON_ReplaceItemInObjectCaseSensitive(obj, key, v) ? 0 : (cJSON_Delete(v), -1);
+    return cJSON_AddItemToObject(obj, key, v) ? 0 : (cJSON_Delete(v), -1);
+}
+
+static int set_indices(cJSON *ann, int i, const int *idx, int count, bool vcuda)
+{
+    struct strbuf list;
+    strbuf_init(&list);
+    for (int k = 0; k < count; k++) {
+        if (k)
+            strbuf_putc(&list, ',');
+        strbuf_put_i64(&list, idx[k]);
+    }
+    char key[96];
+    int rc = strbuf_failed(&list) ? -1 : 0;
+    if (rc == 0 && vcuda) {
+        snprintf(key, sizeof(key), ANN_TENCENT_IDX_PREFIX "%d", i);
+        rc = set_string(ann, key, list.data);
+    }
+    if (rc == 0) {
+        snprintf(key, sizeof(key), ANN_GQA_IDX_PREFIX "%d", i);
+        rc = set_string(ann, key, list.data);
+    }
+    strbuf_free(&list);
+    return rc;
+}
+
+int decision_annotations(cJSON *ann, const char *node, int64_t time_ns, int ncontainers,
+                         int *const *idx, const int *idx_count, bool vcuda)
+{
+    char when[24];
+    snprintf(when, sizeof(when), "%" PRId64, time_ns);
+    if (vcuda && (set_string(ann, ANN_TENCENT_NODE, node) || set_string(ann, ANN_TENCENT_ASSIGNED, "false") ||
+                  set_string(ann, ANN_TENCENT_TIME, when)))
+        return -1;
+    if (set_string(ann, ANN_GQA_NODE, node) || set_string(ann, ANN_GQA_TIME, when))
+        return -1;
+    for (int i = 0; i < ncontainers; i++)
+        if (idx[i] && set_indices(ann, i, idx[i], idx_count[i], vcuda) != 0)
+            return -1;
+    return 0;
+}
+
+static int copy_containers(struct pod_info *dst, const struct pod_info *src)
+{
+    dst->ncontainers = src->ncontainers;
+    if (src->ncontainers == 0)
+        return 0;
+    dst->containers = calloc((size_t)src->ncontainers, sizeof(*dst->containers));
+    if (!dst->containers)
+        return -1;
+    for (int i = 0; i < src->ncontainers; i++) {
+        dst->containers[i] = src->containers[i];
+        dst->containers[i].name = strdup(src->containers[i].name);
+        if (!dst->containers[i].name)
+            return -1;
+    }
+    return 0;
+}
+
+static int copy_decision(struct pod_decision *d, int n, const char *node, int64_t time_ns, int *const *idx,
+                         const int *idx_count)
+{
+    d->node = strdup(node);
+    d->time_ns = time_ns;
+    d->nidx = n;
+    if (!d->node)
+        return -1;
+    if (n == 0)
+        return 0;
+    d->idx = calloc((size_t)n, sizeof(*d->idx));
+    d->idx_count = calloc((size_t)n, sizeof(*d->idx_count));
+    if (!d->idx || !d->idx_count)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        if (!idx[i] || idx_count[i] == 0)
+            continue;
+        d->idx[i] = malloc(sizeof(int) * (size_t)idx_count[i]);
+        if (!d->idx[i])
+            return -1;
+        memcpy(d->idx[i], idx[i], sizeof(int) * (size_t)idx_count[i]);
+        d->idx_count[i] = idx_count[i];
+    }
+    return 0;
+}
+
+struct pod_info *pod_info_with_decision(const struct pod_info *src, const char *node, int64_t time_ns,
+                                        int *const *idx, const int *idx_count)
+{
+    struct pod_info *p = calloc(1, sizeof(*p));
+    if (!p)
+        return NULL;
+    p->key = strdup(src->key);
+    p->ns = strdup(src->ns);
+    p->name = strdup(src->name);
+    p->uid = dup_or_null(src->uid);
+    p->node_name = dup_or_null(src->node_name);
+    p->request_error = dup_or_null(src->request_error);
+    p->terminal = src->terminal;
+    p->uses_gpu = src->uses_gpu;
+    if (!p->key || !p->ns || !p->name || (src->uid && !p->uid) || (src->node_name && !p->node_name) ||
+        (src->request_error && !p->request_error) || copy_containers(p, src) != 0 ||
+        copy_decision(&p->decision, src->ncontainers, node, time_ns, idx, idx_count) != 0) {
+        pod_info_free(p);
+        return NULL;
+    }
+    return p;
+}

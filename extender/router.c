@@ -1,0 +1,73 @@
+/* router.c - endpoint table. See router.h. */
+#include "extender/router.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef void (*handler_fn)(struct app *, const struct http_request *, struct http_response *);
+
+struct route {
+    const char *path;
+    int prefix;             /* path is a prefix ending in '/' followed by a name */
+    const char *method;
+    handler_fn handler;
+    enum metric_verb verb;
+};
+
+static const struct route routes[] = {
+    {"/scheduler/predicates", 0, "POST", handle_filter, VERB_FILTER},
+    {"/scheduler/filter", 0, "POST", handle_filter, VERB_FILTER},
+    {"/scheduler/priorities", 0, "POST", handle_prioritize, VERB_PRIORITIZE},
+    {"/scheduler/prioritize", 0, "POST", handle_prioritize, VERB_PRIORITIZE},
+    {"/inspect/explain", 0, "POST", handle_explain, VERB_EXPLAIN},
+    {"/inspect/nodes", 0, "GET", handle_inspect_nodes, VERB_INSPECT},
+    {"/inspect/nodes/", 1, "GET", handle_inspect_node, VERB_INSPECT},
+    {"/healthz", 0, "GET", handle_healthz, VERB_HEALTH},
+    {"/livez", 0, "GET", handle_healthz, VERB_HEALTH},
+    {"/readyz", 0, "GET", handle_readyz, VERB_HEALTH},
+    {"/version", 0, "GET", handle_version, VERB_VERSION},
+    {"/metrics", 0, "GET", handle_metrics, VERB_METRICS},
+};
+
+#define NROUTES (sizeof(routes) / sizeof(routes[0]))
+
+static int path_matches(const struct route *r, const char *path)
+{
+    if (!r->prefix)
+        return strcmp(r->path, path) == 0;
+    size_t n = strlen(r->path);
+    return strncmp(r->path, path, n) == 0 && path[n] != '\0' && strchr(path + n, '/') == NULL;
+}
+
+/* GET routes also answer HEAD, as HTTP expects of them. */
+static int method_matches(const struct route *r, const char *method)
+{
+    return strcmp(r->method, method) == 0 || (strcmp(r->method, "GET") == 0 && strcmp(method, "HEAD") == 0);
+}
+
+enum metric_verb router_dispatch(struct app *app, const struct http_request *req, struct http_response *resp)
+{
+    const struct route *path_hit = NULL;
+    for (size_t i = 0; i < NROUTES; i++) {
+        const struct route *r = &routes[i];
+        if (!path_matches(r, req->path))
+            continue;
+        path_hit = r;
+        if (method_matches(r, req->method)) {
+            r->handler(app, req, resp);
+            return r->verb;
+        }
+    }
+    if (path_hit) {
+        char msg[160];
+        resp->allow = strcmp(path_hit->method, "GET") == 0 ? "GET, HEAD" : path_hit->method;
+        snprintf(msg, sizeof(msg), "method %.16s is not allowed on %.64s; use %s", req->method, req->path,
+                 resp->allow);
+        http_json_error(resp, 405, msg);
+        return path_hit->verb;
+    }
+    char msg[160];
+    snprintf(msg, sizeof(msg), "no endpoint %.100s", req->path);
+    http_json_error(resp, 404, msg);
+    return VERB_OTHER;
+}

@@ -1,0 +1,18 @@
+/*
+ * router.h - which handler answers a method and path.
+ *
+ * Owns the endpoint table of DESIGN section 2 (with the filter/predicates and
+ * prioritize/priorities aliases), 404 for unknown paths and 405 (with Allow)
+ * for a known path with the wrong method, and the metric verb of each route.
+ */
+#ifndef GQA_ROUTER_H
+#define GQA_ROUTER_H
+
+#include "extender/handlers.h"
+#include "extender/http.h"
+#include "extender/metrics.h"
+
+/* Answer req into resp; returns the verb the request is counted under. */
+enum metric_verb router_dispatch(struct app *app, const struct http_request *req, struct http_response *resp);
+
+#endif

@@ -1,0 +1,356 @@
+/* server.c - libmicrohttpd listeners. See server.h. */
+#include "extender/server.h"
+#include "extender/log.h"
+#include "extender/router.h"
+#include "extender/strbuf.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* TLS 1.2 is the floor: kube-apiserver and kube-scheduler speak 1.2 and 1.3. */
+#define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+
+struct server;
+
+struct listener {
+    struct server *server;
+    struct MHD_Daemon *daemon;
+    int tls;
+    int require_client_cert;
+};
+
+struct server {
+    struct app *app;
+    int64_t max_body;
+    struct listener http, https;
+    char *cert_pem, *key_pem, *ca_pem;
+    atomic_int in_flight;
+};
+
+struct request_ctx {
+    struct server *server;
+    struct listener *listener;
+    struct strbuf body;
+    struct timespec started;
+    enum metric_verb verb;
+    int status;
+    int too_large;
+    int answered;        /* a response was queued early (413, 403) */
+};
+
+static double seconds_since(const struct timespec *t0)
+{
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+static enum MHD_Result queue(struct MHD_Connection *conn, struct request_ctx *ctx, struct http_response *resp)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(resp->body_len, resp->body, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(resp->body);
+        return MHD_NO;
+    }
+    resp->body = NULL;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, resp->content_type ? resp->content_type : CONTENT_JSON);
+    if (resp->allow)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, resp->allow);
+    ctx->status = resp->status;
+    enum MHD_Result rc = MHD_queue_response(conn, (unsigned int)resp->status, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+static enum MHD_Result queue_error(struct MHD_Connection *conn, struct request_ctx *ctx, int status, const char *msg)
+{
+    struct http_response resp = {0};
+    http_json_error(&resp, status, msg);
+    ctx->answered = 1;
+    return queue(conn, ctx, &resp);
+}
+
+/* With --tls-client-ca the peer must have presented a certificate that
+ * verifies against that CA; libmicrohttpd requests it but leaves the
+ * verdict to us. */
+static int client_cert_ok(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    if (!ci || !ci->tls_session)
+        return 0;
+    gnutls_session_t session = (gnutls_session_t)ci->tls_session;
+    unsigned int listed = 0;
+    if (!gnutls_certificate_get_peers(session, &listed) || listed == 0)
+        return 0;
+    unsigned int status = 0;
+    return gnutls_certificate_verify_peers2(session, &status) == GNUTLS_E_SUCCESS && status == 0;
+}
+
+static enum MHD_Result begin_request(struct listener *l, struct server *s, struct MHD_Connection *conn,
+                                     void **con_cls)
+{
+    struct request_ctx *ctx = calloc(1, sizeof(*ctx));
+    if (!ctx)
+        return MHD_NO;
+    ctx->server = s;
+    ctx->listener = l;
+    ctx->verb = VERB_OTHER;
+    strbuf_init(&ctx->body);
+    clock_gettime(CLOCK_MONOTONIC, &ctx->started);
+    atomic_fetch_add(&s->in_flight, 1);
+    *con_cls = ctx;
+    if (l->require_client_cert && !client_cert_ok(conn))
+        return queue_error(conn, ctx, 403, "a client certificate signed by --tls-client-ca is required");
+    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl) {
+        char *end;
+        errno = 0;
+        unsigned long long n = strtoull(cl, &end, 10);
+        if (errno || *end || n > (unsigned long long)s->max_body) {
+            ctx->too_large = 1;
+            return queue_error(conn, ctx, 413, "request body is larger than --max-body-bytes");
+        }
+        /* One allocation up front: a 28 MB NodeList would otherwise be
+         * copied a dozen times while the buffer doubles. */
+        if (n > 0 && strbuf_reserve(&ctx->body, (size_t)n) != 0)
+            return queue_error(conn, ctx, 500, "out of memory for the request body");
+    }
+    return MHD_YES;
+}
+
+static enum MHD_Result take_body(struct request_ctx *ctx, const char *data, size_t *size)
+{
+    if (!ctx->answered && !ctx->too_large) {
+        if ((int64_t)(ctx->body.len + *size) > ctx->server->max_body)
+            ctx->too_large = 1;
+        else
+            strbuf_append(&ctx->body, data, *size);
+    }
+    *size = 0;
+    return MHD_YES;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+                                  const char *version, const char *upload_data, size_t *upload_size,
+                                  void **con_cls)
+{
+    (void)version;
+    struct listener *l = cls;
+    struct request_ctx *ctx = *con_cls;
+    if (!ctx)
+        return begin_request(l, l->server, conn, con_cls);
+    if (*upload_size || ctx->answered)
+        return take_body(ctx, upload_data, upload_size);
+    if (ctx->too_large)
+        return queue_error(conn, ctx, 413, "request body is larger than --max-body-bytes");
+    if (strbuf_failed(&ctx->body))
+        return queue_error(conn, ctx, 500, "out of memory for the request body");
+    struct http_request req = {method, url, ctx->body.data, ctx->body.len};
+    struct http_response resp = {0};
+    ctx->verb = router_dispatch(ctx->server->app, &req, &resp);
+    ctx->answered = 1;
+    return queue(conn, ctx, &resp);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)conn;
+    struct request_ctx *ctx = *con_cls;
+    if (!ctx)
+        return;
+    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && !ctx->status)
+        ctx->status = 499;    /* the client went away before an answer */
+    metrics_observe_request(ctx->verb, ctx->status, seconds_since(&ctx->started), ctx->body.len);
+    atomic_fetch_sub(&ctx->server->in_flight, 1);
+    strbuf_free(&ctx->body);
+    free(ctx);
+    *con_cls = NULL;
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    struct strbuf sb;
+    strbuf_init(&sb);
+    strbuf_vprintf(&sb, fmt, ap);
+    while (sb.len && (sb.data[sb.len - 1] == '\n'))
+        sb.data[--sb.len] = '\0';
+    log_debug("libmicrohttpd: %s", sb.data ? sb.data : "");
+    strbuf_free(&sb);
+}
+
+static char *read_file(const char *path, char **err)
+{
+    FILE *f = fopen(path, "rb");
+    struct strbuf sb;
+    strbuf_init(&sb);
+    if (!f) {
+        strbuf_printf(&sb, "cannot open %s: %s", path, strerror(errno));
+        *err = strbuf_detach(&sb, NULL);
+        return NULL;
+    }
+    char chunk[8192];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+        strbuf_append(&sb, chunk, n);
+    int bad = ferror(f) || strbuf_failed(&sb);
+    fclose(f);
+    if (bad) {
+        strbuf_free(&sb);
+        strbuf_printf(&sb, "cannot read %s", path);
+        *err = strbuf_detach(&sb, NULL);
+        return NULL;
+    }
+    return strbuf_detach(&sb, NULL);
+}
+
+/* "host:port", "[v6]:port" or ":port" (all interfaces). */
+static int resolve(const char *spec, struct sockaddr_storage *out, socklen_t *outlen, char **err)
+{
+    char host[256];
+    const char *colon = strrchr(spec, ':');
+    struct strbuf sb;
+    strbuf_init(&sb);
+    if (!colon || colon[1] == '\0' || (size_t)(colon - spec) >= sizeof(host))
+        goto bad;
+    size_t hlen = (size_t)(colon - spec);
+    memcpy(host, spec, hlen);
+    host[hlen] = '\0';
+    if (hlen >= 2 && host[0] == '[' && host[hlen - 1] == ']') {
+        memmove(host, host + 1, hlen - 2);
+        host[hlen - 2] = '\0';
+    }
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
+    struct addrinfo *res = NULL;
+    if (getaddrinfo(host[0] ? host : NULL, colon + 1, &hints, &res) != 0 || !res)
+        goto bad;
+    memcpy(out, res->ai_addr, res->ai_addrlen);
+    *outlen = res->ai_addrlen;
+    freeaddrinfo(res);
+    return 0;
+bad:
+    strbuf_printf(&sb, "cannot use listen address \"%s\" (want HOST:PORT)", spec);
+    *err = strbuf_detach(&sb, NULL);
+    return -1;
+}
+
+static int start_listener(struct server *s, struct listener *l, const struct server_config *cfg, const char *addr,
+                          char **err)
+{
+    struct sockaddr_storage sa;
+    socklen_t salen;
+    if (resolve(addr, &sa, &salen, err) != 0)
+        return -1;
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC;
+    if (sa.ss_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    if (l->tls)
+        flags |= MHD_USE_TLS;
+    l->server = s;
+    l->daemon = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, l,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->threads,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)SERVER_IDLE_TIMEOUT_S,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024),
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int)1,
+        l->tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, s->cert_pem,
+        MHD_OPTION_HTTPS_MEM_KEY, s->key_pem,
+        MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES,
+        s->ca_pem ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, s->ca_pem,
+        MHD_OPTION_END);
+    if (!l->daemon) {
+        struct strbuf sb;
+        strbuf_init(&sb);
+        strbuf_printf(&sb, "cannot listen on %s%s (address in use, not local, or bad TLS material)", addr,
+                      l->tls ? " with TLS" : "");
+        *err = strbuf_detach(&sb, NULL);
+        return -1;
+    }
+    log_info("listening on %s://%s (%d threads)", l->tls ? "https" : "http", addr, cfg->threads);
+    return 0;
+}
+
+static int load_tls(struct server *s, const struct server_config *cfg, char **err)
+{
+    if (!(s->cert_pem = read_file(cfg->tls_cert_file, err)) || !(s->key_pem = read_file(cfg->tls_key_file, err)))
+        return -1;
+    if (cfg->tls_client_ca_file && !(s->ca_pem = read_file(cfg->tls_client_ca_file, err)))
+        return -1;
+    s->https.tls = 1;
+    s->https.require_client_cert = s->ca_pem != NULL;
+    return 0;
+}
+
+static void free_server(struct server *s)
+{
+    free(s->cert_pem);
+    if (s->key_pem) {
+        /* Do not leave the private key in freed memory. */
+        memset(s->key_pem, 0, strlen(s->key_pem));
+        free(s->key_pem);
+    }
+    free(s->ca_pem);
+    free(s);
+}
+
+struct server *server_start(const struct server_config *cfg, struct app *app, char **err)
+{
+    struct server *s = calloc(1, sizeof(*s));
+    if (!s) {
+        *err = strdup("out of memory");
+        return NULL;
+    }
+    s->app = app;
+    s->max_body = cfg->max_body_bytes;
+    bool http = cfg->listen_http && *cfg->listen_http;
+    bool https = cfg->listen_https && *cfg->listen_https;
+    if ((http && start_listener(s, &s->http, cfg, cfg->listen_http, err) != 0) ||
+        (https && (load_tls(s, cfg, err) != 0 || start_listener(s, &s->https, cfg, cfg->listen_https, err) != 0))) {
+        server_drain_and_stop(s, 0);
+        return NULL;
+    }
+    return s;
+}
+
+static void quiesce(struct listener *l)
+{
+    if (!l->daemon)
+        return;
+    MHD_socket fd = MHD_quiesce_daemon(l->daemon);
+    if (fd != MHD_INVALID_SOCKET)
+        close(fd);
+}
+
+void server_drain_and_stop(struct server *s, int timeout_ms)
+{
+    if (!s)
+        return;
+    quiesce(&s->http);
+    quiesce(&s->https);
+    for (int waited = 0; atomic_load(&s->in_flight) > 0 && waited < timeout_ms; waited += 10) {
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    if (atomic_load(&s->in_flight) > 0)
+        log_warn("stopping with %d requests still in flight", atomic_load(&s->in_flight));
+    if (s->http.daemon)
+        MHD_stop_daemon(s->http.daemon);
+    if (s->https.daemon)
+        MHD_stop_daemon(s->https.daemon);
+    free_server(s);
+}

@@ -1,0 +1,36 @@
+/*
+ * server.h - the HTTP and HTTPS listeners.
+ *
+ * Owns sockets, TLS and request bodies, on libmicrohttpd with a worker thread
+ * pool: plain HTTP (the API server's service proxy dials the pod that way)
+ * and HTTPS with TLS 1.2 as the minimum and, with a client CA, mutual TLS.
+ * Bodies are collected up to a cap (413 beyond it), idle connections time
+ * out, and a drain stops accepting, lets in-flight requests finish, then
+ * closes everything. Every request is answered by router_dispatch and
+ * counted in the metrics.
+ */
+#ifndef GQA_SERVER_H
+#define GQA_SERVER_H
+
+#include <stdint.h>
+
+#include "extender/handlers.h"
+
+#define SERVER_IDLE_TIMEOUT_S 30
+
+struct server_config {
+    const char *listen_http;        /* NULL or "" = off */
+    const char *listen_https;       /* NULL or "" = off */
+    const char *tls_cert_file, *tls_key_file, *tls_client_ca_file;
+    int threads;
+    int64_t max_body_bytes;
+};
+
+struct server;
+
+/* Start the listeners. NULL with *err (malloc'd) when a listener cannot start. */
+struct server *server_start(const struct server_config *cfg, struct app *app, char **err);
+/* Stop accepting, wait up to timeout_ms for in-flight requests, then stop and free. */
+void server_drain_and_stop(struct server *s, int timeout_ms);
+
+#endif

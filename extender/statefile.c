@@ -1,0 +1,204 @@
+/* statefile.c - offline state loader. See statefile.h. */
+#include "extender/statefile.h"
+#include "extender/jscan.h"
+#include "extender/strbuf.h"
+#include "extender/yamljson.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+char *read_whole_file(const char *path, size_t *len, char **err)
+{
+    struct strbuf sb;
+    strbuf_init(&sb);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        strbuf_printf(&sb, "%s: %s", path, strerror(errno));
+        *err = strbuf_detach(&sb, NULL);
+        return NULL;
+    }
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+        strbuf_append(&sb, chunk, n);
+    int bad = ferror(f) || strbuf_failed(&sb);
+    fclose(f);
+    if (bad) {
+        strbuf_free(&sb);
+        strbuf_printf(&sb, "%s: read failed", path);
+        *err = strbuf_detach(&sb, NULL);
+        return NULL;
+    }
+    return strbuf_detach(&sb, len);
+}
+
+static char *format_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static char *format_error(const char *fmt, ...)
+{
+    struct strbuf sb;
+    strbuf_init(&sb);
+    va_list ap;
+    va_start(ap, fmt);
+    strbuf_vprintf(&sb, fmt, ap);
+    va_end(ap);
+    return strbuf_detach(&sb, NULL);
+}
+
+struct loader {
+    struct cluster_cache *cache;
+    const char *path;
+    struct state_counts *counts;
+    int64_t now;
+    size_t index;           /* position of the current item, for messages */
+};
+
+static const char *kind_of(const cJSON *obj)
+{
+    const cJSON *k = cJSON_GetObjectItemCaseSensitive(obj, "kind");
+    return cJSON_IsString(k) ? k->valuestring : "";
+}
+
+static int load_item(struct loader *ld, const cJSON *obj, char **err)
+{
+    char *why = NULL;
+    int rc = cache_apply_object(ld->cache, obj, ld->now, &why);
+    if (rc < 0) {
+        *err = format_error("%s: item %zu (%s): %s", ld->path, ld->index, kind_of(obj), why ? why : "out of memory");
+        free(why);
+        return -1;
+    }
+    const char *kind = kind_of(obj);
+    if (rc == 0)
+        ld->counts->skipped++;
+    else if (strcmp(kind, "Node") == 0)
+        ld->counts->nodes++;
+    else if (strcmp(kind, "Pod") == 0)
+        ld->counts->pods++;
+    else
+        ld->counts->configmaps++;
+    return 0;
+}
+
+/* A List (or XList) carries items; anything else is one object. */
+static int load_value(struct loader *ld, const cJSON *v, char **err)
+{
+    if (cJSON_IsArray(v)) {
+        for (const cJSON *doc = v->child; doc; doc = doc->next)
+            if (load_value(ld, doc, err) != 0)
+                return -1;
+        return 0;
+    }
+    if (!cJSON_IsObject(v)) {
+        *err = format_error("%s: expected a Kubernetes object or a kind: List", ld->path);
+        return -1;
+    }
+    const cJSON *items = cJSON_GetObjectItemCaseSensitive(v, "items");
+    if (!cJSON_IsArray(items)) {
+        int rc = load_item(ld, v, err);
+        ld->index++;
+        return rc;
+    }
+    for (const cJSON *item = items->child; item; item = item->next, ld->index++)
+        if (load_item(ld, item, err) != 0)
+            return -1;
+    return 0;
+}
+
+/* JSON: only each element of "items" is turned into a cJSON tree. */
+static int load_json_stream(struct loader *ld, const char *text, size_t len, char **err)
+{
+    struct jscan s;
+    jscan_init(&s, text, len);
+    if (jscan_peek(&s) != JSCAN_OBJECT || jscan_enter_object(&s) != 0)
+        goto whole;
+    struct jscan_str key;
+    int r;
+    while ((r = jscan_next_key(&s, &key)) == 1) {
+        if (!jscan_key_is(&key, "items") || jscan_peek(&s) != JSCAN_ARRAY) {
+            if (jscan_skip_value(&s) != 0)
+                break;
+            continue;
+        }
+        jscan_enter_array(&s);
+        int e;
+        while ((e = jscan_next_element(&s)) == 1) {
+            struct jscan_span span;
+            if (jscan_value_span(&s, &span) != 0)
+                break;
+            cJSON *item = cJSON_ParseWithLength(span.ptr, span.len);
+            if (!item) {
+                *err = format_error("%s: item %zu: out of memory", ld->path, ld->index);
+                return -1;
+            }
+            int rc = load_item(ld, item, err);
+            cJSON_Delete(item);
+            ld->index++;
+            if (rc != 0)
+                return -1;
+        }
+        if (e != 0)
+            break;
+        /* A JSON object with items is a List: the rest is metadata. */
+        while ((r = jscan_next_key(&s, &key)) == 1)
+            if (jscan_skip_value(&s) != 0)
+                break;
+        if (r == 0 && jscan_finish(&s) == 0)
+            return 0;
+        break;
+    }
+    if (s.error) {
+        *err = format_error("%s: malformed JSON at byte %zu: %s", ld->path, s.error_offset, s.error);
+        return -1;
+    }
+whole:;
+    cJSON *v = cJSON_ParseWithLength(text, len);
+    if (!v) {
+        *err = format_error("%s: malformed JSON", ld->path);
+        return -1;
+    }
+    int rc = load_value(ld, v, err);
+    cJSON_Delete(v);
+    return rc;
+}
+
+cJSON *parse_object_text(const char *text, size_t len, char **err)
+{
+    if (text_looks_like_json(text, len)) {
+        cJSON *v = cJSON_ParseWithLength(text, len);
+        if (!v)
+            *err = strdup("malformed JSON");
+        return v;
+    }
+    return yaml_to_json(text, len, err);
+}
+
+int statefile_load(struct cluster_cache *cache, const char *path, struct state_counts *counts, char **err)
+{
+    memset(counts, 0, sizeof(*counts));
+    size_t len = 0;
+    char *text = read_whole_file(path, &len, err);
+    if (!text)
+        return -1;
+    struct loader ld = {cache, path, counts, now_realtime_ns(), 0};
+    int rc;
+    if (text_looks_like_json(text, len)) {
+        rc = load_json_stream(&ld, text, len, err);
+    } else {
+        char *why = NULL;
+        cJSON *v = yaml_to_json(text, len, &why);
+        if (!v) {
+            *err = format_error("%s: %s", path, why ? why : "out of memory");
+            rc = -1;
+        } else {
+            rc = load_value(&ld, v, err);
+        }
+        free(why);
+        cJSON_Delete(v);
+    }
+    free(text);
+    return rc;
+}

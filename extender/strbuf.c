@@ -1,0 +1,158 @@
+/* strbuf.c - growable byte buffer; see strbuf.h. */
+#include "extender/strbuf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void strbuf_init(struct strbuf *sb)
+{
+    sb->data = NULL;
+    sb->len = 0;
+    sb->cap = 0;
+    sb->failed = 0;
+}
+
+void strbuf_free(struct strbuf *sb)
+{
+    free(sb->data);
+    strbuf_init(sb);
+}
+
+void strbuf_reset(struct strbuf *sb)
+{
+    sb->len = 0;
+    sb->failed = 0;
+    if (sb->data)
+        sb->data[0] = '\0';
+}
+
+int strbuf_reserve(struct strbuf *sb, size_t extra)
+{
+    if (sb->failed)
+        return -1;
+    if (extra > SIZE_MAX - sb->len - 1)
+        goto fail;
+    size_t need = sb->len + extra + 1;
+    if (need <= sb->cap)
+        return 0;
+    size_t cap = sb->cap ? sb->cap : 256;
+    while (cap < need)
+        cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+    char *p = realloc(sb->data, cap);
+    if (!p)
+        goto fail;
+    sb->data = p;
+    sb->cap = cap;
+    return 0;
+fail:
+    sb->failed = 1;
+    return -1;
+}
+
+void strbuf_append(struct strbuf *sb, const char *data, size_t len)
+{
+    if (strbuf_reserve(sb, len) != 0)
+        return;
+    memcpy(sb->data + sb->len, data, len);
+    sb->len += len;
+    sb->data[sb->len] = '\0';
+}
+
+void strbuf_puts(struct strbuf *sb, const char *s)
+{
+    strbuf_append(sb, s, strlen(s));
+}
+
+void strbuf_putc(struct strbuf *sb, char c)
+{
+    strbuf_append(sb, &c, 1);
+}
+
+void strbuf_vprintf(struct strbuf *sb, const char *fmt, va_list ap)
+{
+    va_list copy;
+    va_copy(copy, ap);
+    int n = vsnprintf(NULL, 0, fmt, copy);
+    va_end(copy);
+    if (n < 0) {
+        sb->failed = 1;
+        return;
+    }
+    if (strbuf_reserve(sb, (size_t)n) != 0)
+        return;
+    vsnprintf(sb->data + sb->len, (size_t)n + 1, fmt, ap);
+    sb->len += (size_t)n;
+}
+
+void strbuf_printf(struct strbuf *sb, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    strbuf_vprintf(sb, fmt, ap);
+    va_end(ap);
+}
+
+void strbuf_put_i64(struct strbuf *sb, int64_t v)
+{
+    char tmp[24];
+    char *p = tmp + sizeof(tmp);
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        *--p = '-';
+    strbuf_append(sb, p, (size_t)(tmp + sizeof(tmp) - p));
+}
+
+/* Escaping is needed only for quote, backslash and control bytes; everything
+ * else (UTF-8 included) is copied in runs, which keeps long names cheap. */
+void strbuf_json_string_n(struct strbuf *sb, const char *s, size_t len)
+{
+    static const char hex[] = "0123456789abcdef";
+    strbuf_putc(sb, '"');
+    size_t run = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        strbuf_append(sb, s + run, i - run);
+        run = i + 1;
+        switch (c) {
+        case '"': strbuf_append(sb, "\\\"", 2); break;
+        case '\\': strbuf_append(sb, "\\\\", 2); break;
+        case '\n': strbuf_append(sb, "\\n", 2); break;
+        case '\r': strbuf_append(sb, "\\r", 2); break;
+        case '\t': strbuf_append(sb, "\\t", 2); break;
+        default: {
+            char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+            strbuf_append(sb, esc, 6);
+        }
+        }
+    }
+    strbuf_append(sb, s + run, len - run);
+    strbuf_putc(sb, '"');
+}
+
+void strbuf_json_string(struct strbuf *sb, const char *s)
+{
+    strbuf_json_string_n(sb, s ? s : "", s ? strlen(s) : 0);
+}
+
+char *strbuf_detach(struct strbuf *sb, size_t *len)
+{
+    char *data = NULL;
+    if (!sb->failed) {
+        if (!sb->data && strbuf_reserve(sb, 0) == 0)
+            sb->data[0] = '\0';
+        data = sb->failed ? NULL : sb->data;
+        if (len)
+            *len = sb->len;
+    }
+    if (!data)
+        free(sb->data);
+    strbuf_init(sb);
+    return data;
+}

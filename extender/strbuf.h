@@ -1,0 +1,41 @@
+/*
+ * strbuf.h - a growable byte buffer for building responses and messages.
+ *
+ * Owns output assembly without cJSON trees: responses for thousands of nodes
+ * are appended here directly, with JSON string escaping. An allocation
+ * failure makes the buffer "failed": later appends are no-ops and
+ * strbuf_failed() tells the caller once, at the end, so call sites stay short.
+ */
+#ifndef GQA_STRBUF_H
+#define GQA_STRBUF_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct strbuf {
+    char *data;     /* always NUL-terminated when len > 0 or cap > 0 */
+    size_t len;
+    size_t cap;
+    int failed;     /* an allocation failed: contents are incomplete */
+};
+
+void strbuf_init(struct strbuf *sb);
+void strbuf_free(struct strbuf *sb);
+void strbuf_reset(struct strbuf *sb);
+/* Make room for at least `extra` more bytes. 0 or -1 (and the buffer fails). */
+int strbuf_reserve(struct strbuf *sb, size_t extra);
+void strbuf_append(struct strbuf *sb, const char *data, size_t len);
+void strbuf_puts(struct strbuf *sb, const char *s);
+void strbuf_putc(struct strbuf *sb, char c);
+void strbuf_printf(struct strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void strbuf_vprintf(struct strbuf *sb, const char *fmt, va_list ap);
+void strbuf_put_i64(struct strbuf *sb, int64_t v);
+/* Append s as a JSON string literal, quotes included. */
+void strbuf_json_string(struct strbuf *sb, const char *s);
+void strbuf_json_string_n(struct strbuf *sb, const char *s, size_t len);
+/* Hand the buffer's memory to the caller (NULL if failed); the strbuf is reset. */
+char *strbuf_detach(struct strbuf *sb, size_t *len);
+static inline int strbuf_failed(const struct strbuf *sb) { return sb->failed; }
+
+#endif

@@ -1,0 +1,375 @@
+/* wire.c - extender wire format. See wire.h. */
+#include "extender/wire.h"
+#include "extender/strbuf.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Names are gathered as offsets into one buffer (it grows while parsing) and
+ * turned into pointers at the end: one allocation for thousands of names. */
+struct name_collector {
+    struct strbuf buf;
+    size_t *offsets;
+    struct jscan_span *metas;
+    size_t count, cap;
+};
+
+static int collect_name(struct name_collector *nc, const struct jscan_str *name, const struct jscan_span *meta)
+{
+    if (nc->count == nc->cap) {
+        size_t cap = nc->cap ? nc->cap * 2 : 64;
+        size_t *o = realloc(nc->offsets, cap * sizeof(*o));
+        if (!o)
+            return -1;
+        nc->offsets = o;
+        struct jscan_span *m = realloc(nc->metas, cap * sizeof(*m));
+        if (!m)
+            return -1;
+        nc->metas = m;
+        nc->cap = cap;
+    }
+    nc->offsets[nc->count] = nc->buf.len;
+    if (meta)
+        nc->metas[nc->count] = *meta;
+    nc->count++;
+    if (!name->has_escapes) {
+        strbuf_append(&nc->buf, name->ptr, name->len);
+    } else {
+        char *decoded = jscan_str_dup(name);
+        if (!decoded)
+            return -1;
+        strbuf_puts(&nc->buf, decoded);
+        free(decoded);
+    }
+    strbuf_putc(&nc->buf, '\0');
+    return strbuf_failed(&nc->buf) ? -1 : 0;
+}
+
+static void collector_free(struct name_collector *nc)
+{
+    strbuf_free(&nc->buf);
+    free(nc->offsets);
+    free(nc->metas);
+}
+
+static char *message(const char *text)
+{
+    return strdup(text);
+}
+
+static char *scan_error(const struct jscan *s, const char *where)
+{
+    struct strbuf sb;
+    strbuf_init(&sb);
+    strbuf_printf(&sb, "malformed JSON%s%s at byte %zu: %s", where ? " in " : "", where ? where : "",
+                  s->error_offset, s->error ? s->error : "unexpected input");
+    return strbuf_detach(&sb, NULL);
+}
+
+static int parse_node_names(struct jscan *s, struct name_collector *nc, char **err)
+{
+    if (jscan_peek(s) == JSCAN_NULL)
+        return jscan_skip_value(s);
+    if (jscan_peek(s) != JSCAN_ARRAY) {
+        *err = message("NodeNames must be an array of node names");
+        return -1;
+    }
+    int r;
+    jscan_enter_array(s);
+    while ((r = jscan_next_element(s)) == 1) {
+        struct jscan_str name;
+        if (jscan_peek(s) != JSCAN_STRING) {
+            *err = message("NodeNames must be an array of node names");
+            return -1;
+        }
+        if (jscan_string(s, &name) != 0 || collect_name(nc, &name, NULL) != 0)
+            return -1;
+    }
+    return r;
+}
+
+/* metadata: find "name" and the exact text of the whole metadata value. */
+static int parse_item_metadata(struct jscan *s, struct jscan_str *name, struct jscan_span *span, bool *found)
+{
+    if (jscan_peek(s) != JSCAN_OBJECT)
+        return jscan_skip_value(s);
+    span->ptr = s->pos;
+    jscan_enter_object(s);
+    struct jscan_str key;
+    int r;
+    while ((r = jscan_next_key(s, &key)) == 1) {
+        if (jscan_key_is(&key, "name") && jscan_peek(s) == JSCAN_STRING) {
+            if (jscan_string(s, name) != 0)
+                return -1;
+            *found = true;
+        } else if (jscan_skip_value(s) != 0) {
+            return -1;
+        }
+    }
+    span->len = (size_t)(s->pos - span->ptr);
+    return r;
+}
+
+static int parse_node_item(struct jscan *s, struct name_collector *nc, char **err)
+{
+    if (jscan_peek(s) != JSCAN_OBJECT) {
+        *err = message("Nodes.items must be an array of Node objects");
+        return -1;
+    }
+    jscan_enter_object(s);
+    struct jscan_str key, name;
+    struct jscan_span meta = {0};
+    bool found = false;
+    int r;
+    while ((r = jscan_next_key(s, &key)) == 1) {
+        int rc = jscan_key_is(&key, "metadata") ? parse_item_metadata(s, &name, &meta, &found) : jscan_skip_value(s);
+        if (rc != 0)
+            return -1;
+    }
+    if (r != 0)
+        return -1;
+    if (!found) {
+        struct strbuf sb;
+        strbuf_init(&sb);
+        strbuf_printf(&sb, "Nodes.items[%zu] has no metadata.name", nc->count);
+        *err = strbuf_detach(&sb, NULL);
+        return -1;
+    }
+    return collect_name(nc, &name, &meta);
+}
+
+static int parse_nodes(struct jscan *s, struct name_collector *nc, bool *present, char **err)
+{
+    if (jscan_peek(s) == JSCAN_NULL)
+        return jscan_skip_value(s);
+    if (jscan_peek(s) != JSCAN_OBJECT) {
+        *err = message("Nodes must be a NodeList object");
+        return -1;
+    }
+    *present = true;
+    jscan_enter_object(s);
+    struct jscan_str key;
+    int r;
+    while ((r = jscan_next_key(s, &key)) == 1) {
+        if (!jscan_key_is(&key, "items") || jscan_peek(s) == JSCAN_NULL) {
+            if (jscan_skip_value(s) != 0)
+                return -1;
+            continue;
+        }
+        if (jscan_peek(s) != JSCAN_ARRAY) {
+            *err = message("Nodes.items must be an array of Node objects");
+            return -1;
+        }
+        jscan_enter_array(s);
+        int e;
+        while ((e = jscan_next_element(s)) == 1)
+            if (parse_node_item(s, nc, err) != 0)
+                return -1;
+        if (e != 0)
+            return -1;
+    }
+    return r;
+}
+
+static int parse_pod(struct jscan *s, struct extender_args *a, char **err)
+{
+    struct jscan_span span;
+    if (jscan_peek(s) == JSCAN_NULL)
+        return jscan_skip_value(s);
+    if (jscan_peek(s) != JSCAN_OBJECT) {
+        *err = message("Pod must be a Pod object");
+        return -1;
+    }
+    if (jscan_value_span(s, &span) != 0)
+        return -1;
+    cJSON_Delete(a->pod);
+    a->pod = cJSON_ParseWithLength(span.ptr, span.len);
+    if (!a->pod) {
+        *err = message("out of memory while parsing Pod");
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_top(struct jscan *s, struct extender_args *a, struct name_collector *nc, bool *has_names,
+                     bool *has_nodes, char **err)
+{
+    if (jscan_peek(s) != JSCAN_OBJECT) {
+        if (!s->error)
+            *err = message("ExtenderArgs must be a JSON object");
+        return -1;
+    }
+    jscan_enter_object(s);
+    struct jscan_str key;
+    int r;
+    while ((r = jscan_next_key(s, &key)) == 1) {
+        int rc;
+        if (jscan_key_is(&key, "Pod")) {
+            rc = parse_pod(s, a, err);
+        } else if (jscan_key_is(&key, "NodeNames")) {
+            *has_names = jscan_peek(s) != JSCAN_NULL;
+            rc = parse_node_names(s, nc, err);
+        } else if (jscan_key_is(&key, "Nodes")) {
+            rc = parse_nodes(s, nc, has_nodes, err);
+        } else {
+            rc = jscan_skip_value(s);
+        }
+        if (rc != 0)
+            return -1;
+        if (*has_names && *has_nodes) {
+            *err = message("ExtenderArgs carries both Nodes and NodeNames; kube-scheduler sends one of them");
+            return -1;
+        }
+    }
+    return r == 0 ? jscan_finish(s) : -1;
+}
+
+static int finish_args(struct extender_args *a, struct name_collector *nc, bool has_nodes)
+{
+    a->form = has_nodes ? ARGS_NODES : ARGS_NODE_NAMES;
+    a->count = nc->count;
+    a->names = calloc(nc->count ? nc->count : 1, sizeof(*a->names));
+    if (!a->names)
+        return -1;
+    a->names_buf = strbuf_detach(&nc->buf, NULL);
+    if (!a->names_buf)
+        return -1;
+    for (size_t i = 0; i < nc->count; i++)
+        a->names[i] = a->names_buf + nc->offsets[i];
+    if (has_nodes) {
+        a->metas = nc->metas;
+        nc->metas = NULL;
+    }
+    return 0;
+}
+
+int wire_parse_args(const char *body, size_t len, struct extender_args *a, char **err)
+{
+    memset(a, 0, sizeof(*a));
+    *err = NULL;
+    struct jscan s;
+    struct name_collector nc = {0};
+    strbuf_init(&nc.buf);
+    bool has_names = false, has_nodes = false;
+    jscan_init(&s, body, len);
+    int rc = parse_top(&s, a, &nc, &has_names, &has_nodes, err);
+    if (rc == 0 && !a->pod) {
+        *err = message("ExtenderArgs has no Pod");
+        rc = -1;
+    }
+    if (rc == 0 && !has_names && !has_nodes) {
+        *err = message("ExtenderArgs has neither Nodes nor NodeNames");
+        rc = -1;
+    }
+    if (rc == 0 && finish_args(a, &nc, has_nodes) != 0)
+        rc = -1;
+    if (rc != 0 && !*err)
+        *err = s.error ? scan_error(&s, NULL) : message("out of memory");
+    collector_free(&nc);
+    if (rc != 0)
+        wire_args_free(a);
+    return rc;
+}
+
+void wire_args_free(struct extender_args *a)
+{
+    cJSON_Delete(a->pod);
+    free(a->names);
+    free(a->names_buf);
+    free(a->metas);
+    memset(a, 0, sizeof(*a));
+}
+
+/* ---- encoding ------------------------------------------------------------- */
+
+static void put_kept_nodes(struct strbuf *sb, const struct extender_args *a, const struct evaluation *ev)
+{
+    bool first = true;
+    if (a->form == ARGS_NODES) {
+        strbuf_puts(sb, "\"Nodes\":{\"metadata\":{},\"items\":[");
+        for (size_t i = 0; i < ev->count; i++) {
+            if (!ev->verdicts[i].fits)
+                continue;
+            strbuf_puts(sb, first ? "{\"metadata\":" : ",{\"metadata\":");
+            strbuf_append(sb, a->metas[i].ptr, a->metas[i].len);
+            strbuf_putc(sb, '}');
+            first = false;
+        }
+        strbuf_puts(sb, "]},\"NodeNames\":null,");
+        return;
+    }
+    strbuf_puts(sb, "\"Nodes\":null,\"NodeNames\":[");
+    for (size_t i = 0; i < ev->count; i++) {
+        if (!ev->verdicts[i].fits)
+            continue;
+        if (!first)
+            strbuf_putc(sb, ',');
+        strbuf_json_string(sb, ev->verdicts[i].name);
+        first = false;
+    }
+    strbuf_puts(sb, "],");
+}
+
+static void put_failed(struct strbuf *sb, const char *field, const struct evaluation *ev, bool unresolvable)
+{
+    bool first = true;
+    strbuf_printf(sb, "\"%s\":{", field);
+    for (size_t i = 0; i < ev->count; i++) {
+        const struct verdict *v = &ev->verdicts[i];
+        if (v->fits || v->unresolvable != unresolvable)
+            continue;
+        if (!first)
+            strbuf_putc(sb, ',');
+        strbuf_json_string(sb, v->name);
+        strbuf_putc(sb, ':');
+        strbuf_json_string_n(sb, verdict_reason(ev, v), v->reason_len);
+        first = false;
+    }
+    strbuf_puts(sb, "},");
+}
+
+char *wire_filter_result(const struct extender_args *a, const struct evaluation *ev, size_t *len)
+{
+    struct strbuf sb;
+    strbuf_init(&sb);
+    strbuf_reserve(&sb, 64 + ev->count * 48);
+    strbuf_putc(&sb, '{');
+    put_kept_nodes(&sb, a, ev);
+    put_failed(&sb, "FailedNodes", ev, false);
+    put_failed(&sb, "FailedAndUnresolvableNodes", ev, true);
+    strbuf_puts(&sb, "\"Error\":");
+    strbuf_json_string(&sb, ev->error ? ev->error : "");
+    strbuf_putc(&sb, '}');
+    return strbuf_detach(&sb, len);
+}
+
+char *wire_filter_error(const char *msg, size_t *len)
+{
+    struct strbuf sb;
+    strbuf_init(&sb);
+    strbuf_puts(&sb, "{\"Nodes\":null,\"NodeNames\":null,\"FailedNodes\":{},\"FailedAndUnresolvableNodes\":{},"
+                     "\"Error\":");
+    strbuf_json_string(&sb, msg);
+    strbuf_putc(&sb, '}');
+    return strbuf_detach(&sb, len);
+}
+
+char *wire_priority_list(const struct extender_args *a, const struct evaluation *ev, size_t *len)
+{
+    (void)a;
+    struct strbuf sb;
+    strbuf_init(&sb);
+    strbuf_reserve(&sb, 16 + ev->count * 40);
+    strbuf_putc(&sb, '[');
+    for (size_t i = 0; i < ev->count; i++) {
+        if (i)
+            strbuf_putc(&sb, ',');
+        strbuf_puts(&sb, "{\"Host\":");
+        strbuf_json_string(&sb, ev->verdicts[i].name);
+        strbuf_puts(&sb, ",\"Score\":");
+        strbuf_put_i64(&sb, verdict_priority(&ev->verdicts[i]));
+        strbuf_putc(&sb, '}');
+    }
+    strbuf_putc(&sb, ']');
+    return strbuf_detach(&sb, len);
+}

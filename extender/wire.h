@@ -1,0 +1,50 @@
+/*
+ * wire.h - kube-scheduler's extender wire format (k8s.io/kube-scheduler/extender/v1).
+ *
+ * Owns decoding ExtenderArgs and encoding ExtenderFilterResult and
+ * HostPriorityList with the exact Go field names (no json tags upstream):
+ * Pod, Nodes, NodeNames, FailedNodes, FailedAndUnresolvableNodes, Error,
+ * Host, Score.
+ *
+ * ExtenderArgs comes in two forms. With nodeCacheCapable: true it carries
+ * NodeNames, and the answer must carry NodeNames. Otherwise it carries Nodes, a
+ * full v1 NodeList (about 5.6 KB per node), and the answer must carry
+ * Nodes.items, from which kube-scheduler reads only the names. The Nodes form
+ * is walked with the jscan scanner: only each item's metadata is located and
+ * its name decoded; the answer echoes each kept item's metadata text
+ * byte-for-byte instead of re-serialising Node objects.
+ */
+#ifndef GQA_WIRE_H
+#define GQA_WIRE_H
+
+#include <stddef.h>
+#include <cjson/cJSON.h>
+
+#include "extender/jscan.h"
+#include "extender/placement.h"
+
+enum args_form { ARGS_NODE_NAMES = 0, ARGS_NODES };
+
+struct extender_args {
+    cJSON *pod;                 /* the Pod object */
+    enum args_form form;
+    size_t count;
+    const char **names;         /* count NUL-terminated names (point into names_buf) */
+    char *names_buf;
+    struct jscan_span *metas;   /* Nodes form: the text of each item's metadata (points into the body) */
+};
+
+/* Decode body[0..len). The body must outlive args (metadata spans point into it).
+ * Returns 0, or -1 with *err a malloc'd message saying what is wrong. */
+int wire_parse_args(const char *body, size_t len, struct extender_args *args, char **err);
+void wire_args_free(struct extender_args *args);
+
+/* ExtenderFilterResult in the request's form: fitting nodes kept, others in
+ * FailedNodes or FailedAndUnresolvableNodes with their reasons. */
+char *wire_filter_result(const struct extender_args *args, const struct evaluation *ev, size_t *len);
+/* ExtenderFilterResult carrying only Error. */
+char *wire_filter_error(const char *message, size_t *len);
+/* HostPriorityList: every requested node with its score 0..10. */
+char *wire_priority_list(const struct extender_args *args, const struct evaluation *ev, size_t *len);
+
+#endif

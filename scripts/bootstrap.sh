@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Install what a fresh Debian bookworm machine lacks to build and test
+# gpu-quota-admission. Does nothing when everything is present; installs the
+# missing Debian packages when run as root (or through sudo).
+set -euo pipefail
+
+# pkg-config module or command -> Debian package that provides it
+declare -A modules=(
+  [libmicrohttpd]=libmicrohttpd-dev
+  [libcjson]=libcjson-dev
+  [libcurl]=libcurl4-openssl-dev
+  [openssl]=libssl-dev
+  [yaml-0.1]=libyaml-dev
+  [gnutls]=libgnutls28-dev
+  [cmocka]=libcmocka-dev
+)
+declare -A commands=(
+  [cc]=gcc
+  [make]=make
+  [cmake]=cmake
+  [pkg-config]=pkg-config
+  [python3]=python3
+  [openssl]=openssl
+  [curl]=curl
+  [valgrind]=valgrind
+)
+
+missing=()
+for cmd in "${!commands[@]}"; do
+  command -v "$cmd" >/dev/null 2>&1 || missing+=("${commands[$cmd]}")
+done
+if command -v pkg-config >/dev/null 2>&1; then
+  for mod in "${!modules[@]}"; do
+    pkg-config --exists "$mod" || missing+=("${modules[$mod]}")
+  done
+else
+  missing+=("${modules[@]}")
+fi
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "bootstrap: installing ${missing[*]}" >&2
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null 2>&1 || { echo "bootstrap: need root (or sudo) to install ${missing[*]}" >&2; exit 1; }
+  SUDO=sudo
+fi
+export DEBIAN_FRONTEND=noninteractive
+# The package lists of a fresh machine are empty or stale.
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -66,22 +66,33 @@ static char *scan_error(const struct jscan *s, const char *where)
     return strbuf_detach(&sb, NULL);
 }
 
+/* Is the next value of type t? When it is not, say so with msg, unless the
+ * text is malformed there: then the scanner's own error (with its byte
+ * offset) is the better message and *err stays NULL. */
+static int expect(struct jscan *s, enum jscan_type t, const char *msg, char **err)
+{
+    enum jscan_type got = jscan_peek(s);
+    if (got == t)
+        return 0;
+    if (!s->error && got != JSCAN_NONE)
+        *err = message(msg);
+    else if (!s->error)
+        jscan_skip_value(s);   /* records the syntax error */
+    return -1;
+}
+
 static int parse_node_names(struct jscan *s, struct name_collector *nc, char **err)
 {
     if (jscan_peek(s) == JSCAN_NULL)
         return jscan_skip_value(s);
-    if (jscan_peek(s) != JSCAN_ARRAY) {
-        *err = message("NodeNames must be an array of node names");
+    if (expect(s, JSCAN_ARRAY, "NodeNames must be an array of node names", err) != 0)
         return -1;
-    }
     int r;
     jscan_enter_array(s);
     while ((r = jscan_next_element(s)) == 1) {
         struct jscan_str name;
-        if (jscan_peek(s) != JSCAN_STRING) {
-            *err = message("NodeNames must be an array of node names");
+        if (expect(s, JSCAN_STRING, "NodeNames must be an array of node names", err) != 0)
             return -1;
-        }
         if (jscan_string(s, &name) != 0 || collect_name(nc, &name, NULL) != 0)
             return -1;
     }
@@ -112,10 +123,8 @@ static int parse_item_metadata(struct jscan *s, struct jscan_str *name, struct j
 
 static int parse_node_item(struct jscan *s, struct name_collector *nc, char **err)
 {
-    if (jscan_peek(s) != JSCAN_OBJECT) {
-        *err = message("Nodes.items must be an array of Node objects");
+    if (expect(s, JSCAN_OBJECT, "Nodes.items must be an array of Node objects", err) != 0)
         return -1;
-    }
     jscan_enter_object(s);
     struct jscan_str key, name;
     struct jscan_span meta = {0};
@@ -142,10 +151,8 @@ static int parse_nodes(struct jscan *s, struct name_collector *nc, bool *present
 {
     if (jscan_peek(s) == JSCAN_NULL)
         return jscan_skip_value(s);
-    if (jscan_peek(s) != JSCAN_OBJECT) {
-        *err = message("Nodes must be a NodeList object");
+    if (expect(s, JSCAN_OBJECT, "Nodes must be a NodeList object", err) != 0)
         return -1;
-    }
     *present = true;
     jscan_enter_object(s);
     struct jscan_str key;
@@ -156,10 +163,8 @@ static int parse_nodes(struct jscan *s, struct name_collector *nc, bool *present
                 return -1;
             continue;
         }
-        if (jscan_peek(s) != JSCAN_ARRAY) {
-            *err = message("Nodes.items must be an array of Node objects");
+        if (expect(s, JSCAN_ARRAY, "Nodes.items must be an array of Node objects", err) != 0)
             return -1;
-        }
         jscan_enter_array(s);
         int e;
         while ((e = jscan_next_element(s)) == 1)
@@ -176,10 +181,8 @@ static int parse_pod(struct jscan *s, struct extender_args *a, char **err)
     struct jscan_span span;
     if (jscan_peek(s) == JSCAN_NULL)
         return jscan_skip_value(s);
-    if (jscan_peek(s) != JSCAN_OBJECT) {
-        *err = message("Pod must be a Pod object");
+    if (expect(s, JSCAN_OBJECT, "Pod must be a Pod object", err) != 0)
         return -1;
-    }
     if (jscan_value_span(s, &span) != 0)
         return -1;
     cJSON_Delete(a->pod);
@@ -194,11 +197,8 @@ static int parse_pod(struct jscan *s, struct extender_args *a, char **err)
 static int parse_top(struct jscan *s, struct extender_args *a, struct name_collector *nc, bool *has_names,
                      bool *has_nodes, char **err)
 {
-    if (jscan_peek(s) != JSCAN_OBJECT) {
-        if (!s->error)
-            *err = message("ExtenderArgs must be a JSON object");
+    if (expect(s, JSCAN_OBJECT, "ExtenderArgs must be a JSON object", err) != 0)
         return -1;
-    }
     jscan_enter_object(s);
     struct jscan_str key;
     int r;

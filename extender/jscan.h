@@ -28,7 +28,7 @@
  * comma. Empty (or all-whitespace) input is the error "empty input".
  *
  * Not validated: bytes >= 0x80 inside strings are passed through as they are
- * (no UTF-8 check); the scanner never looks at them otherwise.
+ * (no UTF-8 check), so a string holding invalid UTF-8 is accepted.
  *
  * The scanner never reads outside [buf, buf+len); the text need not be
  * NUL-terminated.
@@ -43,7 +43,9 @@
  * the value they positioned at ("previous value was not consumed"; for the
  * first element of an array this cannot be told apart and is not caught).
  * Comma handling needs no extra state: it looks at the last non-whitespace
- * byte before the current position ('{' or '[' means "first member").
+ * byte before the current position ('{' or '[' means "first member"), so
+ * move s.pos only through these functions. Pointers in jscan_str/jscan_span
+ * point into the caller's buffer and live as long as it does.
  */
 #ifndef GQA_JSCAN_H
 #define GQA_JSCAN_H

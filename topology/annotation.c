@@ -165,7 +165,7 @@ static int json_to_int(const cJSON *item, int min, int *out)
 static int field_int(const cJSON *obj, const char *prefix, const char *key, int min,
                      const char *expect, int *out, char **err)
 {
-    const cJSON *item;
+    const cJSON *item = NULL;
     if (member(obj, prefix, key, &item, err) < 0)
         return -1;
     if (!item)
@@ -188,7 +188,7 @@ static char *dup_string(const char *s)
 static int field_string(const cJSON *obj, const char *prefix, const char *key,
                         char **out, char **err)
 {
-    const cJSON *item;
+    const cJSON *item = NULL;
     if (member(obj, prefix, key, &item, err) < 0)
         return -1;
     if (!item)
@@ -284,7 +284,7 @@ static int alloc_arrays(struct gpu_topology *t, int count)
 
 static int parse_gpus(const cJSON *root, struct gpu_topology *t, char **err)
 {
-    const cJSON *gpus;
+    const cJSON *gpus = NULL;
     if (member(root, "", "gpus", &gpus, err) < 0)
         return -1;
     if (!gpus)
@@ -375,7 +375,7 @@ static int check_symmetry(const struct gpu_topology *t, char **err)
 
 static int parse_links(const cJSON *root, struct gpu_topology *t, char **err)
 {
-    const cJSON *links;
+    const cJSON *links = NULL;
     if (member(root, "", "links", &links, err) < 0)
         return -1;
     if (!links) {

@@ -216,9 +216,15 @@ static bool indices_usable(const struct pod_info *p, const struct node_state *n)
         int want = r->whole_gpus > 0 ? r->whole_gpus : 1;
         if (!d->idx[i] || d->idx_count[i] != want)
             return false;
-        for (int k = 0; k < want; k++)
+        for (int k = 0; k < want; k++) {
             if (node_slot_of_minor(n, d->idx[i][k]) < 0)
                 return false;
+            /* "2,2" for two whole GPUs names one GPU: charging it twice
+             * would leave the second GPU the pod really uses free. */
+            for (int j = 0; j < k; j++)
+                if (d->idx[i][j] == d->idx[i][k])
+                    return false;
+        }
     }
     return true;
 }
@@ -399,8 +405,10 @@ int cache_delete_node(struct cluster_cache *c, const char *name)
         c->present_nodes--;
         if (n->charged) {
             /* Pods still bound there keep a (now unattributed) charge until
-             * their own deletion arrives. */
+             * their own deletion arrives. Assumptions that ended meanwhile
+             * are not re-charged; then nothing needs the placeholder. */
             rc = recharge_node(c, n, NULL);
+            drop_placeholder_if_unused(c, n);
         } else {
             dict_del(&c->nodes, name);
             node_state_free(n);

@@ -1,0 +1,609 @@
+/* test_podspec.c - unit tests for extender/podspec.c: GPU requests, decision
+ * annotations, index lists and the deep copy used for assumptions. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "extender/podspec.h"
+
+/* Fixtures are written with single quotes; q() turns them into JSON. */
+static char *q(const char *text)
+{
+    size_t len = strlen(text) + 1;
+    char *json = malloc(len);
+    assert_non_null(json);
+    for (size_t i = 0; i < len; i++)
+        json[i] = text[i] == '\'' ? '"' : text[i];
+    return json;
+}
+
+static cJSON *json_of(const char *fixture)
+{
+    char *text = q(fixture);
+    cJSON *v = cJSON_Parse(text);
+    if (!v)
+        fail_msg("fixture is not JSON: %s", text);
+    free(text);
+    return v;
+}
+
+static struct pod_info *pod_of(const char *fixture)
+{
+    cJSON *obj = json_of(fixture);
+    char *err = (char *)"untouched";
+    struct pod_info *p = pod_info_from_json(obj, &err);
+    if (!p)
+        fail_msg("pod_info_from_json failed: %s", err ? err : "(null)");
+    assert_null(err);
+    cJSON_Delete(obj);
+    return p;
+}
+
+/* A pod named ns/p whose containers are the given JSON array text. */
+static struct pod_info *pod_with_containers(const char *containers)
+{
+    char buf[4096];
+    snprintf(buf, sizeof(buf), "{'metadata':{'name':'p','namespace':'ns'},'spec':{'containers':%s}}", containers);
+    return pod_of(buf);
+}
+
+/* The request error of a one-container pod with the given limits. */
+static void expect_limits_error(const char *limits, const char *message)
+{
+    char buf[1024];
+    snprintf(buf, sizeof(buf), "[{'name':'main','resources':{'limits':%s}}]", limits);
+    struct pod_info *p = pod_with_containers(buf);
+    if (!p->request_error)
+        fail_msg("no request_error for limits %s", limits);
+    assert_string_equal(p->request_error, message);
+    pod_info_free(p);
+}
+
+/* ---- basic pod facts ------------------------------------------------------ */
+
+static void test_pod_identity(void **state)
+{
+    (void)state;
+    struct pod_info *p = pod_of("{'metadata':{'name':'web','namespace':'team-a','uid':'u-1'},"
+                                "'spec':{'nodeName':'n1','containers':[{'name':'c'}]},"
+                                "'status':{'phase':'Running'}}");
+    assert_string_equal(p->key, "team-a/web");
+    assert_string_equal(p->ns, "team-a");
+    assert_string_equal(p->name, "web");
+    assert_string_equal(p->uid, "u-1");
+    assert_string_equal(p->node_name, "n1");
+    assert_false(p->terminal);
+    assert_int_equal(p->ncontainers, 1);
+    assert_string_equal(p->containers[0].name, "c");
+    assert_int_equal(p->containers[0].family, GPU_FAMILY_NONE);
+    assert_false(p->uses_gpu);
+    assert_null(p->request_error);
+    assert_null(p->decision.node);
+    pod_info_free(p);
+
+    /* Namespace defaults, empty nodeName is unbound, terminal phases. */
+    p = pod_of("{'metadata':{'name':'x'},'spec':{'nodeName':'','containers':[]},'status':{'phase':'Succeeded'}}");
+    assert_string_equal(p->key, "default/x");
+    assert_null(p->uid);
+    assert_null(p->node_name);
+    assert_true(p->terminal);
+    assert_int_equal(p->ncontainers, 0);
+    pod_info_free(p);
+    p = pod_of("{'metadata':{'name':'x'},'status':{'phase':'Failed'}}");
+    assert_true(p->terminal);
+    pod_info_free(p);
+    p = pod_of("{'metadata':{'name':'x'},'status':{'phase':'Pending'}}");
+    assert_false(p->terminal);
+    pod_info_free(p);
+}
+
+static void test_pod_unusable(void **state)
+{
+    (void)state;
+    const char *bad[] = {"{'metadata':{}}", "{'metadata':{'name':''}}", "{'metadata':{'name':5}}", "{}", "[]",
+                         "'pod'"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        cJSON *obj = json_of(bad[i]);
+        char *err = NULL;
+        assert_null(pod_info_from_json(obj, &err));
+        assert_non_null(err);
+        assert_string_equal(err, "pod has no metadata.name");
+        free(err);
+        cJSON_Delete(obj);
+    }
+    /* err may be NULL. */
+    cJSON *obj = json_of("{}");
+    assert_null(pod_info_from_json(obj, NULL));
+    cJSON_Delete(obj);
+}
+
+static void test_unnamed_container(void **state)
+{
+    (void)state;
+    struct pod_info *p = pod_with_containers("[{'resources':{}},{'name':5,'resources':{'limits':"
+                                             "{'tencent.com/vcuda-core':'250'}}}]");
+    assert_string_equal(p->containers[0].name, "#0");
+    assert_string_equal(p->containers[1].name, "#1");
+    assert_string_equal(p->request_error,
+                        "container \"#1\": tencent.com/vcuda-core 250 is neither below 100 (a share of one GPU) "
+                        "nor a multiple of 100 (whole GPUs)");
+    pod_info_free(p);
+}
+
+/* ---- requests ------------------------------------------------------------- */
+
+static void test_vcuda_shared(void **state)
+{
+    (void)state;
+    struct pod_info *p = pod_with_containers(
+        "[{'name':'main','resources':{'limits':{'cpu':'1','tencent.com/vcuda-core':'50',"
+        "'tencent.com/vcuda-memory':'10'}}}]");
+    assert_null(p->request_error);
+    assert_true(p->uses_gpu);
+    const struct container_request *r = &p->containers[0];
+    assert_int_equal(r->family, GPU_FAMILY_VCUDA);
+    assert_int_equal(r->cores, 50);
+    assert_int_equal(r->memory, 10);
+    assert_true(r->memory_given);
+    assert_int_equal(r->whole_gpus, 0);
+    pod_info_free(p);
+}
+
+static void test_vcuda_whole(void **state)
+{
+    (void)state;
+    /* Whole GPUs do not need vcuda-memory. */
+    struct pod_info *p = pod_with_containers("[{'name':'t','resources':{'limits':{'tencent.com/vcuda-core':'200'}}}]");
+    assert_null(p->request_error);
+    assert_int_equal(p->containers[0].family, GPU_FAMILY_VCUDA);
+    assert_int_equal(p->containers[0].cores, 200);
+    assert_int_equal(p->containers[0].whole_gpus, 2);
+    assert_false(p->containers[0].memory_given);
+    assert_int_equal(p->containers[0].memory, 0);
+    pod_info_free(p);
+
+    p = pod_with_containers("[{'name':'t','resources':{'limits':{'tencent.com/vcuda-core':'1k'}}}]");
+    assert_null(p->request_error);
+    assert_int_equal(p->containers[0].whole_gpus, 10);
+    pod_info_free(p);
+}
+
+static void test_requests_fallback(void **state)
+{
+    (void)state;
+    /* No limits at all: requests are read. */
+    struct pod_info *p = pod_with_containers(
+        "[{'name':'a','resources':{'requests':{'tencent.com/vcuda-core':'30','tencent.com/vcuda-memory':'4'}}}]");
+    assert_null(p->request_error);
+    assert_int_equal(p->containers[0].family, GPU_FAMILY_VCUDA);
+    assert_int_equal(p->containers[0].cores, 30);
+    assert_int_equal(p->containers[0].memory, 4);
+    pod_info_free(p);
+
+    /* An empty limits object also falls back. */
+    p = pod_with_containers("[{'name':'a','resources':{'limits':{},'requests':{'nvidia.com/gpu':'1'}}}]");
+    assert_null(p->request_error);
+    assert_int_equal(p->containers[0].family, GPU_FAMILY_PGPU);
+    assert_int_equal(p->containers[0].whole_gpus, 1);
+    pod_info_free(p);
+
+    /* Limits are the source of truth when present. */
+    p = pod_with_containers("[{'name':'a','resources':{"
+                            "'limits':{'tencent.com/vcuda-core':'40','tencent.com/vcuda-memory':'8'},"
+                            "'requests':{'tencent.com/vcuda-core':'10','tencent.com/vcuda-memory':'2'}}}]");
+    assert_int_equal(p->containers[0].cores, 40);
+    assert_int_equal(p->containers[0].memory, 8);
+    pod_info_free(p);
+
+    /* No resources at all: not a GPU container. */
+    p = pod_with_containers("[{'name':'a'},{'name':'b','resources':{'limits':{'cpu':'2'}}}]");
+    assert_false(p->uses_gpu);
+    assert_null(p->request_error);
+    assert_int_equal(p->containers[0].family, GPU_FAMILY_NONE);
+    assert_int_equal(p->containers[1].family, GPU_FAMILY_NONE);
+    pod_info_free(p);
+}
+
+static void test_quantity_forms(void **state)
+{
+    (void)state;
+    /* Numbers as well as strings; suffixes and exponents. */
+    struct pod_info *p = pod_with_containers(
+        "[{'name':'a','resources':{'limits':{'tencent.com/vcuda-core':25,'tencent.com/vcuda-memory':'1k'}}},"
+        "{'name':'b','resources':{'limits':{'nvidia.com/mps-core':'1e1','nvidia.com/mps-memory':3}}},"
+        "{'name':'c','resources':{'limits':{'nvidia.com/gpu':2}}}]");
+    assert_null(p->request_error);
+    assert_int_equal(p->containers[0].cores, 25);
+    assert_int_equal(p->containers[0].memory, 1000);
+    assert_int_equal(p->containers[1].family, GPU_FAMILY_MPS);
+    assert_int_equal(p->containers[1].cores, 10);
+    assert_int_equal(p->containers[1].memory, 3);
+    assert_true(p->containers[1].memory_given);
+    assert_int_equal(p->containers[2].family, GPU_FAMILY_PGPU);
+    assert_int_equal(p->containers[2].whole_gpus, 2);
+    assert_int_equal(p->containers[2].cores, 200);
+    pod_info_free(p);
+
+    /* Zero amounts are "not asked". */
+    p = pod_with_containers("[{'name':'a','resources':{'limits':{'nvidia.com/gpu':'0','tencent.com/vcuda-core':0}}}]");
+    assert_null(p->request_error);
+    assert_false(p->uses_gpu);
+    pod_info_free(p);
+}
+
+static void test_invalid_quantities(void **state)
+{
+    (void)state;
+    expect_limits_error("{'tencent.com/vcuda-core':'0.5','tencent.com/vcuda-memory':'1'}",
+                        "container \"main\": tencent.com/vcuda-core \"0.5\" is invalid: quantity is not a whole number");
+    expect_limits_error("{'tencent.com/vcuda-core':'500m'}",
+                        "container \"main\": tencent.com/vcuda-core \"500m\" is invalid: quantity is not a whole number");
+    expect_limits_error("{'tencent.com/vcuda-core':'10','tencent.com/vcuda-memory':'lots'}",
+                        "container \"main\": tencent.com/vcuda-memory \"lots\" is invalid: not a valid quantity");
+    expect_limits_error("{'nvidia.com/gpu':'-1'}",
+                        "container \"main\": nvidia.com/gpu \"-1\" is invalid: quantity is negative");
+    expect_limits_error("{'nvidia.com/mps-core':'99999999999999999999'}",
+                        "container \"main\": nvidia.com/mps-core \"99999999999999999999\" is invalid: "
+                        "quantity out of range");
+    expect_limits_error("{'tencent.com/vcuda-core':0.5}",
+                        "container \"main\": tencent.com/vcuda-core value is invalid: quantity is not a whole number");
+    expect_limits_error("{'nvidia.com/gpu':-2}",
+                        "container \"main\": nvidia.com/gpu value is invalid: quantity is negative");
+    expect_limits_error("{'nvidia.com/gpu':true}",
+                        "container \"main\": nvidia.com/gpu value is invalid: not a valid quantity");
+    /* The message quotes the text as JSON. */
+    expect_limits_error("{'nvidia.com/gpu':'1\\\"x'}",
+                        "container \"main\": nvidia.com/gpu \"1\\\"x\" is invalid: not a valid quantity");
+}
+
+static void test_vcuda_rules(void **state)
+{
+    (void)state;
+    expect_limits_error("{'tencent.com/vcuda-core':'50'}",
+                        "container \"main\" asks for tencent.com/vcuda-core 50 (a share of one GPU) without "
+                        "tencent.com/vcuda-memory; GPU-Manager needs both (or a CustomResourceLimitation default)");
+    expect_limits_error("{'tencent.com/vcuda-core':'150','tencent.com/vcuda-memory':'10'}",
+                        "container \"main\": tencent.com/vcuda-core 150 is neither below 100 (a share of one GPU) "
+                        "nor a multiple of 100 (whole GPUs)");
+    expect_limits_error("{'tencent.com/vcuda-memory':'10'}",
+                        "container \"main\" asks for tencent.com/vcuda-memory without tencent.com/vcuda-core");
+    expect_limits_error("{'tencent.com/vcuda-core':'6600'}", "container \"main\" asks for more than 64 whole GPUs");
+    expect_limits_error("{'nvidia.com/gpu':'65'}", "container \"main\" asks for more than 64 whole GPUs");
+
+    /* A request error does not hide that the pod uses GPUs. */
+    struct pod_info *p = pod_with_containers("[{'name':'main','resources':{'limits':{'tencent.com/vcuda-core':'50'}}}]");
+    assert_true(p->uses_gpu);
+    pod_info_free(p);
+}
+
+static void test_mps_rules(void **state)
+{
+    (void)state;
+    expect_limits_error("{'nvidia.com/mps-core':'150'}",
+                        "container \"main\": nvidia.com/mps-core 150 is above 100 (MPS shares one GPU, 1..100)");
+    expect_limits_error("{'nvidia.com/mps-memory':'4'}",
+                        "container \"main\" asks for nvidia.com/mps-memory without nvidia.com/mps-core");
+    /* 100 is still one (whole) share; memory is optional for MPS. */
+    struct pod_info *p = pod_with_containers("[{'name':'m','resources':{'limits':{'nvidia.com/mps-core':'100'}}}]");
+    assert_null(p->request_error);
+    assert_int_equal(p->containers[0].family, GPU_FAMILY_MPS);
+    assert_int_equal(p->containers[0].cores, 100);
+    assert_int_equal(p->containers[0].whole_gpus, 0);
+    assert_false(p->containers[0].memory_given);
+    pod_info_free(p);
+}
+
+static void test_mixed_families(void **state)
+{
+    (void)state;
+    const char *mixed = "container \"main\" mixes GPU resources of different kinds (tencent.com/vcuda-core, "
+                        "nvidia.com/mps-core, nvidia.com/gpu); a container uses one kind";
+    expect_limits_error("{'tencent.com/vcuda-core':'50','tencent.com/vcuda-memory':'1','nvidia.com/gpu':'1'}", mixed);
+    expect_limits_error("{'nvidia.com/mps-core':'50','tencent.com/vcuda-memory':'1'}", mixed);
+    expect_limits_error("{'nvidia.com/mps-memory':'5','nvidia.com/gpu':'1'}", mixed);
+
+    /* Different families in different containers are fine. */
+    struct pod_info *p = pod_with_containers(
+        "[{'name':'a','resources':{'limits':{'tencent.com/vcuda-core':'50','tencent.com/vcuda-memory':'1'}}},"
+        "{'name':'b','resources':{'limits':{'nvidia.com/gpu':'1'}}}]");
+    assert_null(p->request_error);
+    assert_int_equal(p->containers[0].family, GPU_FAMILY_VCUDA);
+    assert_int_equal(p->containers[1].family, GPU_FAMILY_PGPU);
+    pod_info_free(p);
+}
+
+static void test_first_error_kept(void **state)
+{
+    (void)state;
+    struct pod_info *p = pod_with_containers(
+        "[{'name':'ok','resources':{'limits':{'nvidia.com/gpu':'1'}}},"
+        "{'name':'bad1','resources':{'limits':{'nvidia.com/mps-core':'101'}}},"
+        "{'name':'bad2','resources':{'limits':{'tencent.com/vcuda-core':'x'}}}]");
+    assert_string_equal(p->request_error,
+                        "container \"bad1\": nvidia.com/mps-core 101 is above 100 (MPS shares one GPU, 1..100)");
+    assert_true(p->uses_gpu);
+    pod_info_free(p);
+}
+
+static void test_family_names(void **state)
+{
+    (void)state;
+    assert_string_equal(gpu_family_resource(GPU_FAMILY_VCUDA), "tencent.com/vcuda-core");
+    assert_string_equal(gpu_family_resource(GPU_FAMILY_MPS), "nvidia.com/mps-core");
+    assert_string_equal(gpu_family_resource(GPU_FAMILY_PGPU), "nvidia.com/gpu");
+    assert_string_equal(gpu_family_memory_resource(GPU_FAMILY_VCUDA), "tencent.com/vcuda-memory");
+    assert_string_equal(gpu_family_memory_resource(GPU_FAMILY_MPS), "nvidia.com/mps-memory");
+}
+
+/* ---- decision annotations ------------------------------------------------- */
+
+static void test_decision_tencent(void **state)
+{
+    (void)state;
+    struct pod_info *p = pod_of(
+        "{'metadata':{'name':'p','annotations':{"
+        "'tencent.com/predicate-gpu-idx-0':'2,3','tencent.com/predicate-gpu-idx-2':'5',"
+        "'tencent.com/predicate-node':'n1','tencent.com/gpu-assigned':'true',"
+        "'tencent.com/predicate-time':'1763700000000000000'}},"
+        "'spec':{'containers':[{'name':'a'},{'name':'b'},{'name':'c'}]}}");
+    const struct pod_decision *d = &p->decision;
+    assert_string_equal(d->node, "n1");
+    assert_true(d->assigned);
+    assert_int_equal(d->time_ns, 1763700000000000000LL);
+    assert_int_equal(d->nidx, 3);
+    assert_int_equal(d->idx_count[0], 2);
+    assert_int_equal(d->idx[0][0], 2);
+    assert_int_equal(d->idx[0][1], 3);
+    assert_null(d->idx[1]);
+    assert_int_equal(d->idx_count[1], 0);
+    assert_int_equal(d->idx_count[2], 1);
+    assert_int_equal(d->idx[2][0], 5);
+    pod_info_free(p);
+}
+
+static void test_decision_gqa_and_preference(void **state)
+{
+    (void)state;
+    /* Only gpu-admission.io keys. */
+    struct pod_info *p = pod_of("{'metadata':{'name':'p','annotations':{"
+                                "'gpu-admission.io/gpu-idx-0':'1','gpu-admission.io/node':'n2',"
+                                "'gpu-admission.io/time':'42','tencent.com/gpu-assigned':'false'}},"
+                                "'spec':{'containers':[{'name':'a'}]}}");
+    assert_string_equal(p->decision.node, "n2");
+    assert_int_equal(p->decision.time_ns, 42);
+    assert_false(p->decision.assigned);
+    assert_int_equal(p->decision.idx_count[0], 1);
+    assert_int_equal(p->decision.idx[0][0], 1);
+    pod_info_free(p);
+
+    /* Both: tencent.com wins (GPU-Manager rewrites it with what it used). */
+    p = pod_of("{'metadata':{'name':'p','annotations':{"
+               "'gpu-admission.io/gpu-idx-0':'1','gpu-admission.io/node':'n2','gpu-admission.io/time':'42',"
+               "'tencent.com/predicate-gpu-idx-0':'6','tencent.com/predicate-node':'n3',"
+               "'tencent.com/predicate-time':'43'}},"
+               "'spec':{'containers':[{'name':'a'}]}}");
+    assert_string_equal(p->decision.node, "n3");
+    assert_int_equal(p->decision.time_ns, 43);
+    assert_int_equal(p->decision.idx[0][0], 6);
+    pod_info_free(p);
+
+    /* An unreadable tencent.com index is treated as absent (no fallback to the
+     * gpu-admission.io key), and a bad time is 0. */
+    p = pod_of("{'metadata':{'name':'p','annotations':{"
+               "'tencent.com/predicate-gpu-idx-0':'x','gpu-admission.io/gpu-idx-0':'1',"
+               "'tencent.com/predicate-time':'soon'}},'spec':{'containers':[{'name':'a'}]}}");
+    assert_null(p->decision.node);
+    assert_null(p->decision.idx[0]);
+    assert_int_equal(p->decision.time_ns, 0);
+    pod_info_free(p);
+
+    /* No annotations: nothing, nidx 0. */
+    p = pod_of("{'metadata':{'name':'p'},'spec':{'containers':[{'name':'a'}]}}");
+    assert_null(p->decision.node);
+    assert_int_equal(p->decision.nidx, 0);
+    assert_null(p->decision.idx);
+    pod_info_free(p);
+
+    /* Negative and trailing-garbage times are 0. */
+    p = pod_of("{'metadata':{'name':'p','annotations':{'gpu-admission.io/time':'-5'}}}");
+    assert_int_equal(p->decision.time_ns, 0);
+    pod_info_free(p);
+    p = pod_of("{'metadata':{'name':'p','annotations':{'gpu-admission.io/time':'12s'}}}");
+    assert_int_equal(p->decision.time_ns, 0);
+    pod_info_free(p);
+}
+
+static void test_parse_gpu_index_list(void **state)
+{
+    (void)state;
+    int out[8];
+    assert_int_equal(parse_gpu_index_list("", out, 8), 0);
+    assert_int_equal(parse_gpu_index_list("0", out, 8), 1);
+    assert_int_equal(out[0], 0);
+    assert_int_equal(parse_gpu_index_list("0,1,3", out, 8), 3);
+    assert_int_equal(out[0], 0);
+    assert_int_equal(out[1], 1);
+    assert_int_equal(out[2], 3);
+    assert_int_equal(parse_gpu_index_list("12,7", out, 8), 2);
+    assert_int_equal(out[0], 12);
+    assert_int_equal(out[1], 7);
+    assert_int_equal(parse_gpu_index_list("4096", out, 8), 1);
+    assert_int_equal(out[0], 4096);
+
+    const char *bad[] = {",", "0,", ",0", "0,,1", " 1", "1 ", "1, 2", "-1", "+1", "a", "1a", "4097",
+                         "99999999999999999999", "0;1"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        if (parse_gpu_index_list(bad[i], out, 8) != -1)
+            fail_msg("\"%s\" was accepted", bad[i]);
+
+    /* max is enforced. */
+    assert_int_equal(parse_gpu_index_list("0,1", out, 2), 2);
+    assert_int_equal(parse_gpu_index_list("0,1,2", out, 2), -1);
+}
+
+static const char *ann_string(const cJSON *ann, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(ann, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static void test_decision_annotations_vcuda(void **state)
+{
+    (void)state;
+    cJSON *ann = json_of("{'tencent.com/predicate-node':'old','other':'keep'}");
+    int c0[] = {2, 3}, c2[] = {5};
+    int *idx[] = {c0, NULL, c2};
+    int count[] = {2, 0, 1};
+    assert_int_equal(decision_annotations(ann, "n1", 1763700000123456789LL, 3, idx, count, true), 0);
+    assert_string_equal(ann_string(ann, "tencent.com/predicate-node"), "n1");
+    assert_string_equal(ann_string(ann, "tencent.com/gpu-assigned"), "false");
+    assert_string_equal(ann_string(ann, "tencent.com/predicate-time"), "1763700000123456789");
+    assert_string_equal(ann_string(ann, "tencent.com/predicate-gpu-idx-0"), "2,3");
+    assert_null(ann_string(ann, "tencent.com/predicate-gpu-idx-1"));
+    assert_string_equal(ann_string(ann, "tencent.com/predicate-gpu-idx-2"), "5");
+    assert_string_equal(ann_string(ann, "gpu-admission.io/node"), "n1");
+    assert_string_equal(ann_string(ann, "gpu-admission.io/time"), "1763700000123456789");
+    assert_string_equal(ann_string(ann, "gpu-admission.io/gpu-idx-0"), "2,3");
+    assert_null(ann_string(ann, "gpu-admission.io/gpu-idx-1"));
+    assert_string_equal(ann_string(ann, "gpu-admission.io/gpu-idx-2"), "5");
+    assert_string_equal(ann_string(ann, "other"), "keep");
+    assert_int_equal(cJSON_GetArraySize(ann), 10);
+    cJSON_Delete(ann);
+}
+
+static void test_decision_annotations_other(void **state)
+{
+    (void)state;
+    cJSON *ann = cJSON_CreateObject();
+    int c0[] = {1};
+    int *idx[] = {c0};
+    int count[] = {1};
+    assert_int_equal(decision_annotations(ann, "t4", 7, 1, idx, count, false), 0);
+    assert_string_equal(ann_string(ann, "gpu-admission.io/node"), "t4");
+    assert_string_equal(ann_string(ann, "gpu-admission.io/time"), "7");
+    assert_string_equal(ann_string(ann, "gpu-admission.io/gpu-idx-0"), "1");
+    assert_int_equal(cJSON_GetArraySize(ann), 3);
+    for (const cJSON *it = ann->child; it; it = it->next)
+        assert_null(strstr(it->string, "tencent.com"));
+
+    /* Written again: keys are replaced, not duplicated. */
+    int c1[] = {0, 2};
+    idx[0] = c1;
+    count[0] = 2;
+    assert_int_equal(decision_annotations(ann, "t5", 8, 1, idx, count, false), 0);
+    assert_int_equal(cJSON_GetArraySize(ann), 3);
+    assert_string_equal(ann_string(ann, "gpu-admission.io/node"), "t5");
+    assert_string_equal(ann_string(ann, "gpu-admission.io/gpu-idx-0"), "0,2");
+    cJSON_Delete(ann);
+}
+
+static void test_annotations_round_trip(void **state)
+{
+    (void)state;
+    /* What decision_annotations writes, pod_info_from_json reads back. */
+    cJSON *pod = json_of("{'metadata':{'name':'p','annotations':{}},'spec':{'containers':[{'name':'a'},{'name':'b'}]}}");
+    cJSON *ann = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "metadata"), "annotations");
+    int c1[] = {4, 6};
+    int *idx[] = {NULL, c1};
+    int count[] = {0, 2};
+    assert_int_equal(decision_annotations(ann, "node-9", 99, 2, idx, count, true), 0);
+    char *err = NULL;
+    struct pod_info *p = pod_info_from_json(pod, &err);
+    assert_non_null(p);
+    assert_string_equal(p->decision.node, "node-9");
+    assert_int_equal(p->decision.time_ns, 99);
+    assert_false(p->decision.assigned);
+    assert_null(p->decision.idx[0]);
+    assert_int_equal(p->decision.idx_count[1], 2);
+    assert_int_equal(p->decision.idx[1][0], 4);
+    assert_int_equal(p->decision.idx[1][1], 6);
+    pod_info_free(p);
+    cJSON_Delete(pod);
+}
+
+static void test_with_decision_deep_copy(void **state)
+{
+    (void)state;
+    struct pod_info *src = pod_of(
+        "{'metadata':{'name':'p','namespace':'ns','uid':'u','annotations':{'tencent.com/predicate-node':'old',"
+        "'tencent.com/predicate-gpu-idx-0':'0','tencent.com/gpu-assigned':'true'}},"
+        "'spec':{'nodeName':'n0','containers':[{'name':'gpu','resources':{'limits':{'tencent.com/vcuda-core':'20',"
+        "'tencent.com/vcuda-memory':'3'}}},{'name':'side'}]}}");
+    int minors[] = {7};
+    int *idx[] = {minors, NULL};
+    int count[] = {1, 0};
+    struct pod_info *copy = pod_info_with_decision(src, "n1", 1234, idx, count);
+    assert_non_null(copy);
+    minors[0] = 99;   /* the copy does not point at the caller's arrays */
+    pod_info_free(src);
+
+    assert_string_equal(copy->key, "ns/p");
+    assert_string_equal(copy->ns, "ns");
+    assert_string_equal(copy->name, "p");
+    assert_string_equal(copy->uid, "u");
+    assert_string_equal(copy->node_name, "n0");
+    assert_true(copy->uses_gpu);
+    assert_false(copy->terminal);
+    assert_null(copy->request_error);
+    assert_int_equal(copy->ncontainers, 2);
+    assert_string_equal(copy->containers[0].name, "gpu");
+    assert_int_equal(copy->containers[0].family, GPU_FAMILY_VCUDA);
+    assert_int_equal(copy->containers[0].cores, 20);
+    assert_int_equal(copy->containers[0].memory, 3);
+    assert_string_equal(copy->containers[1].name, "side");
+    assert_string_equal(copy->decision.node, "n1");
+    assert_int_equal(copy->decision.time_ns, 1234);
+    assert_false(copy->decision.assigned);
+    assert_int_equal(copy->decision.nidx, 2);
+    assert_int_equal(copy->decision.idx_count[0], 1);
+    assert_int_equal(copy->decision.idx[0][0], 7);
+    assert_null(copy->decision.idx[1]);
+    assert_int_equal(copy->decision.idx_count[1], 0);
+    pod_info_free(copy);
+
+    /* request_error and a missing uid survive the copy. */
+    src = pod_with_containers("[{'name':'x','resources':{'limits':{'nvidia.com/mps-core':'120'}}}]");
+    int *none[] = {NULL};
+    int zero[] = {0};
+    copy = pod_info_with_decision(src, "n", 1, none, zero);
+    assert_non_null(copy);
+    assert_null(copy->uid);
+    assert_null(copy->node_name);
+    assert_string_equal(copy->request_error, src->request_error);
+    assert_ptr_not_equal(copy->request_error, src->request_error);
+    pod_info_free(src);
+    pod_info_free(copy);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pod_identity),
+        cmocka_unit_test(test_pod_unusable),
+        cmocka_unit_test(test_unnamed_container),
+        cmocka_unit_test(test_vcuda_shared),
+        cmocka_unit_test(test_vcuda_whole),
+        cmocka_unit_test(test_requests_fallback),
+        cmocka_unit_test(test_quantity_forms),
+        cmocka_unit_test(test_invalid_quantities),
+        cmocka_unit_test(test_vcuda_rules),
+        cmocka_unit_test(test_mps_rules),
+        cmocka_unit_test(test_mixed_families),
+        cmocka_unit_test(test_first_error_kept),
+        cmocka_unit_test(test_family_names),
+        cmocka_unit_test(test_decision_tencent),
+        cmocka_unit_test(test_decision_gqa_and_preference),
+        cmocka_unit_test(test_parse_gpu_index_list),
+        cmocka_unit_test(test_decision_annotations_vcuda),
+        cmocka_unit_test(test_decision_annotations_other),
+        cmocka_unit_test(test_annotations_round_trip),
+        cmocka_unit_test(test_with_decision_deep_copy),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,674 @@
+/* test_wire.c - unit tests for extender/wire.c: decoding ExtenderArgs in both
+ * forms, every malformed body, and the encoded answers read back as JSON. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "extender/cache.h"
+#include "extender/nodespec.h"
+#include "extender/placement.h"
+#include "extender/podspec.h"
+#include "extender/wire.h"
+
+static char *q(const char *text)
+{
+    size_t len = strlen(text) + 1;
+    char *json = malloc(len);
+    assert_non_null(json);
+    for (size_t i = 0; i < len; i++)
+        json[i] = text[i] == '\'' ? '"' : text[i];
+    return json;
+}
+
+static const char POD[] = "{'metadata':{'name':'p','namespace':'ns'},'spec':{'containers':[{'name':'c',"
+                          "'resources':{'limits':{'tencent.com/vcuda-core':'50','tencent.com/vcuda-memory':'10'}}}]}}";
+
+/* Parse a fixture that must be accepted; *body is kept for the spans. */
+static void parse_ok(const char *fixture, char **body, struct extender_args *a)
+{
+    *body = q(fixture);
+    char *err = (char *)"untouched";
+    if (wire_parse_args(*body, strlen(*body), a, &err) != 0)
+        fail_msg("rejected: %s\nbody: %s", err ? err : "(null)", *body);
+    assert_null(err);
+}
+
+/* The error for body[0..len) (fixture quotes converted). */
+static char *parse_error_n(const char *fixture, size_t len)
+{
+    char *body = q(fixture);
+    struct extender_args a;
+    char *err = NULL;
+    if (wire_parse_args(body, len, &a, &err) == 0)
+        fail_msg("accepted: %.*s", (int)len, body);
+    assert_non_null(err);
+    assert_null(a.pod);
+    assert_null(a.names);
+    assert_int_equal(a.count, 0);
+    free(body);
+    return err;
+}
+
+static void expect_error(const char *fixture, const char *message)
+{
+    char *err = parse_error_n(fixture, strlen(fixture));
+    if (strcmp(err, message) != 0)
+        fail_msg("body %s\n  error: %s\n  expected: %s", fixture, err, message);
+    free(err);
+}
+
+static void expect_error_containing(const char *fixture, const char *part)
+{
+    char *err = parse_error_n(fixture, strlen(fixture));
+    if (!strstr(err, part))
+        fail_msg("body %s\n  error: %s\n  expected to contain: %s", fixture, err, part);
+    free(err);
+}
+
+static void args_with(char *buf, size_t size, const char *rest)
+{
+    int n = snprintf(buf, size, "{'Pod':%s,%s}", POD, rest);
+    assert_true(n > 0 && (size_t)n < size);
+}
+
+/* ---- decoding ------------------------------------------------------------- */
+
+static void test_node_names_form(void **state)
+{
+    (void)state;
+    char fixture[2048], *body;
+    struct extender_args a;
+    args_with(fixture, sizeof(fixture), "'Nodes':null,'NodeNames':['gpu-0','cpu-1','x']");
+    parse_ok(fixture, &body, &a);
+    assert_int_equal(a.form, ARGS_NODE_NAMES);
+    assert_int_equal(a.count, 3);
+    assert_string_equal(a.names[0], "gpu-0");
+    assert_string_equal(a.names[1], "cpu-1");
+    assert_string_equal(a.names[2], "x");
+    assert_null(a.metas);
+    assert_non_null(a.pod);
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(a.pod, "metadata");
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(meta, "name")->valuestring, "p");
+    /* The Pod is usable as is. */
+    struct pod_info *p = pod_info_from_json(a.pod, NULL);
+    assert_non_null(p);
+    assert_int_equal(p->containers[0].cores, 50);
+    pod_info_free(p);
+    wire_args_free(&a);
+    assert_null(a.pod);
+    free(body);
+
+    /* Empty list, key order reversed, other keys ignored. */
+    parse_ok("{'NodeNames':[],'Extra':{'a':[1,2,{}]},'Pod':{'metadata':{'name':'p'}}}", &body, &a);
+    assert_int_equal(a.form, ARGS_NODE_NAMES);
+    assert_int_equal(a.count, 0);
+    assert_non_null(a.names);
+    wire_args_free(&a);
+    free(body);
+}
+
+static void test_nodes_form(void **state)
+{
+    (void)state;
+    char fixture[4096], *body;
+    struct extender_args a;
+    args_with(fixture, sizeof(fixture),
+              "'NodeNames':null,'Nodes':{'kind':'NodeList','metadata':{'resourceVersion':'9'},'items':["
+              "{'kind':'Node','metadata':{'name':'n1','labels':{'a':'b'},'uid':'u1'},'status':{'capacity':{}}},"
+              "{'status':{'x':[1,2]},'metadata':  { 'uid' : 'u2' , 'name' : 'n2' } },"
+              "{'metadata':{'name':'n3','name2':'zz'},'spec':{}}]}");
+    parse_ok(fixture, &body, &a);
+    assert_int_equal(a.form, ARGS_NODES);
+    assert_int_equal(a.count, 3);
+    assert_string_equal(a.names[0], "n1");
+    assert_string_equal(a.names[1], "n2");
+    assert_string_equal(a.names[2], "n3");
+    assert_non_null(a.metas);
+    /* Spans are the exact text of each metadata value, inside the body. */
+    const char *expect[] = {"{\"name\":\"n1\",\"labels\":{\"a\":\"b\"},\"uid\":\"u1\"}",
+                            "{ \"uid\" : \"u2\" , \"name\" : \"n2\" }", "{\"name\":\"n3\",\"name2\":\"zz\"}"};
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(a.metas[i].len, strlen(expect[i]));
+        assert_memory_equal(a.metas[i].ptr, expect[i], a.metas[i].len);
+        assert_true(a.metas[i].ptr > body && a.metas[i].ptr + a.metas[i].len < body + strlen(body));
+    }
+    wire_args_free(&a);
+    free(body);
+
+    /* A NodeList without items (or null items) has no nodes. */
+    args_with(fixture, sizeof(fixture), "'Nodes':{'items':null}");
+    parse_ok(fixture, &body, &a);
+    assert_int_equal(a.form, ARGS_NODES);
+    assert_int_equal(a.count, 0);
+    wire_args_free(&a);
+    free(body);
+}
+
+static void test_escaped_names(void **state)
+{
+    (void)state;
+    char fixture[2048], *body;
+    struct extender_args a;
+    args_with(fixture, sizeof(fixture), "'NodeNames':['a\\'b','\\u00e9x','n\\\\1','tab\\there','\\ud83d\\ude00']");
+    parse_ok(fixture, &body, &a);
+    assert_int_equal(a.count, 5);
+    assert_string_equal(a.names[0], "a\"b");
+    assert_string_equal(a.names[1], "\xc3\xa9x");
+    assert_string_equal(a.names[2], "n\\1");
+    assert_string_equal(a.names[3], "tab\there");
+    assert_string_equal(a.names[4], "\xf0\x9f\x98\x80");
+    wire_args_free(&a);
+    free(body);
+
+    /* In the Nodes form the name is decoded, the metadata kept raw; escaped keys count. */
+    args_with(fixture, sizeof(fixture), "'Nodes':{'items':[{'metadata':{'n\\u0061me':'x\\/y'}}]}");
+    parse_ok(fixture, &body, &a);
+    assert_int_equal(a.count, 1);
+    assert_string_equal(a.names[0], "x/y");
+    const char raw[] = "{\"n\\u0061me\":\"x\\/y\"}";
+    assert_int_equal(a.metas[0].len, strlen(raw));
+    assert_memory_equal(a.metas[0].ptr, raw, strlen(raw));
+    wire_args_free(&a);
+    free(body);
+}
+
+static void test_malformed(void **state)
+{
+    (void)state;
+    char f[2048];
+    expect_error("", "malformed JSON at byte 0: empty input");
+    expect_error("   ", "malformed JSON at byte 3: empty input");
+    expect_error_containing("hello", "malformed JSON at byte 0: ");
+    expect_error("[]", "ExtenderArgs must be a JSON object");
+    expect_error("'args'", "ExtenderArgs must be a JSON object");
+    expect_error("{}", "ExtenderArgs has no Pod");
+    expect_error("{'NodeNames':['a']}", "ExtenderArgs has no Pod");
+    expect_error("{'Pod':null,'NodeNames':['a']}", "ExtenderArgs has no Pod");
+    expect_error("{'Pod':'p','NodeNames':['a']}", "Pod must be a Pod object");
+    expect_error("{'Pod':[],'NodeNames':['a']}", "Pod must be a Pod object");
+    expect_error("{'Pod':7,'NodeNames':['a']}", "Pod must be a Pod object");
+    expect_error("{'Pod':{}}", "ExtenderArgs has neither Nodes nor NodeNames");
+    expect_error("{'Pod':{},'Nodes':null,'NodeNames':null}", "ExtenderArgs has neither Nodes nor NodeNames");
+    expect_error("{'Pod':{},'NodeNames':'a'}", "NodeNames must be an array of node names");
+    expect_error("{'Pod':{},'NodeNames':{'a':1}}", "NodeNames must be an array of node names");
+    expect_error("{'Pod':{},'NodeNames':['a',1]}", "NodeNames must be an array of node names");
+    expect_error("{'Pod':{},'NodeNames':[null]}", "NodeNames must be an array of node names");
+    expect_error("{'Pod':{},'Nodes':[]}", "Nodes must be a NodeList object");
+    expect_error("{'Pod':{},'Nodes':{'items':{}}}", "Nodes.items must be an array of Node objects");
+    expect_error("{'Pod':{},'Nodes':{'items':['n1']}}", "Nodes.items must be an array of Node objects");
+    expect_error("{'Pod':{},'Nodes':{'items':[{'metadata':{'name':'a'}},{'metadata':{'uid':'x'}}]}}",
+                 "Nodes.items[1] has no metadata.name");
+    expect_error("{'Pod':{},'Nodes':{'items':[{'kind':'Node'}]}}", "Nodes.items[0] has no metadata.name");
+    expect_error("{'Pod':{},'Nodes':{'items':[{'metadata':null}]}}", "Nodes.items[0] has no metadata.name");
+    expect_error("{'Pod':{},'Nodes':{'items':[{'metadata':{'name':5}}]}}", "Nodes.items[0] has no metadata.name");
+    expect_error("{'Pod':{},'Nodes':{'items':[]},'NodeNames':[]}",
+                 "ExtenderArgs carries both Nodes and NodeNames; kube-scheduler sends one of them");
+    expect_error("{'NodeNames':['a'],'Nodes':{'items':[{'metadata':{'name':'a'}}]},'Pod':{}}",
+                 "ExtenderArgs carries both Nodes and NodeNames; kube-scheduler sends one of them");
+
+    /* Syntax errors carry the byte offset. */
+    args_with(f, sizeof(f), "'NodeNames':['a']");
+    size_t end = strlen(f);
+    char msg[256];
+    snprintf(msg, sizeof(msg), "malformed JSON at byte %zu: unexpected data after the top-level value", end + 1);
+    strcat(f, " x");
+    expect_error(f, msg);
+    f[end] = '\0';
+    strcat(f, "{}");
+    snprintf(msg, sizeof(msg), "malformed JSON at byte %zu: unexpected data after the top-level value", end);
+    expect_error(f, msg);
+    f[end] = '\0';
+    strcat(f, "\n\t ");   /* trailing whitespace is fine */
+    char *body;
+    struct extender_args ok;
+    parse_ok(f, &body, &ok);
+    assert_int_equal(ok.count, 1);
+    wire_args_free(&ok);
+    free(body);
+    expect_error("{'Pod':{},'NodeNames':['a',]}", "malformed JSON at byte 26: trailing comma");
+    expect_error("{'Pod':{'metadata':tru},'NodeNames':[]}",
+                 "malformed JSON at byte 22: invalid literal (expected true, false or null)");
+    expect_error("{'Pod':{} 'NodeNames':[]}", "malformed JSON at byte 10: expected ',' or '}' after object member");
+    expect_error("{'Pod':{},'NodeNames':['a'", "malformed JSON at byte 26: unexpected end of input");
+    expect_error("{'Pod':{},'NodeNames':['a' 'b']}",
+                 "malformed JSON at byte 27: expected ',' or ']' after array element");
+
+    /* Truncated anywhere: an error, never a crash or a partial success. */
+    args_with(f, sizeof(f), "'Nodes':{'items':[{'metadata':{'name':'n1'}},{'metadata':{'name':'n\\u00e9'}}]}");
+    size_t full = strlen(f);
+    for (size_t len = 0; len < full; len++) {
+        char *err = parse_error_n(f, len);
+        if (strncmp(err, "malformed JSON at byte ", 23) != 0)
+            fail_msg("truncated at %zu: %s", len, err);
+        free(err);
+    }
+}
+
+/* ---- encoding ------------------------------------------------------------- */
+
+/* A hand-made evaluation over the request's names: v[i] is 'f' (fits with
+ * score), 'r' (fails, resolvable), 'u' (fails, unresolvable). */
+static void make_evaluation(struct evaluation *ev, const struct extender_args *a, const char *kinds,
+                            const char *const *reasons, const int *scores)
+{
+    memset(ev, 0, sizeof(*ev));
+    strbuf_init(&ev->text);
+    ev->chosen = -1;
+    ev->count = a->count;
+    ev->verdicts = calloc(a->count ? a->count : 1, sizeof(*ev->verdicts));
+    assert_non_null(ev->verdicts);
+    for (size_t i = 0; i < a->count; i++) {
+        struct verdict *v = &ev->verdicts[i];
+        v->name = a->names[i];
+        v->known = true;
+        v->fits = kinds[i] == 'f';
+        v->unresolvable = kinds[i] == 'u';
+        v->score = scores[i];
+        if (reasons[i]) {
+            v->reason_off = ev->text.len;
+            v->reason_len = strlen(reasons[i]);
+            strbuf_puts(&ev->text, reasons[i]);
+            strbuf_putc(&ev->text, '\0');
+        }
+    }
+}
+
+/* len is read only after text was produced (argument order is unspecified). */
+static cJSON *parse_answer(char *text, const size_t *lenp)
+{
+    assert_non_null(text);
+    size_t len = *lenp;
+    assert_int_equal(strlen(text), len);
+    cJSON *v = cJSON_ParseWithLength(text, len);
+    if (!v)
+        fail_msg("answer is not JSON: %s", text);
+    free(text);
+    return v;
+}
+
+static const cJSON *field(const cJSON *obj, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+    if (!v)
+        fail_msg("no field %s", name);
+    return v;
+}
+
+static void expect_string_field(const cJSON *obj, const char *name, const char *value)
+{
+    const cJSON *v = field(obj, name);
+    assert_true(cJSON_IsString(v));
+    assert_string_equal(v->valuestring, value);
+}
+
+static void test_filter_result_names(void **state)
+{
+    (void)state;
+    char fixture[2048], *body;
+    struct extender_args a;
+    args_with(fixture, sizeof(fixture), "'NodeNames':['a','b\\'q','c','d']");
+    parse_ok(fixture, &body, &a);
+    struct evaluation ev;
+    const char *reasons[] = {NULL, "too \"small\"\n", "no GPUs", "gone"};
+    make_evaluation(&ev, &a, "frur", reasons, (int[]){500, 0, 0, 0});
+    size_t len;
+    cJSON *r = parse_answer(wire_filter_result(&a, &ev, &len), &len);
+    assert_true(cJSON_IsNull(field(r, "Nodes")));
+    const cJSON *names = field(r, "NodeNames");
+    assert_int_equal(cJSON_GetArraySize(names), 1);
+    assert_string_equal(cJSON_GetArrayItem(names, 0)->valuestring, "a");
+    const cJSON *failed = field(r, "FailedNodes");
+    assert_int_equal(cJSON_GetArraySize(failed), 2);
+    expect_string_field(failed, "b\"q", "too \"small\"\n");
+    expect_string_field(failed, "d", "gone");
+    const cJSON *unres = field(r, "FailedAndUnresolvableNodes");
+    assert_int_equal(cJSON_GetArraySize(unres), 1);
+    expect_string_field(unres, "c", "no GPUs");
+    expect_string_field(r, "Error", "");
+    assert_int_equal(cJSON_GetArraySize(r), 5);
+    cJSON_Delete(r);
+
+    /* Nothing fits: an empty list, not null. */
+    for (size_t i = 0; i < ev.count; i++)
+        ev.verdicts[i].fits = false;
+    ev.error = strdup("something \"bad\"");
+    r = parse_answer(wire_filter_result(&a, &ev, &len), &len);
+    names = field(r, "NodeNames");
+    assert_true(cJSON_IsArray(names));
+    assert_int_equal(cJSON_GetArraySize(names), 0);
+    assert_int_equal(cJSON_GetArraySize(field(r, "FailedNodes")), 3);
+    expect_string_field(field(r, "FailedNodes"), "a", "");
+    expect_string_field(r, "Error", "something \"bad\"");
+    cJSON_Delete(r);
+    evaluation_free(&ev);
+    wire_args_free(&a);
+    free(body);
+}
+
+static void test_filter_result_nodes(void **state)
+{
+    (void)state;
+    char fixture[4096], *body;
+    struct extender_args a;
+    args_with(fixture, sizeof(fixture),
+              "'Nodes':{'items':[{'metadata':{'name':'n1','labels':{'k':'v'}},'status':{'big':[1,2,3]}},"
+              "{'metadata':{'name':'n2'}},{'metadata': {'uid':'x','name':'n3'}}]}");
+    parse_ok(fixture, &body, &a);
+    struct evaluation ev;
+    const char *reasons[] = {NULL, "full", NULL};
+    make_evaluation(&ev, &a, "frf", reasons, (int[]){10, 0, 20});
+    size_t len;
+    char *text = wire_filter_result(&a, &ev, &len);
+    assert_non_null(text);
+    /* Each kept item's metadata is echoed byte for byte; nothing else of the Node. */
+    assert_non_null(strstr(text, "{\"metadata\":{\"name\":\"n1\",\"labels\":{\"k\":\"v\"}}}"));
+    assert_non_null(strstr(text, "{\"metadata\":{\"uid\":\"x\",\"name\":\"n3\"}}"));
+    assert_null(strstr(text, "big"));
+    cJSON *r = parse_answer(text, &len);
+    assert_true(cJSON_IsNull(field(r, "NodeNames")));
+    const cJSON *items = field(field(r, "Nodes"), "items");
+    assert_int_equal(cJSON_GetArraySize(items), 2);
+    const char *want[] = {"n1", "n3"};
+    for (int i = 0; i < 2; i++) {
+        const cJSON *meta = field(cJSON_GetArrayItem(items, i), "metadata");
+        expect_string_field(meta, "name", want[i]);
+    }
+    expect_string_field(field(r, "FailedNodes"), "n2", "full");
+    assert_int_equal(cJSON_GetArraySize(field(r, "FailedAndUnresolvableNodes")), 0);
+    expect_string_field(r, "Error", "");
+    cJSON_Delete(r);
+    evaluation_free(&ev);
+    wire_args_free(&a);
+    free(body);
+}
+
+static void test_priority_list(void **state)
+{
+    (void)state;
+    char fixture[2048], *body;
+    struct extender_args a;
+    args_with(fixture, sizeof(fixture), "'NodeNames':['a','b','c','d\\\\e']");
+    parse_ok(fixture, &body, &a);
+    struct evaluation ev;
+    const char *reasons[] = {NULL, NULL, "no", NULL};
+    /* Scores 0..1000 map to 0..10, rounded; a failing node scores 0. */
+    make_evaluation(&ev, &a, "ffrf", reasons, (int[]){1000, 449, 900, 50});
+    size_t len;
+    cJSON *r = parse_answer(wire_priority_list(&a, &ev, &len), &len);
+    assert_true(cJSON_IsArray(r));
+    assert_int_equal(cJSON_GetArraySize(r), 4);
+    const char *hosts[] = {"a", "b", "c", "d\\e"};
+    int scores[] = {10, 4, 0, 1};
+    for (int i = 0; i < 4; i++) {
+        const cJSON *e = cJSON_GetArrayItem(r, i);
+        expect_string_field(e, "Host", hosts[i]);
+        const cJSON *s = field(e, "Score");
+        assert_true(cJSON_IsNumber(s));
+        assert_int_equal(s->valueint, scores[i]);
+    }
+    cJSON_Delete(r);
+    evaluation_free(&ev);
+    wire_args_free(&a);
+    free(body);
+
+    /* No nodes: an empty list. */
+    parse_ok("{'Pod':{},'NodeNames':[]}", &body, &a);
+    make_evaluation(&ev, &a, "", NULL, NULL);
+    char *text = wire_priority_list(&a, &ev, &len);
+    assert_string_equal(text, "[]");
+    free(text);
+    evaluation_free(&ev);
+    wire_args_free(&a);
+    free(body);
+}
+
+static void test_filter_error(void **state)
+{
+    (void)state;
+    size_t len;
+    cJSON *r = parse_answer(wire_filter_error("bad \"body\"\n\x01", &len), &len);
+    expect_string_field(r, "Error", "bad \"body\"\n\x01");
+    assert_true(cJSON_IsNull(field(r, "Nodes")));
+    assert_true(cJSON_IsNull(field(r, "NodeNames")));
+    assert_int_equal(cJSON_GetArraySize(field(r, "FailedNodes")), 0);
+    assert_int_equal(cJSON_GetArraySize(field(r, "FailedAndUnresolvableNodes")), 0);
+    cJSON_Delete(r);
+}
+
+/* ---- round trip through placement ----------------------------------------- */
+
+struct world {
+    struct cluster_cache cache;
+    struct placement pl;
+};
+
+static void world_init(struct world *w, enum placement_mode mode, enum policy gpu)
+{
+    struct cache_config cc = {.assume_ttl_ns = 60LL * 1000000000LL};
+    assert_int_equal(cache_init(&w->cache, &cc), 0);
+    struct placement_config pc = {.mode = mode, .policy = {.gpu = gpu, .node = POLICY_BINPACK}};
+    assert_int_equal(placement_init(&w->pl, &w->cache, &pc), 0);
+    const char *nodes[] = {
+        "{'metadata':{'name':'gpu-a'},'status':{'allocatable':{'tencent.com/vcuda-core':'200',"
+        "'tencent.com/vcuda-memory':'80'}}}",
+        "{'metadata':{'name':'gpu-b'},'status':{'allocatable':{'tencent.com/vcuda-core':'200',"
+        "'tencent.com/vcuda-memory':'80'}}}",
+        "{'metadata':{'name':'cpu'},'status':{'allocatable':{'cpu':'4'}}}",
+    };
+    for (size_t i = 0; i < 3; i++) {
+        char *text = q(nodes[i]);
+        cJSON *obj = cJSON_Parse(text);
+        free(text);
+        struct node_spec *spec = node_spec_from_json(obj, NULL);
+        cJSON_Delete(obj);
+        assert_non_null(spec);
+        assert_int_equal(cache_apply_node(&w->cache, spec), 0);
+    }
+    /* gpu-a is busier: binpack prefers it. */
+    char *text = q("{'metadata':{'name':'busy','namespace':'x','annotations':{'tencent.com/predicate-gpu-idx-0':'0',"
+                   "'tencent.com/predicate-node':'gpu-a'}},'spec':{'nodeName':'gpu-a','containers':[{'name':'c',"
+                   "'resources':{'limits':{'tencent.com/vcuda-core':'50','tencent.com/vcuda-memory':'10'}}}]}}");
+    cJSON *obj = cJSON_Parse(text);
+    free(text);
+    assert_int_equal(cache_apply_pod(&w->cache, pod_info_from_json(obj, NULL), now_realtime_ns()), 0);
+    cJSON_Delete(obj);
+}
+
+static void world_free(struct world *w)
+{
+    placement_destroy(&w->pl);
+    cache_destroy(&w->cache);
+}
+
+static const char UNKNOWN[] = "node is not in the extender's cache (not yet seen, or deleted)";
+static const char NO_GPUS[] = "node advertises no GPUs (no tencent.com/vcuda-core, nvidia.com/mps-core or "
+                              "nvidia.com/gpu capacity and no gpu-admission.io/topology annotation)";
+
+/* Parse args, filter, encode, decode. The verdicts point at a's names, so a
+ * and *body stay alive until the caller is done with ev. */
+static cJSON *filter_round_trip(struct world *w, const char *rest, struct extender_args *a, char **body,
+                                struct evaluation *ev)
+{
+    char fixture[4096];
+    args_with(fixture, sizeof(fixture), rest);
+    parse_ok(fixture, body, a);
+    struct pod_info *pod = pod_info_from_json(a->pod, NULL);
+    assert_non_null(pod);
+    assert_int_equal(placement_filter(&w->pl, pod, a->names, a->count, ev), 0);
+    size_t len;
+    cJSON *r = parse_answer(wire_filter_result(a, ev, &len), &len);
+    pod_info_free(pod);
+    return r;
+}
+
+static void round_trip_done(struct extender_args *a, char *body, struct evaluation *ev)
+{
+    evaluation_free(ev);
+    wire_args_free(a);
+    free(body);
+}
+
+static void test_round_trip_bind_mode(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, PLACEMENT_BIND, POLICY_BINPACK);
+    struct evaluation ev;
+    struct extender_args a;
+    char *body;
+    cJSON *r = filter_round_trip(&w, "'NodeNames':['cpu','gpu-b','ghost','gpu-a']", &a, &body, &ev);
+    const cJSON *names = field(r, "NodeNames");
+    assert_int_equal(cJSON_GetArraySize(names), 2);
+    assert_string_equal(cJSON_GetArrayItem(names, 0)->valuestring, "gpu-b");
+    assert_string_equal(cJSON_GetArrayItem(names, 1)->valuestring, "gpu-a");
+    expect_string_field(field(r, "FailedNodes"), "ghost", UNKNOWN);
+    assert_int_equal(cJSON_GetArraySize(field(r, "FailedNodes")), 1);
+    expect_string_field(field(r, "FailedAndUnresolvableNodes"), "cpu", NO_GPUS);
+    assert_int_equal(cJSON_GetArraySize(field(r, "FailedAndUnresolvableNodes")), 1);
+    expect_string_field(r, "Error", "");
+    cJSON_Delete(r);
+    assert_int_equal(ev.chosen, -1);
+    assert_false(ev.decided);
+    /* Bind mode records nothing. */
+    assert_null(cache_find_pod(&w.cache, "ns/p"));
+
+    /* Prioritize the same verdicts: gpu-a 100 of 200 cores -> 5, gpu-b 50 of 200 -> 3. */
+    size_t len;
+    r = parse_answer(wire_priority_list(&a, &ev, &len), &len);
+    const char *hosts[] = {"cpu", "gpu-b", "ghost", "gpu-a"};
+    int scores[] = {0, 3, 0, 5};
+    for (int i = 0; i < 4; i++) {
+        expect_string_field(cJSON_GetArrayItem(r, i), "Host", hosts[i]);
+        assert_int_equal(field(cJSON_GetArrayItem(r, i), "Score")->valueint, scores[i]);
+    }
+    cJSON_Delete(r);
+    round_trip_done(&a, body, &ev);
+    world_free(&w);
+}
+
+static void test_round_trip_filter_mode(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, PLACEMENT_FILTER, POLICY_BINPACK);
+    struct evaluation ev;
+    struct extender_args a;
+    char *body;
+    cJSON *r = filter_round_trip(&w,
+                                 "'Nodes':{'items':[{'metadata':{'name':'gpu-b'}},{'metadata':{'name':'cpu'}},"
+                                 "{'metadata':{'name':'gpu-a','labels':{}}}]}",
+                                 &a, &body, &ev);
+    assert_true(cJSON_IsNull(field(r, "NodeNames")));
+    const cJSON *items = field(field(r, "Nodes"), "items");
+    assert_int_equal(cJSON_GetArraySize(items), 1);
+    expect_string_field(field(cJSON_GetArrayItem(items, 0), "metadata"), "name", "gpu-a");
+    assert_non_null(cJSON_GetObjectItemCaseSensitive(field(cJSON_GetArrayItem(items, 0), "metadata"), "labels"));
+    expect_string_field(field(r, "FailedNodes"), "gpu-b", "pod assigned to node gpu-a");
+    expect_string_field(field(r, "FailedAndUnresolvableNodes"), "cpu", NO_GPUS);
+    expect_string_field(r, "Error", "");
+    cJSON_Delete(r);
+    assert_int_equal(ev.chosen, 2);
+    assert_true(ev.decided);
+    round_trip_done(&a, body, &ev);
+
+    /* The decision is an assumption in the cache: GPU 0 of gpu-a (binpack). */
+    const struct pod_entry *e = cache_find_pod(&w.cache, "ns/p");
+    assert_non_null(e);
+    assert_false(e->bound);
+    assert_string_equal(e->node->name, "gpu-a");
+    assert_int_equal(e->node->gpus[0].core_used, 100);
+    assert_string_equal(e->info->decision.node, "gpu-a");
+    assert_int_equal(e->info->decision.idx_count[0], 1);
+    assert_int_equal(e->info->decision.idx[0][0], 0);
+
+    /* A re-filter answers the same node without deciding again. */
+    r = filter_round_trip(&w, "'NodeNames':['gpu-b','gpu-a']", &a, &body, &ev);
+    const cJSON *names = field(r, "NodeNames");
+    assert_int_equal(cJSON_GetArraySize(names), 1);
+    assert_string_equal(cJSON_GetArrayItem(names, 0)->valuestring, "gpu-a");
+    expect_string_field(field(r, "FailedNodes"), "gpu-b", "pod assigned to node gpu-a");
+    assert_false(ev.decided);
+    cJSON_Delete(r);
+    round_trip_done(&a, body, &ev);
+    world_free(&w);
+}
+
+static void test_round_trip_request_errors(void **state)
+{
+    (void)state;
+    struct world w;
+    /* Spread is refused for vcuda shares: the answer's Error says why. */
+    world_init(&w, PLACEMENT_BIND, POLICY_SPREAD);
+    struct evaluation ev;
+    struct extender_args a;
+    char *body;
+    cJSON *r = filter_round_trip(&w, "'NodeNames':['gpu-a']", &a, &body, &ev);
+    const cJSON *err = field(r, "Error");
+    assert_non_null(strstr(err->valuestring, "--gpu-policy spread is refused for tencent.com/vcuda-core shares"));
+    assert_int_equal(cJSON_GetArraySize(field(r, "NodeNames")), 0);
+    cJSON_Delete(r);
+    round_trip_done(&a, body, &ev);
+    world_free(&w);
+
+    /* An invalid request fails every node as unresolvable with its reason. */
+    world_init(&w, PLACEMENT_FILTER, POLICY_BINPACK);
+    char fixture[2048];
+    snprintf(fixture, sizeof(fixture), "{'Pod':{'metadata':{'name':'bad'},'spec':{'containers':[{'name':'c',"
+                                       "'resources':{'limits':{'tencent.com/vcuda-core':'150'}}}]}},"
+                                       "'NodeNames':['gpu-a','cpu']}");
+    parse_ok(fixture, &body, &a);
+    struct pod_info *pod = pod_info_from_json(a.pod, NULL);
+    assert_int_equal(placement_filter(&w.pl, pod, a.names, a.count, &ev), 0);
+    size_t len;
+    r = parse_answer(wire_filter_result(&a, &ev, &len), &len);
+    const char *why = "container \"c\": tencent.com/vcuda-core 150 is neither below 100 (a share of one GPU) nor a "
+                      "multiple of 100 (whole GPUs)";
+    expect_string_field(field(r, "FailedAndUnresolvableNodes"), "gpu-a", why);
+    expect_string_field(field(r, "FailedAndUnresolvableNodes"), "cpu", why);
+    assert_int_equal(cJSON_GetArraySize(field(r, "NodeNames")), 0);
+    expect_string_field(r, "Error", "");
+    cJSON_Delete(r);
+    evaluation_free(&ev);
+    pod_info_free(pod);
+    wire_args_free(&a);
+    free(body);
+
+    /* A pod without GPUs passes every node, known or not. */
+    snprintf(fixture, sizeof(fixture), "{'Pod':{'metadata':{'name':'plain'}},'NodeNames':['cpu','ghost']}");
+    parse_ok(fixture, &body, &a);
+    pod = pod_info_from_json(a.pod, NULL);
+    assert_int_equal(placement_filter(&w.pl, pod, a.names, a.count, &ev), 0);
+    r = parse_answer(wire_filter_result(&a, &ev, &len), &len);
+    assert_int_equal(cJSON_GetArraySize(field(r, "NodeNames")), 2);
+    assert_int_equal(cJSON_GetArraySize(field(r, "FailedNodes")), 0);
+    cJSON_Delete(r);
+    evaluation_free(&ev);
+    pod_info_free(pod);
+    wire_args_free(&a);
+    free(body);
+    world_free(&w);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_node_names_form),
+        cmocka_unit_test(test_nodes_form),
+        cmocka_unit_test(test_escaped_names),
+        cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_filter_result_names),
+        cmocka_unit_test(test_filter_result_nodes),
+        cmocka_unit_test(test_priority_list),
+        cmocka_unit_test(test_filter_error),
+        cmocka_unit_test(test_round_trip_bind_mode),
+        cmocka_unit_test(test_round_trip_filter_mode),
+        cmocka_unit_test(test_round_trip_request_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

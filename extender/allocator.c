@@ -255,10 +255,10 @@ static bool check_unattributed(struct fit_state *st)
     if (cores_left >= u->cores && vmem_left >= u->vmem && mmem_left >= u->mmem)
         return true;
     return fail(st, false,
-                "%d pod%s without GPU assignment use %" PRId64 " cores, %" PRId64 " vcuda-memory and %" PRId64
+                "%d pod%s without GPU assignment %s %" PRId64 " cores, %" PRId64 " vcuda-memory and %" PRId64
                 " mps-memory on this node; with this pod placed only %" PRId64 " cores, %" PRId64
                 " vcuda-memory and %" PRId64 " mps-memory would be left for them",
-                u->pods, u->pods == 1 ? "" : "s", u->cores, u->vmem, u->mmem, cores_left, vmem_left, mmem_left);
+                u->pods, u->pods == 1 ? "" : "s", u->pods == 1 ? "uses" : "use", u->cores, u->vmem, u->mmem, cores_left, vmem_left, mmem_left);
 }
 
 static int score_node(const struct fit_state *st)

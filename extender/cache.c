@@ -200,8 +200,11 @@ static const char *charge_target(const struct cluster_cache *c, const struct pod
     return d->node;
 }
 
-/* Index annotations count only when they belong to the node the pod is on and
- * every GPU container names exactly the GPUs its request implies. */
+/* Index annotations count only when they belong to the node the pod is on,
+ * every GPU container names exactly the GPUs its request implies, and no GPU
+ * taken whole is named twice (by one container or two): charging such a GPU
+ * twice would leave a GPU the pod really uses looking free. Shares of
+ * different containers on one GPU are fine. */
 static bool indices_usable(const struct pod_info *p, const struct node_state *n)
 {
     const struct pod_decision *d = &p->decision;
@@ -209,6 +212,7 @@ static bool indices_usable(const struct pod_info *p, const struct node_state *n)
         return false;
     if (d->nidx != p->ncontainers)
         return false;
+    uint64_t whole = 0, shared = 0;
     for (int i = 0; i < p->ncontainers; i++) {
         const struct container_request *r = &p->containers[i];
         if (r->family == GPU_FAMILY_NONE)
@@ -217,13 +221,16 @@ static bool indices_usable(const struct pod_info *p, const struct node_state *n)
         if (!d->idx[i] || d->idx_count[i] != want)
             return false;
         for (int k = 0; k < want; k++) {
-            if (node_slot_of_minor(n, d->idx[i][k]) < 0)
+            int slot = node_slot_of_minor(n, d->idx[i][k]);
+            if (slot < 0)
                 return false;
-            /* "2,2" for two whole GPUs names one GPU: charging it twice
-             * would leave the second GPU the pod really uses free. */
-            for (int j = 0; j < k; j++)
-                if (d->idx[i][j] == d->idx[i][k])
-                    return false;
+            uint64_t bit = 1ULL << slot;
+            if ((whole & bit) || (r->whole_gpus > 0 && (shared & bit)))
+                return false;
+            if (r->whole_gpus > 0)
+                whole |= bit;
+            else
+                shared |= bit;
         }
     }
     return true;

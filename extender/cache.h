@@ -37,7 +37,7 @@ struct gpu_state {
     int64_t core_used;      /* percent of this GPU in use (100 = whole GPU) */
     int64_t vmem_total, vmem_used;   /* tencent.com/vcuda-memory blocks */
     int64_t mmem_total, mmem_used;   /* nvidia.com/mps-memory units */
-    int pods;               /* pods charged on this GPU */
+    int pods;               /* container charges on this GPU (a pod with two shares here counts twice) */
 };
 
 /* GPU usage the cache cannot place on a particular GPU. */

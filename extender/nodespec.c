@@ -4,6 +4,7 @@
 #include "extender/podspec.h"
 #include "extender/quantity.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,10 +17,15 @@ static int64_t amount(const cJSON *list, const char *resource, const char *node)
     int64_t value = 0;
     if (!v)
         return 0;
-    if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < 9e18)
-        return (int64_t)v->valuedouble;
-    qty_status st = cJSON_IsString(v) ? quantity_parse_int(v->valuestring, strlen(v->valuestring), &value)
-                                      : QTY_ERR_SYNTAX;
+    qty_status st = QTY_ERR_SYNTAX;
+    if (cJSON_IsString(v)) {
+        st = quantity_parse_int(v->valuestring, strlen(v->valuestring), &value);
+    } else if (cJSON_IsNumber(v)) {
+        /* The same rule as pods: a fraction of an integer resource is invalid. */
+        double d = v->valuedouble;
+        st = d < 0 ? QTY_ERR_NEGATIVE : d != floor(d) ? QTY_ERR_FRACTION : d >= 9e18 ? QTY_ERR_RANGE : QTY_OK;
+        value = st == QTY_OK ? (int64_t)d : 0;
+    }
     if (st != QTY_OK) {
         log_warn("node %s: %s is not usable (%s); counted as 0", node, resource, quantity_status_text(st));
         return 0;

@@ -165,15 +165,21 @@ whole:;
     return rc;
 }
 
+/* Flow-style YAML also starts with { or [, so text that is not valid JSON
+ * is tried as YAML before it is refused. */
 cJSON *parse_object_text(const char *text, size_t len, char **err)
 {
-    if (text_looks_like_json(text, len)) {
-        cJSON *v = cJSON_ParseWithLength(text, len);
-        if (!v)
-            *err = strdup("malformed JSON");
+    if (!text_looks_like_json(text, len))
+        return yaml_to_json(text, len, err);
+    cJSON *v = cJSON_ParseWithLength(text, len);
+    if (v)
         return v;
-    }
-    return yaml_to_json(text, len, err);
+    char *why = NULL;
+    v = yaml_to_json(text, len, &why);
+    if (!v)
+        *err = format_error("malformed JSON (and not YAML either: %s)", why ? why : "out of memory");
+    free(why);
+    return v;
 }
 
 int statefile_load(struct cluster_cache *cache, const char *path, struct state_counts *counts, char **err)
@@ -187,6 +193,19 @@ int statefile_load(struct cluster_cache *cache, const char *path, struct state_c
     int rc;
     if (text_looks_like_json(text, len)) {
         rc = load_json_stream(&ld, text, len, err);
+        if (rc != 0 && ld.index == 0 && counts->nodes + counts->pods + counts->configmaps == 0) {
+            /* Nothing loaded yet: maybe flow-style YAML. Keep the JSON
+             * message if YAML cannot read it either. */
+            char *why = NULL;
+            cJSON *v = yaml_to_json(text, len, &why);
+            if (v) {
+                free(*err);
+                *err = NULL;
+                rc = load_value(&ld, v, err);
+                cJSON_Delete(v);
+            }
+            free(why);
+        }
     } else {
         char *why = NULL;
         cJSON *v = yaml_to_json(text, len, &why);

@@ -563,10 +563,10 @@ static void test_unattributed_blocks_share(void **state)
 
     /* Per GPU the share would fit; only the unattributed usage blocks it. */
     expect_misfit(c, "n", VC(50, 10), false,
-                  "1 pod without GPU assignment use 60 cores, 10 vcuda-memory and 0 mps-memory on this node; with "
+                  "1 pod without GPU assignment uses 60 cores, 10 vcuda-memory and 0 mps-memory on this node; with "
                   "this pod placed only 50 cores, 30 vcuda-memory and 0 mps-memory would be left for them");
     expect_misfit(c, "n", VC(10, 31), false,
-                  "1 pod without GPU assignment use 60 cores, 10 vcuda-memory and 0 mps-memory on this node; with "
+                  "1 pod without GPU assignment uses 60 cores, 10 vcuda-memory and 0 mps-memory on this node; with "
                   "this pod placed only 90 cores, 9 vcuda-memory and 0 mps-memory would be left for them");
     /* What is left is exactly enough. Score: 60 + 40 of 100. */
     expect_fit(c, "n", VC(40, 30), 0x1, 1000);
@@ -701,7 +701,7 @@ static void test_self_unattributed_excluded(void **state)
     struct fit_out out;
     assert_false(fit_on(c, "n", p, NULL, POLICY_BINPACK, POLICY_BINPACK, &out));
     assert_string_equal(out.r.reason,
-                        "1 pod without GPU assignment use 70 cores, 10 vcuda-memory and 0 mps-memory on this node; with "
+                        "1 pod without GPU assignment uses 70 cores, 10 vcuda-memory and 0 mps-memory on this node; with "
                         "this pod placed only 30 cores, 30 vcuda-memory and 0 mps-memory would be left for them");
     cache_read_lock(c);
     const struct pod_entry *self = cache_find_pod(c, "t/legacy");

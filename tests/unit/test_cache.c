@@ -604,6 +604,34 @@ static void test_multi_container_indices(void **state)
     expect_unattributed(c, "n", 225, 84, 0, 1);
 }
 
+/* A GPU taken whole by one container cannot also be named by another
+ * container of the same pod; two shares on one GPU are fine. */
+static void test_cross_container_duplicates(void **state)
+{
+    struct cluster_cache *c = *state;
+    vcuda_node(c, "n", 4, 40);
+    apply_pod_json(c,
+                   "{'metadata':{'name':'dup','namespace':'t','annotations':{"
+                   "'tencent.com/predicate-gpu-idx-0':'1,2','tencent.com/predicate-gpu-idx-1':'2',"
+                   "'tencent.com/predicate-node':'n'}},"
+                   "'spec':{'nodeName':'n','containers':["
+                   "{'name':'w','resources':{'limits':" VCW(200) "}},"
+                   "{'name':'s','resources':{'limits':" VC(25, 4) "}}]}}",
+                   now_realtime_ns());
+    expect_unattributed(c, "n", 225, 84, 0, 1);
+    expect_gpus(c, "n", 4, (int64_t[]){0, 0, 0, 0}, (int64_t[]){0, 0, 0, 0}, (int[]){0, 0, 0, 0});
+    apply_pod_json(c,
+                   "{'metadata':{'name':'dup','namespace':'t','annotations':{"
+                   "'tencent.com/predicate-gpu-idx-0':'3','tencent.com/predicate-gpu-idx-1':'3',"
+                   "'tencent.com/predicate-node':'n'}},"
+                   "'spec':{'nodeName':'n','containers':["
+                   "{'name':'a','resources':{'limits':" VC(25, 4) "}},"
+                   "{'name':'b','resources':{'limits':" VC(30, 6) "}}]}}",
+                   now_realtime_ns());
+    expect_unattributed(c, "n", 0, 0, 0, 0);
+    expect_gpu(c, "n", 3, 55, 10, 2);
+}
+
 static void test_gqa_keys_when_tencent_absent(void **state)
 {
     struct cluster_cache *c = *state;
@@ -732,6 +760,7 @@ int main(void)
         T(test_expiry_drops_placeholder),
         T(test_wrong_index_count),
         T(test_multi_container_indices),
+        T(test_cross_container_duplicates),
         T(test_gqa_keys_when_tencent_absent),
         T(test_tencent_preferred),
         T(test_node_slot_of_minor),

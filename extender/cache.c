@@ -131,7 +131,7 @@ static void assumed_link(struct cluster_cache *c, struct pod_entry *e)
     c->assumed = e;
     c->assumed_pods++;
     if (e->expires_ns < c->next_expiry_ns)
-        c->next_expiry_ns = e->expires_ns;
+        __atomic_store_n(&c->next_expiry_ns, e->expires_ns, __ATOMIC_RELAXED);
 }
 
 static void assumed_unlink(struct cluster_cache *c, struct pod_entry *e)
@@ -494,7 +494,8 @@ void cache_expire(struct cluster_cache *c, int64_t now)
         }
         e = following;
     }
-    c->next_expiry_ns = next;
+    /* Read without the lock by cache_expire's fast path, hence atomic. */
+    __atomic_store_n(&c->next_expiry_ns, next, __ATOMIC_RELAXED);
     cache_unlock(c);
 }
 

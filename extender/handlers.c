@@ -323,6 +323,8 @@ void handle_inspect_nodes(struct app *app, const struct http_request *req, struc
     (void)req;
     struct strbuf sb;
     strbuf_init(&sb);
+    /* Show occupancy as the filter would see it now: drop expired assumptions. */
+    cache_expire(&app->cache, now_realtime_ns());
     cache_read_lock(&app->cache);
     size_t n = 0, pos = 0;
     const struct node_state **nodes = malloc(sizeof(*nodes) * (dict_size(&app->cache.nodes) + 1));
@@ -352,6 +354,7 @@ void handle_inspect_node(struct app *app, const struct http_request *req, struct
     const char *name = strrchr(req->path, '/') + 1;
     struct strbuf sb;
     strbuf_init(&sb);
+    cache_expire(&app->cache, now_realtime_ns());
     cache_read_lock(&app->cache);
     const struct node_state *n = cache_find_node(&app->cache, name);
     bool found = n && n->present;
@@ -409,6 +412,7 @@ void handle_metrics(struct app *app, const struct http_request *req, struct http
     (void)req;
     struct strbuf sb;
     strbuf_init(&sb);
+    cache_expire(&app->cache, now_realtime_ns());    /* gqa_assumed_pods counts unexpired ones */
     metrics_render(&sb, &app->cache);
     size_t len = 0;
     char *body = strbuf_detach(&sb, &len);

@@ -28,8 +28,34 @@ static int set_string(char **field, const char *value)
     return 0;
 }
 
-static int set_listen_http(struct options *o, const char *v) { return set_string(&o->listen_http, v); }
-static int set_listen_https(struct options *o, const char *v) { return set_string(&o->listen_https, v); }
+/* "HOST:PORT", "[v6]:PORT" or ":PORT" with a decimal port 0..65535; "" turns
+ * the listener off. Checked here so a typo is a flag error (exit 2), and a
+ * port past 65535 is not silently truncated by getaddrinfo. */
+static bool valid_listen_address(const char *v)
+{
+    if (!*v)
+        return true;
+    const char *colon = strrchr(v, ':');
+    if (!colon || !isdigit((unsigned char)colon[1]))
+        return false;
+    char *end;
+    errno = 0;
+    long port = strtol(colon + 1, &end, 10);
+    if (errno || *end || port > 65535)
+        return false;
+    size_t hlen = (size_t)(colon - v);
+    if (hlen > 0 && v[0] == '[')
+        return hlen >= 2 && v[hlen - 1] == ']';
+    return memchr(v, ':', hlen) == NULL;    /* an IPv6 host needs brackets */
+}
+
+static int set_listen(char **field, const char *v)
+{
+    return valid_listen_address(v) ? set_string(field, v) : 1;
+}
+
+static int set_listen_http(struct options *o, const char *v) { return set_listen(&o->listen_http, v); }
+static int set_listen_https(struct options *o, const char *v) { return set_listen(&o->listen_https, v); }
 static int set_tls_cert(struct options *o, const char *v) { return set_string(&o->tls_cert, v); }
 static int set_tls_key(struct options *o, const char *v) { return set_string(&o->tls_key, v); }
 static int set_tls_client_ca(struct options *o, const char *v) { return set_string(&o->tls_client_ca, v); }

@@ -193,8 +193,37 @@ static int classify_container(const cJSON *container, struct container_request *
     return 0;
 }
 
+/* A Pod whose GPU-relevant fields have the wrong JSON types would otherwise
+ * look like a pod without GPUs and pass every node. */
+static const char *shape_error(const cJSON *spec)
+{
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(spec, "containers");
+    if (spec && !cJSON_IsObject(spec))
+        return "spec must be an object";
+    if (list && !cJSON_IsArray(list) && !cJSON_IsNull(list))
+        return "spec.containers must be an array";
+    for (const cJSON *c = list ? list->child : NULL; c; c = c->next) {
+        if (!cJSON_IsObject(c))
+            return "spec.containers[] entries must be objects";
+        const cJSON *res = cJSON_GetObjectItemCaseSensitive(c, "resources");
+        if (!res || cJSON_IsNull(res))
+            continue;
+        if (!cJSON_IsObject(res))
+            return "spec.containers[].resources must be an object";
+        const cJSON *limits = cJSON_GetObjectItemCaseSensitive(res, "limits");
+        const cJSON *requests = cJSON_GetObjectItemCaseSensitive(res, "requests");
+        if ((limits && !cJSON_IsObject(limits) && !cJSON_IsNull(limits)) ||
+            (requests && !cJSON_IsObject(requests) && !cJSON_IsNull(requests)))
+            return "spec.containers[].resources.limits and .requests must be objects";
+    }
+    return NULL;
+}
+
 static int parse_containers(const cJSON *spec, struct pod_info *pod)
 {
+    const char *bad = shape_error(spec);
+    if (bad)
+        return (pod->request_error = strdup(bad)) ? 0 : -1;
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(spec, "containers");
     int n = cJSON_IsArray(list) ? cJSON_GetArraySize(list) : 0;
     pod->ncontainers = n;

@@ -225,6 +225,12 @@ static int resolve(const char *spec, struct sockaddr_storage *out, socklen_t *ou
     strbuf_init(&sb);
     if (!colon || colon[1] == '\0' || (size_t)(colon - spec) >= sizeof(host))
         goto bad;
+    /* getaddrinfo truncates a numeric service past 65535 to 16 bits. */
+    char *end;
+    errno = 0;
+    long port = strtol(colon + 1, &end, 10);
+    if (errno || *end || port < 0 || port > 65535)
+        goto bad;
     size_t hlen = (size_t)(colon - spec);
     memcpy(host, spec, hlen);
     host[hlen] = '\0';
@@ -267,7 +273,6 @@ static int start_listener(struct server *s, struct listener *l, const struct ser
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024),
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int)1,
         l->tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, s->cert_pem,
         MHD_OPTION_HTTPS_MEM_KEY, s->key_pem,
         MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES,

@@ -13,6 +13,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int simulate_main(int argc, char **argv);
 
@@ -22,7 +23,15 @@ static cJSON *read_pod(const char *path)
     char *err = NULL;
     char *text = read_whole_file(path, &len, &err);
     cJSON *pod = text ? parse_object_text(text, len, &err) : NULL;
-    if (!pod)
+    if (pod && !cJSON_IsObject(pod)) {
+        cJSON_Delete(pod);
+        pod = NULL;
+        err = strdup("not a Pod object (a YAML or JSON mapping)");
+    }
+    /* read_whole_file's message already names the file. */
+    if (!pod && !text)
+        fprintf(stderr, "gpu-quota-admission simulate: %s\n", err ? err : "out of memory");
+    else if (!pod)
         fprintf(stderr, "gpu-quota-admission simulate: %s: %s\n", path, err ? err : "out of memory");
     free(err);
     free(text);

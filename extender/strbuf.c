@@ -107,17 +107,50 @@ void strbuf_put_i64(struct strbuf *sb, int64_t v)
     strbuf_append(sb, p, (size_t)(tmp + sizeof(tmp) - p));
 }
 
+/* Length of the valid UTF-8 sequence at p (at most avail bytes), or 0. */
+static size_t utf8_sequence(const unsigned char *p, size_t avail)
+{
+    unsigned int cp = p[0], min;
+    size_t len;
+    if ((cp & 0xE0) == 0xC0)
+        len = 2, min = 0x80, cp &= 0x1F;
+    else if ((cp & 0xF0) == 0xE0)
+        len = 3, min = 0x800, cp &= 0x0F;
+    else if ((cp & 0xF8) == 0xF0)
+        len = 4, min = 0x10000, cp &= 0x07;
+    else
+        return 0;
+    if (len > avail)
+        return 0;
+    for (size_t k = 1; k < len; k++) {
+        if ((p[k] & 0xC0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (p[k] & 0x3F);
+    }
+    return cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) ? 0 : len;
+}
+
 /* Escaping is needed only for quote, backslash and control bytes; everything
- * else (UTF-8 included) is copied in runs, which keeps long names cheap. */
+ * else is copied in runs, which keeps long names cheap. JSON must be UTF-8,
+ * and text quoted from requests (paths, container names) need not be: each
+ * byte that does not start a valid sequence becomes U+FFFD. */
 void strbuf_json_string_n(struct strbuf *sb, const char *s, size_t len)
 {
     static const char hex[] = "0123456789abcdef";
+    const unsigned char *u = (const unsigned char *)s;
     strbuf_putc(sb, '"');
     size_t run = 0;
     for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\')
+        unsigned char c = u[i];
+        if (c >= 0x80) {
+            size_t seq = utf8_sequence(u + i, len - i);
+            if (seq) {
+                i += seq - 1;
+                continue;
+            }
+        } else if (c >= 0x20 && c != '"' && c != '\\') {
             continue;
+        }
         strbuf_append(sb, s + run, i - run);
         run = i + 1;
         switch (c) {
@@ -126,10 +159,13 @@ void strbuf_json_string_n(struct strbuf *sb, const char *s, size_t len)
         case '\n': strbuf_append(sb, "\\n", 2); break;
         case '\r': strbuf_append(sb, "\\r", 2); break;
         case '\t': strbuf_append(sb, "\\t", 2); break;
-        default: {
-            char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-            strbuf_append(sb, esc, 6);
-        }
+        default:
+            if (c >= 0x80) {
+                strbuf_append(sb, "\\ufffd", 6);
+            } else {
+                char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+                strbuf_append(sb, esc, 6);
+            }
         }
     }
     strbuf_append(sb, s + run, len - run);

@@ -123,6 +123,36 @@ static void test_pod_unusable(void **state)
     cJSON_Delete(obj);
 }
 
+/* Wrong JSON types where GPU requests live must not make a pod look GPU-free. */
+static void test_wrong_shapes(void **state)
+{
+    (void)state;
+    static const struct { const char *containers; const char *error; } cases[] = {
+        {"{}", "spec.containers must be an array"},
+        {"'x'", "spec.containers must be an array"},
+        {"[5]", "spec.containers[] entries must be objects"},
+        {"[{'name':'a','resources':'x'}]", "spec.containers[].resources must be an object"},
+        {"[{'name':'a','resources':{'limits':['x']}}]",
+         "spec.containers[].resources.limits and .requests must be objects"},
+        {"[{'name':'a','resources':{'requests':7}}]",
+         "spec.containers[].resources.limits and .requests must be objects"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct pod_info *p = pod_with_containers(cases[i].containers);
+        if (!p->request_error)
+            fail_msg("no request_error for containers %s", cases[i].containers);
+        assert_string_equal(p->request_error, cases[i].error);
+        pod_info_free(p);
+    }
+    struct pod_info *p = pod_of("{'metadata':{'name':'p'},'spec':[1]}");
+    assert_string_equal(p->request_error, "spec must be an object");
+    pod_info_free(p);
+    p = pod_with_containers("[{'name':'a','resources':null},{'name':'b','resources':{'limits':null}}]");
+    assert_null(p->request_error);
+    assert_false(p->uses_gpu);
+    pod_info_free(p);
+}
+
 static void test_unnamed_container(void **state)
 {
     (void)state;
@@ -586,6 +616,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pod_identity),
         cmocka_unit_test(test_pod_unusable),
+        cmocka_unit_test(test_wrong_shapes),
         cmocka_unit_test(test_unnamed_container),
         cmocka_unit_test(test_vcuda_shared),
         cmocka_unit_test(test_vcuda_whole),

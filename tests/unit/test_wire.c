@@ -655,6 +655,22 @@ static void test_round_trip_request_errors(void **state)
     world_free(&w);
 }
 
+/* Text quoted from requests need not be UTF-8; the answer must be. */
+static void test_invalid_utf8_replaced(void **state)
+{
+    (void)state;
+    size_t len = 0;
+    char *body = wire_filter_error("bad \xfe byte, cut \xc3 and fine \xc3\xa9", &len);
+    assert_non_null(body);
+    assert_non_null(strstr(body, "bad \\ufffd byte, cut \\ufffd and fine \xc3\xa9"));
+    cJSON *r = cJSON_ParseWithLength(body, len);
+    assert_non_null(r);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(r, "Error")->valuestring,
+                        "bad \xef\xbf\xbd byte, cut \xef\xbf\xbd and fine \xc3\xa9");
+    cJSON_Delete(r);
+    free(body);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -666,6 +682,7 @@ int main(void)
         cmocka_unit_test(test_filter_result_nodes),
         cmocka_unit_test(test_priority_list),
         cmocka_unit_test(test_filter_error),
+        cmocka_unit_test(test_invalid_utf8_replaced),
         cmocka_unit_test(test_round_trip_bind_mode),
         cmocka_unit_test(test_round_trip_filter_mode),
         cmocka_unit_test(test_round_trip_request_errors),

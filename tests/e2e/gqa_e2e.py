@@ -1,0 +1,822 @@
+"""Shared helpers for the gpu-quota-admission end-to-end tests.
+
+Every tests/e2e/test_*.py script is standalone: CTest runs it as
+`python3 SCRIPT --binary PATH --source-dir REPO`. A script builds a Suite,
+registers test functions with @suite.test, and calls suite.main(). Checks are
+soft (a failed check is recorded and the test goes on); an exception ends the
+test function that raised it and counts as one failure. The last line printed
+is "N passed, M failed"; the exit code is 0 only when M is 0.
+
+Servers are started with Server(...): a free port, the given flags and state
+file, readiness by polling /readyz, stop by SIGTERM with exit code 0 asserted,
+and the server's stderr scanned for sanitizer reports (any is a failure).
+
+Python 3 standard library only.
+"""
+
+import argparse
+import atexit
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+SANITIZER_PATTERNS = (
+    "ERROR: AddressSanitizer",
+    "ERROR: LeakSanitizer",
+    "LeakSanitizer",
+    "runtime error:",
+    "ERROR: ThreadSanitizer",
+    "WARNING: ThreadSanitizer",
+)
+
+# Generous: a sanitizer build starts and answers several times slower.
+READY_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 40.0
+REQUEST_TIMEOUT_S = 30.0
+
+
+class TestFailure(Exception):
+    """A failed require(): ends the current test function."""
+
+
+def sanitizer_report(text):
+    """The first line of text that looks like a sanitizer report, or None."""
+    for line in text.splitlines():
+        for pat in SANITIZER_PATTERNS:
+            if pat in line:
+                return line.strip()
+    return None
+
+
+# ---------------------------------------------------------------------------
+# The suite: soft checks, counting, the final line
+# ---------------------------------------------------------------------------
+
+class Suite:
+    def __init__(self, name):
+        self.name = name
+        self.tests = []
+        self.passed = 0
+        self.failed = 0
+        self.current = None
+        self.lock = threading.Lock()
+        self.args = None
+        self.tmp_root = None
+        self.verbose = False
+
+    # -- registration -------------------------------------------------------
+    def test(self, fn):
+        self.tests.append(fn)
+        return fn
+
+    # -- checks -------------------------------------------------------------
+    def check(self, cond, what, detail=None):
+        """Record one check. Returns cond so callers can branch on it."""
+        with self.lock:
+            if cond:
+                self.passed += 1
+                if self.verbose:
+                    print("  ok   %s" % what)
+            else:
+                self.failed += 1
+                msg = "  FAIL [%s] %s" % (self.current, what)
+                if detail is not None:
+                    d = detail if isinstance(detail, str) else repr(detail)
+                    if len(d) > 3000:
+                        d = d[:3000] + "...(truncated)"
+                    msg += "\n        " + d.replace("\n", "\n        ")
+                print(msg, flush=True)
+        return bool(cond)
+
+    def check_eq(self, got, want, what, detail=None):
+        d = "got %r, want %r" % (got, want)
+        if detail is not None:
+            d += "\n" + (detail if isinstance(detail, str) else repr(detail))
+        return self.check(got == want, what, d)
+
+    def check_in(self, needle, haystack, what):
+        return self.check(haystack is not None and needle in haystack, what,
+                          "%r not found in %r" % (needle, haystack))
+
+    def require(self, cond, what, detail=None):
+        if not self.check(cond, what, detail):
+            raise TestFailure(what)
+
+    # -- running ------------------------------------------------------------
+    def parse_args(self):
+        ap = argparse.ArgumentParser(description=self.name)
+        ap.add_argument("--binary", required=True, help="path to gpu-quota-admission")
+        ap.add_argument("--source-dir", required=True, help="repository root")
+        ap.add_argument("--verbose", "-v", action="store_true")
+        ap.add_argument("--keep-temp", action="store_true", help="keep temporary files")
+        ap.add_argument("-k", dest="only", default=None, help="run only tests whose name contains this")
+        self.args = ap.parse_args()
+        self.args.binary = os.path.abspath(self.args.binary)
+        self.args.source_dir = os.path.abspath(self.args.source_dir)
+        self.verbose = self.args.verbose
+
+    @property
+    def binary(self):
+        return self.args.binary
+
+    @property
+    def source_dir(self):
+        return self.args.source_dir
+
+    def path(self, *parts):
+        return os.path.join(self.args.source_dir, *parts)
+
+    @property
+    def demo_state(self):
+        return self.path("examples", "demo-state.yaml")
+
+    def tempdir(self, prefix="t"):
+        return tempfile.mkdtemp(prefix=prefix + "-", dir=self.tmp_root)
+
+    def main(self):
+        self.parse_args()
+        if not os.access(self.binary, os.X_OK):
+            print("binary %s is not executable" % self.binary)
+            print("0 passed, 1 failed")
+            sys.exit(1)
+        self.tmp_root = tempfile.mkdtemp(prefix="gqa-e2e-")
+        t0 = time.monotonic()
+        try:
+            for fn in self.tests:
+                if self.args.only and self.args.only not in fn.__name__:
+                    continue
+                self.current = fn.__name__
+                start = time.monotonic()
+                before = self.failed
+                try:
+                    fn(self)
+                except TestFailure:
+                    pass
+                except Exception:
+                    self.check(False, "%s raised" % fn.__name__, traceback.format_exc())
+                status = "ok" if self.failed == before else "FAILED"
+                print("%-50s %-6s (%.2fs)" % (fn.__name__, status, time.monotonic() - start), flush=True)
+        finally:
+            if self.args.keep_temp:
+                print("temporary files kept in %s" % self.tmp_root)
+            else:
+                shutil.rmtree(self.tmp_root, ignore_errors=True)
+        print("%s: %.1fs" % (self.name, time.monotonic() - t0))
+        print("%d passed, %d failed" % (self.passed, self.failed), flush=True)
+        sys.exit(0 if self.failed == 0 else 1)
+
+
+# ---------------------------------------------------------------------------
+# Ports and HTTP
+# ---------------------------------------------------------------------------
+
+def free_port():
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Response:
+    def __init__(self, status, headers, body):
+        self.status = status
+        self.headers = headers          # dict, lower-case names
+        self.body = body                # bytes
+
+    @property
+    def text(self):
+        return self.body.decode("utf-8", "replace")
+
+    def json(self):
+        return json.loads(self.body.decode("utf-8"))
+
+    def header(self, name):
+        return self.headers.get(name.lower())
+
+    def __repr__(self):
+        b = self.text
+        if len(b) > 600:
+            b = b[:600] + "..."
+        return "<%d %s>" % (self.status, b)
+
+
+def http_request(host, port, method, path, body=None, headers=None, tls_context=None,
+                 timeout=REQUEST_TIMEOUT_S, server_hostname=None):
+    """One request on a fresh connection. body may be bytes, str, or a JSON-able object."""
+    if body is not None and not isinstance(body, (bytes, bytearray)):
+        body = body.encode("utf-8") if isinstance(body, str) else json.dumps(body).encode("utf-8")
+    hdrs = {"Connection": "close"}
+    if body is not None:
+        hdrs["Content-Type"] = "application/json"
+    if headers:
+        hdrs.update(headers)
+    if tls_context is not None:
+        conn = http.client.HTTPSConnection(host, port, timeout=timeout, context=tls_context)
+        if server_hostname:
+            conn.host = server_hostname
+    else:
+        conn = http.client.HTTPConnection(host, port, timeout=timeout)
+    try:
+        conn.request(method, path, body=body, headers=hdrs)
+        r = conn.getresponse()
+        data = r.read()
+        return Response(r.status, {k.lower(): v for k, v in r.getheaders()}, data)
+    finally:
+        conn.close()
+
+
+def raw_exchange(port, request_bytes, chunks=(), chunk_delay=0.0, timeout=REQUEST_TIMEOUT_S, host="127.0.0.1"):
+    """Send request_bytes and then each of chunks over a plain socket, tolerating
+    the server closing early (EPIPE/ECONNRESET), and parse the response."""
+    s = socket.create_connection((host, port), timeout=timeout)
+    try:
+        try:
+            s.sendall(request_bytes)
+            for c in chunks:
+                if chunk_delay:
+                    time.sleep(chunk_delay)
+                s.sendall(c)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        return read_http_response(s)
+    finally:
+        s.close()
+
+
+def read_http_response(src):
+    """Parse one HTTP/1.1 response (Content-Length or close-delimited) from a
+    socket, or from a binary file made by sock.makefile("rb") when several
+    responses are read from one connection (pipelining)."""
+    f = src.makefile("rb") if isinstance(src, socket.socket) else src
+    try:
+        status_line = f.readline(65537)
+    except (ConnectionResetError, socket.timeout):
+        status_line = b""
+    if not status_line.startswith(b"HTTP/"):
+        raise IOError("no HTTP response (got %r)" % status_line[:200])
+    status = int(status_line.split()[1])
+    headers = {}
+    while True:
+        line = f.readline(65537)
+        if line in (b"\r\n", b"\n", b""):
+            break
+        k, _, v = line.decode("latin-1").partition(":")
+        headers[k.strip().lower()] = v.strip()
+    body = b""
+    try:
+        if "content-length" in headers:
+            want = int(headers["content-length"])
+            while len(body) < want:
+                d = f.read(want - len(body))
+                if not d:
+                    break
+                body += d
+        elif status >= 200 and status not in (204, 304):
+            body = f.read()
+    except ConnectionResetError:
+        pass
+    return Response(status, headers, body)
+
+
+# ---------------------------------------------------------------------------
+# The server under test
+# ---------------------------------------------------------------------------
+
+_LIVE = set()
+
+
+def _kill_leftovers():
+    for proc in list(_LIVE):
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+atexit.register(_kill_leftovers)
+
+
+def _die_with_parent():
+    """preexec_fn: the server gets SIGKILL if this test process dies (CTest timeout)."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+class Server:
+    """The binary, serving. Use as a context manager:
+
+        with Server(suite, state, ["--placement", "bind"]) as srv:
+            r = srv.post("/scheduler/filter", args)
+
+    On exit: SIGTERM, the exit code must be 0, and stderr must carry no
+    sanitizer report (both are checks)."""
+
+    def __init__(self, suite, state_file=None, flags=(), env=None, https=False, tls=None,
+                 client_ca=False, http=True, threads=None, name="server", port=None):
+        self.suite = suite
+        self.state_file = state_file or suite.demo_state
+        self.flags = list(flags)
+        self.env = env
+        self.https = https
+        self.tls = tls
+        self.client_ca = client_ca
+        self.want_http = http
+        self.threads = threads
+        self.name = name
+        self.proc = None
+        self.fixed_port = port
+        self.port = None
+        self.https_port = None
+        self.stderr_path = None
+        self.stopped = False
+
+    # -- lifecycle ------------------------------------------------------------
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.stop()
+        return False
+
+    def command(self):
+        cmd = [self.suite.binary, "--state-file", self.state_file]
+        cmd += ["--listen-http", "127.0.0.1:%d" % self.port if self.want_http else ""]
+        if self.https:
+            cmd += ["--listen-https", "127.0.0.1:%d" % self.https_port,
+                    "--tls-cert", self.tls.server_cert, "--tls-key", self.tls.server_key]
+            if self.client_ca:
+                cmd += ["--tls-client-ca", self.tls.ca_cert]
+        if self.threads:
+            cmd += ["--threads", str(self.threads)]
+        return cmd + self.flags
+
+    def start(self):
+        last = None
+        for _attempt in range(4):
+            self.port = self.fixed_port or free_port()
+            self.https_port = free_port() if self.https else None
+            d = self.suite.tempdir(self.name)
+            self.stderr_path = os.path.join(d, "stderr.log")
+            env = dict(os.environ)
+            for k in list(env):
+                if k.startswith("GQA_"):
+                    del env[k]
+            env.setdefault("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")
+            env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1")
+            if self.env:
+                env.update(self.env)
+            self.errf = open(self.stderr_path, "wb")
+            self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=self.errf,
+                                         stderr=self.errf, env=env, preexec_fn=_die_with_parent)
+            _LIVE.add(self.proc)
+            ok, why = self._wait_ready()
+            if ok:
+                self.stopped = False
+                return self
+            last = why
+            self._kill()
+            if "cannot listen" not in self.stderr() or self.fixed_port:
+                break
+        self.stopped = True
+        self.suite.require(False, "%s starts and becomes ready" % self.name,
+                           "%s\ncommand: %s\nstderr:\n%s" % (last, " ".join(self.command()), self.stderr()))
+
+    def _wait_ready(self):
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                return False, "exited early with code %d" % self.proc.returncode
+            # The port came from free_port(): make sure it is this process
+            # that listens there (its log says so) before trusting a probe.
+            if "--log-level" not in self.flags and "listening on" not in self.stderr():
+                time.sleep(0.01)
+                continue
+            try:
+                r = self.ready_probe()
+                if r.status == 200 and self.proc.poll() is None:
+                    return True, None
+            except (OSError, http.client.HTTPException, ssl.SSLError):
+                pass
+            time.sleep(0.02)
+        return False, "not ready after %.0fs" % READY_TIMEOUT_S
+
+    def ready_probe(self):
+        if self.want_http:
+            return http_request("127.0.0.1", self.port, "GET", "/readyz", timeout=2)
+        ctx = self.tls.client_context(with_cert=self.client_ca)
+        return http_request("127.0.0.1", self.https_port, "GET", "/readyz", tls_context=ctx, timeout=2)
+
+    def _kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        if self.errf:
+            self.errf.close()
+            self.errf = None
+
+    def stderr(self):
+        try:
+            with open(self.stderr_path, "rb") as f:
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def signal(self, sig=signal.SIGTERM):
+        self.proc.send_signal(sig)
+
+    def wait_exit(self, timeout=STOP_TIMEOUT_S):
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def stop(self, expect_code=0):
+        """SIGTERM (unless already signalled), wait, check the exit code and stderr."""
+        if self.stopped or self.proc is None:
+            return
+        self.stopped = True
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        code = self.wait_exit()
+        if code is None:
+            self._kill()
+        if self.errf:
+            self.errf.close()
+            self.errf = None
+        err = self.stderr()
+        self.suite.check(code == expect_code, "%s exits %d when stopped" % (self.name, expect_code),
+                         "exit code %r; stderr:\n%s" % (code, tail(err)))
+        self.check_sanitizers()
+
+    def check_sanitizers(self):
+        err = self.stderr()
+        rep = sanitizer_report(err)
+        self.suite.check(rep is None, "%s: no sanitizer report in stderr" % self.name,
+                         "%s\nstderr:\n%s" % (rep, tail(err, 6000)))
+
+    # -- requests -------------------------------------------------------------
+    def request(self, method, path, body=None, headers=None, timeout=REQUEST_TIMEOUT_S):
+        return http_request("127.0.0.1", self.port, method, path, body, headers, timeout=timeout)
+
+    def get(self, path, **kw):
+        return self.request("GET", path, **kw)
+
+    def post(self, path, body, **kw):
+        return self.request("POST", path, body, **kw)
+
+    def get_json(self, path):
+        r = self.get(path)
+        self.suite.require(r.status == 200, "GET %s answers 200" % path, r)
+        return r.json()
+
+    def post_json(self, path, body):
+        r = self.post(path, body)
+        self.suite.require(r.status == 200, "POST %s answers 200" % path, "%r\nstderr:\n%s" % (r, tail(self.stderr())))
+        try:
+            return r.json()
+        except ValueError as e:
+            self.suite.require(False, "POST %s answers JSON" % path, "%s: %r" % (e, r))
+
+    def filter(self, pod, names, path="/scheduler/filter"):
+        return self.post_json(path, {"Pod": pod, "NodeNames": names})
+
+    def prioritize(self, pod, names, path="/scheduler/prioritize"):
+        return self.post_json(path, {"Pod": pod, "NodeNames": names})
+
+    def explain(self, pod):
+        return self.post_json("/inspect/explain", pod)
+
+    def inspect(self, node=None):
+        return self.get_json("/inspect/nodes" + ("/" + node if node else ""))
+
+    def metrics(self):
+        r = self.get("/metrics")
+        self.suite.require(r.status == 200, "GET /metrics answers 200", r)
+        return r
+
+
+def tail(text, n=3000):
+    return text if len(text) <= n else "..." + text[-n:]
+
+
+# ---------------------------------------------------------------------------
+# Running the binary as a command
+# ---------------------------------------------------------------------------
+
+class Run:
+    def __init__(self, code, out, err):
+        self.code = code
+        self.out = out
+        self.err = err
+
+    def __repr__(self):
+        return "<exit %r stdout=%r stderr=%r>" % (self.code, tail(self.out, 800), tail(self.err, 1500))
+
+
+def run_binary(suite, args, env=None, timeout=60):
+    e = dict(os.environ)
+    for k in list(e):
+        if k.startswith("GQA_"):
+            del e[k]
+    if env:
+        e.update(env)
+    p = subprocess.run([suite.binary] + list(args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, env=e, timeout=timeout)
+    r = Run(p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace"))
+    rep = sanitizer_report(r.err)
+    suite.check(rep is None, "no sanitizer report from: %s" % " ".join(args)[:120], "%s\n%s" % (rep, r.err[-4000:]))
+    return r
+
+
+# ---------------------------------------------------------------------------
+# TLS material (openssl CLI)
+# ---------------------------------------------------------------------------
+
+class TLSMaterial:
+    """A CA, a server certificate for 127.0.0.1/localhost, a client certificate
+    from that CA and a client certificate from an unrelated CA."""
+
+    def __init__(self, directory):
+        self.dir = directory
+        p = lambda n: os.path.join(directory, n)  # noqa: E731
+        self.ca_key, self.ca_cert = p("ca.key"), p("ca.crt")
+        self.other_ca_key, self.other_ca_cert = p("other-ca.key"), p("other-ca.crt")
+        self.server_key, self.server_cert = p("server.key"), p("server.crt")
+        self.client_key, self.client_cert = p("client.key"), p("client.crt")
+        self.rogue_key, self.rogue_cert = p("rogue.key"), p("rogue.crt")
+        self._generate()
+
+    def _ossl(self, *args, stdin=None):
+        p = subprocess.run(["openssl"] + list(args), cwd=self.dir, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, input=stdin, timeout=60)
+        if p.returncode != 0:
+            raise RuntimeError("openssl %s failed: %s" % (" ".join(args), p.stderr.decode()))
+
+    def _key(self, path):
+        self._ossl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", path)
+
+    def _ca(self, key, cert, cn):
+        self._key(key)
+        self._ossl("req", "-x509", "-new", "-key", key, "-sha256", "-days", "2", "-subj", "/CN=" + cn,
+                   "-addext", "basicConstraints=critical,CA:TRUE",
+                   "-addext", "keyUsage=critical,keyCertSign,cRLSign", "-out", cert)
+
+    def _leaf(self, key, cert, cn, ca_key, ca_cert, ext_lines):
+        self._key(key)
+        csr = cert + ".csr"
+        ext = cert + ".ext"
+        with open(ext, "w") as f:
+            f.write("\n".join(ext_lines) + "\n")
+        self._ossl("req", "-new", "-key", key, "-subj", "/CN=" + cn, "-out", csr)
+        self._ossl("x509", "-req", "-in", csr, "-CA", ca_cert, "-CAkey", ca_key, "-CAcreateserial",
+                   "-days", "2", "-sha256", "-extfile", ext, "-out", cert)
+
+    def _generate(self):
+        self._ca(self.ca_key, self.ca_cert, "gqa-e2e-ca")
+        self._ca(self.other_ca_key, self.other_ca_cert, "gqa-e2e-other-ca")
+        self._leaf(self.server_key, self.server_cert, "gpu-quota-admission", self.ca_key, self.ca_cert,
+                   ["basicConstraints=CA:FALSE", "keyUsage=critical,digitalSignature,keyEncipherment",
+                    "extendedKeyUsage=serverAuth", "subjectAltName=IP:127.0.0.1,DNS:localhost"])
+        client_ext = ["basicConstraints=CA:FALSE", "keyUsage=critical,digitalSignature",
+                      "extendedKeyUsage=clientAuth"]
+        self._leaf(self.client_key, self.client_cert, "kube-scheduler", self.ca_key, self.ca_cert, client_ext)
+        self._leaf(self.rogue_key, self.rogue_cert, "kube-scheduler", self.other_ca_key, self.other_ca_cert,
+                   client_ext)
+
+    def client_context(self, with_cert=False, cert=None, key=None, min_version=None, max_version=None,
+                       verify=True):
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        if verify:
+            ctx.load_verify_locations(self.ca_cert)
+            ctx.check_hostname = True
+        else:
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+        if min_version is not None:
+            ctx.minimum_version = min_version
+        if max_version is not None:
+            ctx.maximum_version = max_version
+        if cert or with_cert:
+            ctx.load_cert_chain(cert or self.client_cert, key or self.client_key)
+        return ctx
+
+
+# ---------------------------------------------------------------------------
+# Kubernetes objects
+# ---------------------------------------------------------------------------
+
+def pod(name, containers, namespace="default", node=None, annotations=None, phase="Pending", uid=None):
+    """containers: list of (name, {resource: quantity}) pairs, or one dict of limits."""
+    if isinstance(containers, dict):
+        containers = [("main", containers)]
+    meta = {"name": name, "namespace": namespace, "uid": uid or ("%s-0000-4000-8000-%012d" % (name, 1))}
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    spec = {"containers": [{"name": cn, "image": "registry.example.com/%s:1" % cn,
+                            "resources": {"limits": {k: str(v) for k, v in lim.items()}}}
+                           for cn, lim in containers]}
+    if node:
+        spec["nodeName"] = node
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": phase}}
+
+
+def vcuda(cores, memory=None):
+    d = {"tencent.com/vcuda-core": cores}
+    if memory is not None:
+        d["tencent.com/vcuda-memory"] = memory
+    return d
+
+
+def mps(cores, memory):
+    return {"nvidia.com/mps-core": cores, "nvidia.com/mps-memory": memory}
+
+
+def pgpu(n):
+    return {"nvidia.com/gpu": n}
+
+
+def topology(gpu_count, model="Test GPU", memory_mib=16384, minors=None, numa=None, link="NV1"):
+    gpus = []
+    for i in range(gpu_count):
+        gpus.append({"index": i, "minor": minors[i] if minors else i, "uuid": "GPU-test-%02d" % i,
+                     "model": model, "memoryMiB": memory_mib,
+                     "numa": numa[i] if numa else 0})
+    links = [["X" if i == j else link for j in range(gpu_count)] for i in range(gpu_count)]
+    return {"version": 1, "gpus": gpus, "links": links}
+
+
+def node(name, resources, topo=None, labels=None):
+    """resources: extended resources as {name: quantity}."""
+    meta = {"name": name, "labels": {"kubernetes.io/hostname": name}}
+    if labels:
+        meta["labels"].update(labels)
+    if topo is not None:
+        meta["annotations"] = {"gpu-admission.io/topology": json.dumps(topo, separators=(",", ":"))}
+    cap = {"cpu": "64", "memory": "256Gi"}
+    cap.update({k: str(v) for k, v in resources.items()})
+    return {"apiVersion": "v1", "kind": "Node", "metadata": meta,
+            "status": {"capacity": dict(cap), "allocatable": dict(cap)}}
+
+
+def write_state(suite, objects, name="state.json"):
+    d = suite.tempdir("state")
+    path = os.path.join(d, name)
+    with open(path, "w") as f:
+        json.dump({"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": objects}, f,
+                  indent=1)
+    return path
+
+
+def write_file(suite, name, text):
+    d = suite.tempdir("file")
+    path = os.path.join(d, name)
+    with open(path, "wb") as f:
+        f.write(text if isinstance(text, bytes) else text.encode("utf-8"))
+    return path
+
+
+def full_node_objects(inspect_nodes):
+    """Full v1 Node objects rebuilt from /inspect/nodes of a server serving the
+    demo state: the same names, extended resources and topology annotation,
+    plus the bulk a real kube-scheduler NodeList carries (conditions, images,
+    addresses, nodeInfo)."""
+    out = []
+    for i, n in enumerate(inspect_nodes):
+        name = n["node"]
+        res = {k: str(v) for k, v in n.get("resources", {}).items() if v}
+        cap = {"cpu": "128", "memory": "1056Gi", "pods": "110", "ephemeral-storage": "1Ti"}
+        cap.update(res)
+        meta = {"name": name, "uid": "node-uid-%04d" % i, "resourceVersion": str(1000 + i),
+                "creationTimestamp": "2026-01-01T00:00:00Z",
+                "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                           "node.kubernetes.io/instance-type": "gpu-large"},
+                "annotations": {"node.alpha.kubernetes.io/ttl": "0",
+                                "volumes.kubernetes.io/controller-managed-attach-detach": "true"}}
+        if n.get("topology"):
+            meta["annotations"]["gpu-admission.io/topology"] = json.dumps(n["topology"], separators=(",", ":"))
+        out.append({
+            "kind": "Node", "apiVersion": "v1", "metadata": meta,
+            "spec": {"podCIDR": "10.244.%d.0/24" % i, "providerID": "test://%s" % name},
+            "status": {
+                "capacity": cap, "allocatable": dict(cap),
+                "conditions": [{"type": t, "status": "False" if t != "Ready" else "True",
+                                "lastHeartbeatTime": "2026-01-01T00:00:00Z",
+                                "lastTransitionTime": "2026-01-01T00:00:00Z",
+                                "reason": "Kubelet" + t, "message": "kubelet says \"%s\"" % t}
+                               for t in ("MemoryPressure", "DiskPressure", "PIDPressure", "Ready")],
+                "addresses": [{"type": "InternalIP", "address": "10.0.0.%d" % (i + 10)},
+                              {"type": "Hostname", "address": name}],
+                "nodeInfo": {"kubeletVersion": "v1.30.0", "osImage": "Ubuntu 22.04", "architecture": "amd64",
+                             "containerRuntimeVersion": "containerd://1.7.0"},
+                "images": [{"names": ["registry.example.com/image-%d@sha256:%064d" % (k, k)],
+                            "sizeBytes": 1000000 + k} for k in range(20)],
+            },
+        })
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Answers
+# ---------------------------------------------------------------------------
+
+def failed_reason(result, node_name):
+    """The reason a filter result gives for node_name, from either failed map, or None."""
+    for field in ("FailedNodes", "FailedAndUnresolvableNodes"):
+        m = result.get(field) or {}
+        if node_name in m:
+            return m[node_name]
+    return None
+
+
+def explain_node(answer, node_name):
+    for n in answer.get("nodes", []):
+        if n.get("node") == node_name:
+            return n
+    return None
+
+
+def gpu_of(inspect_node, index):
+    return inspect_node["gpus"][index]
+
+
+def parse_metrics(text):
+    """Prometheus text -> {(name, frozenset(labels.items())): float}, plus the # TYPE map."""
+    samples = {}
+    types = {}
+    line_re = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([^}]*)\})?\s+(\S+)$')
+    label_re = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+    bad = []
+    for line in text.splitlines():
+        if not line:
+            continue
+        if line.startswith("# TYPE "):
+            parts = line.split()
+            types[parts[2]] = parts[3]
+            continue
+        if line.startswith("#"):
+            continue
+        m = line_re.match(line)
+        if not m:
+            bad.append(line)
+            continue
+        labels = frozenset(label_re.findall(m.group(3) or ""))
+        samples[(m.group(1), labels)] = float(m.group(4))
+    return samples, types, bad
+
+
+def metric(samples, name, **labels):
+    return samples.get((name, frozenset(labels.items())), 0.0)
+
+
+# ---------------------------------------------------------------------------
+# The demo state (examples/demo-state.yaml) and its example pods
+# ---------------------------------------------------------------------------
+
+DEMO_NODES = ["cpu-0", "gpu-a100-0", "gpu-t4-0", "gpu-v100-0"]
+DEMO_ARGS_ORDER = ["gpu-a100-0", "gpu-t4-0", "gpu-v100-0", "cpu-0"]
+
+
+def _example(name, containers):
+    p = pod(name, containers, uid="%s-0000-4000-8000-000000000001" % name)
+    return p
+
+
+# The same pods as examples/pods/*.yaml, as JSON objects.
+DEMO_PODS = {
+    "gpu-4": _example("gpu-4", [("trainer", {"nvidia.com/gpu": "4"})]),
+    "mps-share": _example("mps-share", [("worker", {"nvidia.com/mps-core": "25", "nvidia.com/mps-memory": "4"})]),
+    "vcuda-no-memory": _example("vcuda-no-memory", [("app", {"tencent.com/vcuda-core": "30"})]),
+    "vcuda-share": _example("vcuda-share", [("app", {"tencent.com/vcuda-core": "50",
+                                                     "tencent.com/vcuda-memory": "64"})]),
+    "vcuda-two-containers": _example("vcuda-two-containers", [
+        ("model", {"tencent.com/vcuda-core": "40", "tencent.com/vcuda-memory": "32"}),
+        ("sidecar", {"cpu": "100m"}),
+        ("tokenizer", {"tencent.com/vcuda-core": "20", "tencent.com/vcuda-memory": "8"})]),
+    "vcuda-whole-4": _example("vcuda-whole-4", [("trainer", {"tencent.com/vcuda-core": "400",
+                                                             "tencent.com/vcuda-memory": "1280"})]),
+}
+
+
+def demo_pod(name):
+    return json.loads(json.dumps(DEMO_PODS[name]))
+
+
+def ranked_ok(answer):
+    """Is an explain answer ordered best node first (fits, then score, then name)?"""
+    key = [(not n["fits"], -n["score"], n["node"]) for n in answer["nodes"]]
+    return key == sorted(key)

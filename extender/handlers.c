@@ -101,7 +101,13 @@ static void count_outcome(const struct evaluation *ev)
     metrics_count_filter(fit, ev->count - fit, ev->decided);
 }
 
-void handle_filter(struct app *app, const struct http_request *req, struct http_response *resp)
+typedef int (*evaluate_fn)(struct placement *, const struct pod_info *, const char *const *, size_t,
+                           struct evaluation *);
+typedef char *(*encode_fn)(const struct extender_args *, const struct evaluation *, size_t *);
+
+/* Both extender verbs: decode, evaluate the offered nodes, encode. */
+static void extender_verb(struct app *app, const struct http_request *req, struct http_response *resp,
+                          evaluate_fn evaluate, encode_fn encode, bool count)
 {
     struct extender_args args;
     struct pod_info *pod = decode_args(req, &args, resp);
@@ -110,9 +116,10 @@ void handle_filter(struct app *app, const struct http_request *req, struct http_
     struct evaluation ev;
     size_t len = 0;
     char *body = NULL;
-    if (placement_filter(&app->placement, pod, args.names, args.count, &ev) == 0) {
-        body = ev.error ? wire_filter_error(ev.error, &len) : wire_filter_result(&args, &ev, &len);
-        count_outcome(&ev);
+    if (evaluate(&app->placement, pod, args.names, args.count, &ev) == 0) {
+        body = ev.error ? wire_filter_error(ev.error, &len) : encode(&args, &ev, &len);
+        if (count)
+            count_outcome(&ev);
     }
     http_set_body(resp, 200, CONTENT_JSON, body, len);
     evaluation_free(&ev);
@@ -120,21 +127,14 @@ void handle_filter(struct app *app, const struct http_request *req, struct http_
     wire_args_free(&args);
 }
 
+void handle_filter(struct app *app, const struct http_request *req, struct http_response *resp)
+{
+    extender_verb(app, req, resp, placement_filter, wire_filter_result, true);
+}
+
 void handle_prioritize(struct app *app, const struct http_request *req, struct http_response *resp)
 {
-    struct extender_args args;
-    struct pod_info *pod = decode_args(req, &args, resp);
-    if (!pod)
-        return;
-    struct evaluation ev;
-    size_t len = 0;
-    char *body = NULL;
-    if (placement_evaluate(&app->placement, pod, args.names, args.count, &ev) == 0)
-        body = ev.error ? wire_filter_error(ev.error, &len) : wire_priority_list(&args, &ev, &len);
-    http_set_body(resp, 200, CONTENT_JSON, body, len);
-    evaluation_free(&ev);
-    pod_info_free(pod);
-    wire_args_free(&args);
+    extender_verb(app, req, resp, placement_evaluate, wire_priority_list, false);
 }
 
 /* ---- explain -------------------------------------------------------------- */

@@ -193,23 +193,12 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 
 static char *read_file(const char *path, char **err)
 {
-    FILE *f = fopen(path, "rb");
     struct strbuf sb;
     strbuf_init(&sb);
-    if (!f) {
-        strbuf_printf(&sb, "cannot open %s: %s", path, strerror(errno));
-        *err = strbuf_detach(&sb, NULL);
-        return NULL;
-    }
-    char chunk[8192];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-        strbuf_append(&sb, chunk, n);
-    int bad = ferror(f) || strbuf_failed(&sb);
-    fclose(f);
-    if (bad) {
+    if (strbuf_read_file(&sb, path) != 0) {
+        int e = errno;
         strbuf_free(&sb);
-        strbuf_printf(&sb, "cannot read %s", path);
+        strbuf_printf(&sb, "cannot read %s: %s", path, strerror(e));
         *err = strbuf_detach(&sb, NULL);
         return NULL;
     }

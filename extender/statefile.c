@@ -14,21 +14,10 @@ char *read_whole_file(const char *path, size_t *len, char **err)
 {
     struct strbuf sb;
     strbuf_init(&sb);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        strbuf_printf(&sb, "%s: %s", path, strerror(errno));
-        *err = strbuf_detach(&sb, NULL);
-        return NULL;
-    }
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-        strbuf_append(&sb, chunk, n);
-    int bad = ferror(f) || strbuf_failed(&sb);
-    fclose(f);
-    if (bad) {
+    if (strbuf_read_file(&sb, path) != 0) {
+        int e = errno;
         strbuf_free(&sb);
-        strbuf_printf(&sb, "%s: read failed", path);
+        strbuf_printf(&sb, "%s: %s", path, strerror(e));
         *err = strbuf_detach(&sb, NULL);
         return NULL;
     }

@@ -1,6 +1,7 @@
 /* strbuf.c - growable byte buffer; see strbuf.h. */
 #include "extender/strbuf.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,4 +192,24 @@ char *strbuf_detach(struct strbuf *sb, size_t *len)
         free(sb->data);
     strbuf_init(sb);
     return data;
+}
+
+int strbuf_read_file(struct strbuf *sb, const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    size_t start = sb->len;
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+        strbuf_append(sb, chunk, n);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad || strbuf_failed(sb)) {
+        errno = bad ? EIO : ENOMEM;
+        sb->len = start;
+        return -1;
+    }
+    return 0;
 }

@@ -34,6 +34,9 @@ void strbuf_put_i64(struct strbuf *sb, int64_t v);
 /* Append s as a JSON string literal, quotes included. */
 void strbuf_json_string(struct strbuf *sb, const char *s);
 void strbuf_json_string_n(struct strbuf *sb, const char *s, size_t len);
+/* Append the whole content of a file. 0, or -1 with errno set (the buffer
+ * keeps what it had). */
+int strbuf_read_file(struct strbuf *sb, const char *path);
 /* Hand the buffer's memory to the caller (NULL if failed); the strbuf is reset. */
 char *strbuf_detach(struct strbuf *sb, size_t *len);
 static inline int strbuf_failed(const struct strbuf *sb) { return sb->failed; }

@@ -47,16 +47,10 @@ struct fit_state {
     int64_t cores_placed, vmem_placed, mmem_placed;
 };
 
-static void load_free(struct fit_state *st, const struct pod_entry *self)
+/* Give back what an excluded pod holds on this node. */
+static void release(struct fit_state *st, const struct pod_entry *self)
 {
-    const struct node_state *n = st->node;
-    for (int s = 0; s < n->gpu_count; s++) {
-        const struct gpu_state *g = &n->gpus[s];
-        st->gpus[s] = (struct free_gpu){100 - g->core_used, g->vmem_total - g->vmem_used,
-                                        g->mmem_total - g->mmem_used, g->vmem_total, g->mmem_total, g->minor};
-    }
-    st->unattributed = n->unattributed;
-    if (!self || self->node != n)
+    if (!self || self->node != st->node)
         return;
     for (int i = 0; i < self->nslots; i++) {
         const struct slot_charge *sc = &self->slots[i];
@@ -68,6 +62,19 @@ static void load_free(struct fit_state *st, const struct pod_entry *self)
     st->unattributed.vmem -= self->unattributed.vmem;
     st->unattributed.mmem -= self->unattributed.mmem;
     st->unattributed.pods -= self->unattributed.pods;
+}
+
+static void load_free(struct fit_state *st, const struct pod_entry *const *excluded, size_t nexcluded)
+{
+    const struct node_state *n = st->node;
+    for (int s = 0; s < n->gpu_count; s++) {
+        const struct gpu_state *g = &n->gpus[s];
+        st->gpus[s] = (struct free_gpu){100 - g->core_used, g->vmem_total - g->vmem_used,
+                                        g->mmem_total - g->mmem_used, g->vmem_total, g->mmem_total, g->minor};
+    }
+    st->unattributed = n->unattributed;
+    for (size_t i = 0; i < nexcluded; i++)
+        release(st, excluded[i]);
 }
 
 static int64_t mem_free(const struct free_gpu *g, enum gpu_family f)
@@ -289,6 +296,13 @@ static bool check_node_kind(struct fit_state *st)
 bool allocator_fit(const struct node_state *n, const struct pod_info *pod, const struct pod_entry *self,
                    const struct alloc_policy *policy, struct fit_result *fit)
 {
+    return allocator_fit_excluding(n, pod, &self, self ? 1 : 0, policy, fit);
+}
+
+bool allocator_fit_excluding(const struct node_state *n, const struct pod_info *pod,
+                             const struct pod_entry *const *excluded, size_t nexcluded,
+                             const struct alloc_policy *policy, struct fit_result *fit)
+{
     struct fit_state st = {.node = n, .pod = pod, .policy = policy, .fit = fit};
     fit->reason[0] = '\0';
     fit->fits = true;
@@ -299,7 +313,7 @@ bool allocator_fit(const struct node_state *n, const struct pod_info *pod, const
         return fail(&st, false, "node is not in the extender's cache");
     if (!check_node_kind(&st))
         return false;
-    load_free(&st, self);
+    load_free(&st, excluded, nexcluded);
     for (int i = 0; i < pod->ncontainers; i++) {
         const struct container_request *r = &pod->containers[i];
         if (r->family == GPU_FAMILY_NONE)

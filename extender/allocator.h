@@ -45,6 +45,12 @@ struct fit_result {
 bool allocator_fit(const struct node_state *n, const struct pod_info *pod, const struct pod_entry *self,
                    const struct alloc_policy *policy, struct fit_result *fit);
 
+/* The same, with the charges of several pods on n not counted (the pod's own
+ * entry and, for preemption, the proposed victims). */
+bool allocator_fit_excluding(const struct node_state *n, const struct pod_info *pod,
+                             const struct pod_entry *const *excluded, size_t nexcluded,
+                             const struct alloc_policy *policy, struct fit_result *fit);
+
 /* Does the pod use vcuda shared containers (GPU-Manager's binpack order is then mandatory)? */
 bool pod_has_vcuda_share(const struct pod_info *pod);
 

@@ -386,26 +386,39 @@ static int recharge_node(struct cluster_cache *c, struct node_state *n, struct n
     return rc;
 }
 
+static int apply_node_locked(struct cluster_cache *c, struct node_spec *spec)
+{
+    struct node_state *n = node_get_or_placeholder(c, spec->name);
+    if (!n) {
+        node_spec_free(spec);
+        return -1;
+    }
+    if (!n->present)
+        c->present_nodes++;
+    c->generation++;
+    return recharge_node(c, n, spec);
+}
+
 int cache_apply_node(struct cluster_cache *c, struct node_spec *spec)
 {
     cache_write_lock(c);
-    struct node_state *n = node_get_or_placeholder(c, spec->name);
-    int rc = -1;
-    if (n) {
-        if (!n->present)
-            c->present_nodes++;
-        rc = recharge_node(c, n, spec);
-        spec = NULL;
-        c->generation++;
-    }
+    int rc = apply_node_locked(c, spec);
     cache_unlock(c);
-    node_spec_free(spec);
     return rc;
 }
+
+static int delete_node_locked(struct cluster_cache *c, const char *name);
 
 int cache_delete_node(struct cluster_cache *c, const char *name)
 {
     cache_write_lock(c);
+    int rc = delete_node_locked(c, name);
+    cache_unlock(c);
+    return rc;
+}
+
+static int delete_node_locked(struct cluster_cache *c, const char *name)
+{
     struct node_state *n = dict_get(&c->nodes, name);
     int rc = 0;
     if (n && n->present) {
@@ -422,7 +435,6 @@ int cache_delete_node(struct cluster_cache *c, const char *name)
         }
         c->generation++;
     }
-    cache_unlock(c);
     return rc;
 }
 
@@ -463,15 +475,20 @@ int cache_apply_pod_locked(struct cluster_cache *c, struct pod_info *pod, int64_
     return rc;
 }
 
-int cache_delete_pod(struct cluster_cache *c, const char *key)
+static void delete_pod_locked(struct cluster_cache *c, const char *key)
 {
-    cache_write_lock(c);
     struct pod_entry *e = dict_del(&c->pods, key);
     if (e) {
         uncharge(c, e);
         pod_entry_free(e);
         c->generation++;
     }
+}
+
+int cache_delete_pod(struct cluster_cache *c, const char *key)
+{
+    cache_write_lock(c);
+    delete_pod_locked(c, key);
     cache_unlock(c);
     return 0;
 }
@@ -516,7 +533,7 @@ static char *object_key(const cJSON *obj)
     return key;
 }
 
-int cache_apply_configmap(struct cluster_cache *c, cJSON *cm)
+static int apply_configmap_locked(struct cluster_cache *c, cJSON *cm)
 {
     char *key = object_key(cm);
     if (!key) {
@@ -524,14 +541,20 @@ int cache_apply_configmap(struct cluster_cache *c, cJSON *cm)
         return -1;
     }
     void *old = NULL;
-    cache_write_lock(c);
     int rc = dict_set(&c->configmaps, key, cm, &old);
     c->generation++;
-    cache_unlock(c);
     if (rc != 0)
         cJSON_Delete(cm);
     cJSON_Delete(old);
     free(key);
+    return rc;
+}
+
+int cache_apply_configmap(struct cluster_cache *c, cJSON *cm)
+{
+    cache_write_lock(c);
+    int rc = apply_configmap_locked(c, cm);
+    cache_unlock(c);
     return rc;
 }
 
@@ -579,4 +602,149 @@ int cache_apply_object(struct cluster_cache *c, const cJSON *obj, int64_t now, c
         return cache_apply_configmap(c, copy) == 0 ? 1 : -1;
     }
     return 0;
+}
+
+/* ---- relists -------------------------------------------------------------- */
+
+/* Keys present in the cache but not in the new list, collected before any
+ * deletion (deleting while iterating a dict is not allowed). */
+static char **stale_keys(const struct dict *have, const struct dict *keep, bool (*in_scope)(const char *, const void *),
+                         const void *scope, size_t *count)
+{
+    size_t n = 0, pos = 0;
+    char **keys = calloc(dict_size(have) + 1, sizeof(*keys));
+    struct dict_entry *e;
+    while (keys && (e = dict_next(have, &pos))) {
+        if (dict_get(keep, e->key) || (in_scope && !in_scope(e->key, scope)))
+            continue;
+        if (!(keys[n++] = strdup(e->key))) {
+            for (size_t i = 0; i + 1 < n; i++)
+                free(keys[i]);
+            free(keys);
+            return NULL;
+        }
+    }
+    *count = n;
+    return keys;
+}
+
+static void free_keys(char **keys, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(keys[i]);
+    free(keys);
+}
+
+int cache_replace_nodes(struct cluster_cache *c, struct node_spec **specs, size_t n)
+{
+    struct dict keep;
+    if (dict_init(&keep, n) != 0)
+        goto oom;
+    for (size_t i = 0; i < n; i++)
+        if (dict_set(&keep, specs[i]->name, specs[i], NULL) != 0)
+            goto oom_keep;
+    cache_write_lock(c);
+    /* Placeholders are not nodes the list could mention; only present ones go. */
+    size_t nstale = 0, pos = 0, k = 0;
+    char **stale = calloc(dict_size(&c->nodes) + 1, sizeof(*stale));
+    struct dict_entry *e;
+    while (stale && (e = dict_next(&c->nodes, &pos)))
+        if (((struct node_state *)e->value)->present && !dict_get(&keep, e->key))
+            stale[nstale++] = strdup(e->key);
+    int rc = stale ? 0 : -1;
+    for (k = 0; k < nstale; k++)
+        if (!stale[k] || delete_node_locked(c, stale[k]) != 0)
+            rc = -1;
+    for (size_t i = 0; i < n; i++)
+        if (apply_node_locked(c, specs[i]) != 0)
+            rc = -1;
+    cache_unlock(c);
+    free_keys(stale, nstale);
+    dict_free(&keep);
+    return rc;
+oom_keep:
+    dict_free(&keep);
+oom:
+    for (size_t i = 0; i < n; i++)
+        node_spec_free(specs[i]);
+    return -1;
+}
+
+int cache_replace_pods(struct cluster_cache *c, struct pod_info **pods, size_t n, int64_t now)
+{
+    struct dict keep;
+    if (dict_init(&keep, n) != 0)
+        goto oom;
+    for (size_t i = 0; i < n; i++)
+        if (dict_set(&keep, pods[i]->key, pods[i], NULL) != 0)
+            goto oom_keep;
+    cache_write_lock(c);
+    size_t nstale = 0;
+    char **stale = stale_keys(&c->pods, &keep, NULL, NULL, &nstale);
+    int rc = stale ? 0 : -1;
+    for (size_t k = 0; k < nstale; k++)
+        delete_pod_locked(c, stale[k]);
+    for (size_t i = 0; i < n; i++)
+        if (cache_apply_pod_locked(c, pods[i], now) != 0)
+            rc = -1;
+    cache_unlock(c);
+    free_keys(stale, nstale);
+    dict_free(&keep);
+    return rc;
+oom_keep:
+    dict_free(&keep);
+oom:
+    for (size_t i = 0; i < n; i++)
+        pod_info_free(pods[i]);
+    return -1;
+}
+
+struct cm_scope {
+    const char *ns;
+    const char *name;
+};
+
+static bool configmap_in_scope(const char *key, const void *scope)
+{
+    const struct cm_scope *s = scope;
+    size_t nl = strlen(s->ns);
+    if (strncmp(key, s->ns, nl) != 0 || key[nl] != '/')
+        return false;
+    return !s->name || strcmp(key + nl + 1, s->name) == 0;
+}
+
+int cache_replace_configmaps(struct cluster_cache *c, const char *ns, const char *name, cJSON **cms, size_t n)
+{
+    struct dict keep;
+    struct cm_scope scope = {ns, name};
+    if (dict_init(&keep, n) != 0)
+        goto oom;
+    for (size_t i = 0; i < n; i++) {
+        char *key = object_key(cms[i]);
+        int rc = key ? dict_set(&keep, key, cms[i], NULL) : -1;
+        free(key);
+        if (rc != 0)
+            goto oom_keep;
+    }
+    cache_write_lock(c);
+    size_t nstale = 0;
+    char **stale = stale_keys(&c->configmaps, &keep, configmap_in_scope, &scope, &nstale);
+    int rc = stale ? 0 : -1;
+    for (size_t k = 0; k < nstale; k++) {
+        cJSON_Delete(dict_del(&c->configmaps, stale[k]));
+        c->generation++;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (apply_configmap_locked(c, cms[i]) != 0)
+            rc = -1;
+    cache_unlock(c);
+    free_keys(stale, nstale);
+    dict_free(&keep);
+    return rc;
+oom_keep:
+    dict_free(&keep);
+oom:
+    for (size_t i = 0; i < n; i++)
+        cJSON_Delete(cms[i]);
+    return -1;
 }

@@ -119,6 +119,16 @@ int cache_delete_configmap(struct cluster_cache *c, const char *ns, const char *
  * -1 with *err set when the object is unusable. */
 int cache_apply_object(struct cluster_cache *c, const cJSON *obj, int64_t now_ns, char **err);
 
+/* Relist: make the cache hold exactly these objects of one kind, in one
+ * write-locked step, so readers never see a half-replaced set and no object
+ * is counted twice or kept after it disappeared. Ownership of every element
+ * passes to the cache (the arrays themselves stay the caller's).
+ * Configmaps are replaced within namespace ns only, and, when name is not
+ * NULL, only that one object. */
+int cache_replace_nodes(struct cluster_cache *c, struct node_spec **specs, size_t n);
+int cache_replace_pods(struct cluster_cache *c, struct pod_info **pods, size_t n, int64_t now_ns);
+int cache_replace_configmaps(struct cluster_cache *c, const char *ns, const char *name, cJSON **cms, size_t n);
+
 /* Drop assumed charges older than the TTL. Cheap when none is due. */
 void cache_expire(struct cluster_cache *c, int64_t now_ns);
 

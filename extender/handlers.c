@@ -137,6 +137,40 @@ void handle_prioritize(struct app *app, const struct http_request *req, struct h
     extender_verb(app, req, resp, placement_evaluate, wire_priority_list, false);
 }
 
+void handle_bind(struct app *app, const struct http_request *req, struct http_response *resp)
+{
+    struct binding_args b;
+    char *err = NULL;
+    if (wire_parse_binding(req->body ? req->body : "", req->body_len, &b, &err) == 0) {
+        placement_bind(&app->placement, b.pod_namespace, b.pod_name, b.pod_uid, b.node, &err);
+        wire_binding_free(&b);
+    }
+    size_t len = 0;
+    char *body = wire_binding_result(err, &len);
+    http_set_body(resp, 200, CONTENT_JSON, body, len);
+    free(err);
+}
+
+void handle_preemption(struct app *app, const struct http_request *req, struct http_response *resp)
+{
+    struct preemption_args a;
+    char *err = NULL;
+    struct pod_info *pod = NULL;
+    bool parsed = wire_parse_preemption(req->body ? req->body : "", req->body_len, &a, &err) == 0;
+    if (parsed) {
+        pod = pod_info_from_json(a.pod, &err);
+        if (pod && placement_preempt(&app->placement, pod, a.nodes, a.count) != 0)
+            err = strdup("out of memory");
+    }
+    size_t len = 0;
+    char *body = wire_preemption_result(&a, err, &len);
+    http_set_body(resp, 200, CONTENT_JSON, body, len);
+    pod_info_free(pod);
+    if (parsed)
+        wire_preemption_free(&a);
+    free(err);
+}
+
 /* ---- explain -------------------------------------------------------------- */
 
 static void put_explain_node(struct strbuf *sb, const struct evaluation *ev, const struct pod_info *pod,

@@ -30,6 +30,8 @@ void app_destroy(struct app *app);
 
 void handle_filter(struct app *app, const struct http_request *req, struct http_response *resp);
 void handle_prioritize(struct app *app, const struct http_request *req, struct http_response *resp);
+void handle_bind(struct app *app, const struct http_request *req, struct http_response *resp);
+void handle_preemption(struct app *app, const struct http_request *req, struct http_response *resp);
 void handle_explain(struct app *app, const struct http_request *req, struct http_response *resp);
 void handle_inspect_nodes(struct app *app, const struct http_request *req, struct http_response *resp);
 void handle_inspect_node(struct app *app, const struct http_request *req, struct http_response *resp);

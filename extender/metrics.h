@@ -17,6 +17,8 @@
 enum metric_verb {
     VERB_FILTER = 0,
     VERB_PRIORITIZE,
+    VERB_BIND,
+    VERB_PREEMPTION,
     VERB_EXPLAIN,
     VERB_INSPECT,
     VERB_HEALTH,

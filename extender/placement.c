@@ -2,6 +2,7 @@
 #include "extender/placement.h"
 #include "extender/log.h"
 
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -231,7 +232,8 @@ static void decision_indices(const struct evaluation *ev, const struct verdict *
  * fitting the pod again: the watch may have changed the node since the
  * snapshot, and the GPUs recorded are the ones this final check chose.
  * Returns 0, 1 when it no longer fits (reason set), -1 on error. */
-static int commit(struct placement *p, const struct pod_info *pod, struct evaluation *ev, struct verdict *chosen)
+static int commit(struct placement *p, const struct pod_info *pod, struct evaluation *ev, struct verdict *chosen,
+                  struct pod_info **decided_out)
 {
     size_t n = (size_t)(ev->ncontainers ? ev->ncontainers : 1);
     int **idx = calloc(n, sizeof(*idx));
@@ -255,7 +257,10 @@ static int commit(struct placement *p, const struct pod_info *pod, struct evalua
     } else if (record_gpus(ev, chosen, node, masks) == 0) {
         decision_indices(ev, chosen, idx, count);
         struct pod_info *assumed = pod_info_with_decision(pod, chosen->name, now_realtime_ns(), idx, count);
-        rc = assumed ? cache_apply_pod_locked(p->cache, assumed, now_realtime_ns()) : -1;
+        *decided_out = assumed ? pod_info_clone(assumed) : NULL;
+        rc = *decided_out ? cache_apply_pod_locked(p->cache, assumed, now_realtime_ns()) : -1;
+        if (!*decided_out)
+            pod_info_free(assumed);
     }
     cache_unlock(p->cache);
 out:
@@ -287,6 +292,37 @@ static void assign_others(struct evaluation *ev)
     }
 }
 
+/* Put the pod back in the cache as the request described it: the
+ * decision was not written, so it holds nothing. */
+static void undo_assumption(struct placement *p, const struct pod_info *pod)
+{
+    struct pod_info *again = pod_info_clone(pod);
+    if (!again || cache_apply_pod(p->cache, again, now_realtime_ns()) != 0)
+        log_error("pod %s: could not undo an unrecorded assumption (out of memory)", pod->key);
+}
+
+/* Live mode: the API server must hold the decision before the scheduler
+ * hears about it. On failure the node is failed with the reason and the
+ * caller tries the next best. */
+static int record(struct placement *p, const struct pod_info *pod, struct evaluation *ev, struct verdict *v,
+                  struct pod_info *decided)
+{
+    char *err = NULL;
+    int rc = p->sink ? p->sink->record(p->sink->ctx, decided, &err) : 0;
+    if (rc != 0) {
+        struct strbuf msg;
+        strbuf_init(&msg);
+        strbuf_printf(&msg, "recording the decision on the pod failed: %s", err ? err : "unknown error");
+        set_reason(ev, v, msg.data ? msg.data : "recording the decision failed", msg.len);
+        v->fits = false;
+        strbuf_free(&msg);
+        log_warn("pod %s on node %s: %s", pod->key, v->name, err ? err : "recording failed");
+        undo_assumption(p, pod);
+    }
+    free(err);
+    return rc;
+}
+
 static int decide(struct placement *p, const struct pod_info *pod, struct evaluation *ev)
 {
     ev->chosen = live_assumption(p, pod, ev);
@@ -294,14 +330,18 @@ static int decide(struct placement *p, const struct pod_info *pod, struct evalua
         ssize_t best = best_fitting(ev);
         if (best < 0)
             return 0;
-        int rc = commit(p, pod, ev, &ev->verdicts[best]);
-        if (rc < 0)
+        struct pod_info *decided = NULL;
+        int rc = commit(p, pod, ev, &ev->verdicts[best], &decided);
+        if (rc < 0) {
+            pod_info_free(decided);
             return -1;
-        if (rc == 0) {
+        }
+        if (rc == 0 && record(p, pod, ev, &ev->verdicts[best], decided) == 0) {
             ev->chosen = best;
             ev->decided = true;
             log_info("pod %s assigned to node %s", pod->key, ev->verdicts[best].name);
         }
+        pod_info_free(decided);
     }
     assign_others(ev);
     return strbuf_failed(&ev->text) ? -1 : 0;
@@ -387,4 +427,239 @@ void free_names(char **names, size_t count)
     for (size_t i = 0; names && i < count; i++)
         free(names[i]);
     free(names);
+}
+
+/* ---- bind ----------------------------------------------------------------- */
+
+static char *bind_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static char *bind_error(const char *fmt, ...)
+{
+    struct strbuf sb;
+    strbuf_init(&sb);
+    va_list ap;
+    va_start(ap, fmt);
+    strbuf_vprintf(&sb, fmt, ap);
+    va_end(ap);
+    return strbuf_detach(&sb, NULL);
+}
+
+/* Fit and assume `pod` on `node` under the write lock; the decided pod
+ * (with its annotations' facts) is returned for recording. */
+static struct pod_info *assume_on(struct placement *p, const struct pod_info *pod, const char *node, char **err)
+{
+    size_t nc = (size_t)(pod->ncontainers ? pod->ncontainers : 1);
+    uint64_t *masks = calloc(nc, sizeof(*masks));
+    int **idx = calloc(nc, sizeof(*idx));
+    int *count = calloc(nc, sizeof(*count));
+    struct pod_info *decided = NULL;
+    if (!masks || !idx || !count) {
+        *err = strdup("out of memory");
+        goto out;
+    }
+    struct fit_result fit = {.masks = masks};
+    cache_write_lock(p->cache);
+    const struct node_state *n = cache_find_node(p->cache, node);
+    if (!n || !n->present) {
+        *err = bind_error("node %s is not in the extender's cache", node);
+    } else if (!allocator_fit(n, pod, cache_find_pod(p->cache, pod->key), &p->cfg.policy, &fit)) {
+        *err = bind_error("node %s cannot take pod %s: %s", node, pod->key, fit.reason);
+    } else {
+        for (int i = 0; i < pod->ncontainers; i++) {
+            idx[i] = calloc((size_t)n->gpu_count + 1, sizeof(int));
+            for (int s = 0; idx[i] && s < n->gpu_count; s++)
+                if (masks[i] >> s & 1)
+                    idx[i][count[i]++] = n->gpus[s].minor;
+        }
+        decided = pod_info_with_decision(pod, node, now_realtime_ns(), idx, count);
+        struct pod_info *copy = decided ? pod_info_clone(decided) : NULL;
+        if (!copy || cache_apply_pod_locked(p->cache, copy, now_realtime_ns()) != 0) {
+            pod_info_free(decided);
+            decided = NULL;
+            *err = strdup("out of memory");
+        }
+    }
+    cache_unlock(p->cache);
+out:
+    for (int i = 0; idx && i < pod->ncontainers; i++)
+        free(idx[i]);
+    free(idx);
+    free(count);
+    free(masks);
+    return decided;
+}
+
+/* The pod as the cache knows it, and whether it is already assumed on node. */
+static struct pod_info *pod_for_bind(struct placement *p, const char *key, const char *node, bool *assumed_here)
+{
+    cache_read_lock(p->cache);
+    const struct pod_entry *e = cache_find_pod(p->cache, key);
+    struct pod_info *pod = e ? pod_info_clone(e->info) : NULL;
+    *assumed_here = e && e->node && !e->bound && strcmp(e->node->name, node) == 0;
+    cache_unlock(p->cache);
+    return pod;
+}
+
+static int mark_bound(struct placement *p, const struct pod_info *pod, const char *node)
+{
+    struct pod_info *bound = pod_info_clone(pod);
+    if (!bound)
+        return -1;
+    free(bound->node_name);
+    bound->node_name = strdup(node);
+    if (!bound->node_name) {
+        pod_info_free(bound);
+        return -1;
+    }
+    return cache_apply_pod(p->cache, bound, now_realtime_ns());
+}
+
+/* Annotations first, Binding second (GPU-Manager reads a pod once it is
+ * bound); when the Binding fails the annotations written here come off. */
+static int record_and_bind(struct placement *p, const struct pod_info *pod, const struct pod_info *decided,
+                           const char *node, char **err)
+{
+    char *why = NULL;
+    int rc = -1;
+    if (decided && p->sink && p->sink->record(p->sink->ctx, decided, &why) != 0) {
+        *err = bind_error("recording the decision on pod %s failed: %s", pod->key, why ? why : "unknown error");
+    } else if (p->sink && p->sink->bind(p->sink->ctx, decided ? decided : pod, node, &why) != 0) {
+        *err = bind_error("binding pod %s to %s failed: %s", pod->key, node, why ? why : "unknown error");
+        free(why);
+        why = NULL;
+        if (decided && p->sink->clear(p->sink->ctx, pod, &why) != 0)
+            log_error("pod %s: could not remove the decision annotations: %s", pod->key, why ? why : "unknown error");
+    } else {
+        rc = mark_bound(p, decided ? decided : pod, node);
+        if (rc != 0)
+            *err = strdup("out of memory");
+    }
+    free(why);
+    return rc;
+}
+
+static int bind_locked(struct placement *p, const char *key, const char *uid, const char *node, char **err)
+{
+    bool assumed_here = false;
+    struct pod_info *pod = pod_for_bind(p, key, node, &assumed_here);
+    if (!pod) {
+        *err = bind_error("pod %s is not in the extender's cache", key);
+        return -1;
+    }
+    int rc = -1;
+    struct pod_info *decided = NULL;
+    if (uid && *uid && pod->uid && strcmp(uid, pod->uid) != 0) {
+        *err = bind_error("pod %s has UID %s, the binding names %s", key, pod->uid, uid);
+    } else if (pod->node_name) {
+        /* Binding twice to the same node is not an error; elsewhere it is. */
+        rc = strcmp(pod->node_name, node) == 0 ? 0 : -1;
+        if (rc != 0)
+            *err = bind_error("pod %s is already bound to %s", key, pod->node_name);
+    } else if (assumed_here || (decided = assume_on(p, pod, node, err))) {
+        rc = record_and_bind(p, pod, decided, node, err);
+        if (rc != 0 && decided)
+            undo_assumption(p, pod);
+    }
+    pod_info_free(decided);
+    pod_info_free(pod);
+    return rc;
+}
+
+int placement_bind(struct placement *p, const char *ns, const char *name, const char *uid, const char *node,
+                   char **err)
+{
+    *err = NULL;
+    char *key = bind_error("%s/%s", ns && *ns ? ns : "default", name);
+    if (!key) {
+        *err = strdup("out of memory");
+        return -1;
+    }
+    pthread_mutex_lock(&p->decide_lock);
+    cache_expire(p->cache, now_realtime_ns());
+    int rc = bind_locked(p, key, uid, node, err);
+    pthread_mutex_unlock(&p->decide_lock);
+    if (rc == 0)
+        log_info("pod %s bound to node %s", key, node);
+    else
+        log_warn("bind %s to %s: %s", key, node, *err ? *err : "failed");
+    free(key);
+    return rc;
+}
+
+/* ---- preemption ----------------------------------------------------------- */
+
+static const struct pod_entry *victim_on(const struct node_state *n, const char *uid)
+{
+    for (const struct pod_entry *e = n->charged; e; e = e->node_next)
+        if (e->info->uid && strcmp(e->info->uid, uid) == 0)
+            return e;
+    return NULL;
+}
+
+static bool fits_without(const struct node_state *n, const struct pod_info *pod, const struct pod_entry **out,
+                         size_t nout, const struct alloc_policy *policy, uint64_t *masks)
+{
+    struct fit_result fit = {.masks = masks};
+    return allocator_fit_excluding(n, pod, out, nout, policy, &fit);
+}
+
+/* Victims are tried for sparing from the last one kube-scheduler listed. */
+static void preempt_node(struct placement *p, const struct pod_info *pod, const struct pod_entry *self,
+                         struct preempt_node *pn, uint64_t *masks, const struct pod_entry **out)
+{
+    const struct node_state *n = cache_find_node(p->cache, pn->node);
+    pn->keep = false;
+    if (!n || !n->present)
+        return;
+    size_t nout = 0;
+    out[nout++] = self;
+    for (size_t i = 0; i < pn->nvictims; i++) {
+        const struct pod_entry *v = victim_on(n, pn->victims[i]);
+        pn->keep_victim[i] = true;
+        if (v)
+            out[nout++] = v;
+    }
+    if (fits_without(n, pod, out, 1, &p->cfg.policy, masks)) {
+        pn->keep = pn->nvictims > 0;   /* GPU is not what blocks the pod here */
+        return;
+    }
+    if (!fits_without(n, pod, out, nout, &p->cfg.policy, masks))
+        return;
+    pn->keep = true;
+    for (size_t i = pn->nvictims; i-- > 0;) {
+        const struct pod_entry *v = victim_on(n, pn->victims[i]);
+        size_t at = 0;
+        while (v && at < nout && out[at] != v)
+            at++;
+        if (!v || at == nout)
+            continue;
+        out[at] = out[--nout];
+        if (fits_without(n, pod, out, nout, &p->cfg.policy, masks))
+            pn->keep_victim[i] = false;
+        else
+            out[nout++] = v;
+    }
+}
+
+int placement_preempt(struct placement *p, const struct pod_info *pod, struct preempt_node *nodes, size_t n)
+{
+    size_t most = 1;
+    for (size_t i = 0; i < n; i++)
+        most = nodes[i].nvictims + 1 > most ? nodes[i].nvictims + 1 : most;
+    uint64_t *masks = calloc((size_t)(pod->ncontainers ? pod->ncontainers : 1), sizeof(*masks));
+    const struct pod_entry **out = calloc(most, sizeof(*out));
+    if (!masks || !out) {
+        free(masks);
+        free(out);
+        return -1;
+    }
+    cache_expire(p->cache, now_realtime_ns());
+    cache_read_lock(p->cache);
+    const struct pod_entry *self = cache_find_pod(p->cache, pod->key);
+    for (size_t i = 0; i < n; i++)
+        preempt_node(p, pod, self, &nodes[i], masks, out);
+    cache_unlock(p->cache);
+    free(masks);
+    free(out);
+    return 0;
 }

@@ -29,10 +29,24 @@ struct placement_config {
     struct alloc_policy policy;
 };
 
+/* Where decisions go besides the cache. Offline there is none: the cache
+ * alone holds them. Live, the API server gets the annotations (and, in bind
+ * mode, the Binding). Each function returns 0, or -1 with *err malloc'd. */
+struct decision_sink {
+    /* Patch the decision annotations carried by `decided` onto the pod. */
+    int (*record)(void *ctx, const struct pod_info *decided, char **err);
+    /* Take them off again (a later step failed). */
+    int (*clear)(void *ctx, const struct pod_info *pod, char **err);
+    /* Create the pod's Binding to node. */
+    int (*bind)(void *ctx, const struct pod_info *pod, const char *node, char **err);
+    void *ctx;
+};
+
 struct placement {
     struct cluster_cache *cache;
     struct placement_config cfg;
     pthread_mutex_t decide_lock;
+    const struct decision_sink *sink;   /* NULL offline */
 };
 
 struct verdict {
@@ -70,6 +84,28 @@ int placement_filter(struct placement *p, const struct pod_info *pod, const char
 /* Prioritize / explain: evaluate without recording anything. */
 int placement_evaluate(struct placement *p, const struct pod_info *pod, const char *const *names, size_t n,
                        struct evaluation *ev);
+
+/* Bind (DESIGN section 4, bind mode): allocate the pod on node, record the
+ * annotations, then create the Binding; a failure at any step leaves no
+ * annotation and no charge behind. A pod whose live assumption is already
+ * on node (filter mode) is only bound. The pod is taken from the cache.
+ * Returns 0, or -1 with *err (the ExtenderBindingResult Error). */
+int placement_bind(struct placement *p, const char *ns, const char *name, const char *uid, const char *node,
+                   char **err);
+
+/* Preemption: one node kube-scheduler proposes, with its victims by UID. */
+struct preempt_node {
+    const char *node;
+    const char *const *victims;     /* pod UIDs */
+    size_t nvictims;
+    /* answer */
+    bool keep;                      /* removing the kept victims frees enough GPU */
+    bool *keep_victim;              /* nvictims entries, set by placement_preempt */
+};
+/* Decide every proposed node: keep it only if evicting its victims frees
+ * enough GPU for pod, and keep only victims whose GPUs are needed (victims
+ * without GPU on that node are the scheduler's business and stay). */
+int placement_preempt(struct placement *p, const struct pod_info *pod, struct preempt_node *nodes, size_t n);
 
 /* Scheduler-facing score 0..10 of a verdict. */
 int verdict_priority(const struct verdict *v);

@@ -398,6 +398,7 @@ struct pod_info *pod_info_from_json(const cJSON *obj, char **err)
     pod->name = strdup(name);
     pod->key = make_key(ns, name);
     pod->uid = dup_or_null(string_field(meta, "uid"));
+    pod->resource_version = dup_or_null(string_field(meta, "resourceVersion"));
     pod->node_name = (node && *node) ? strdup(node) : NULL;
     pod->terminal = phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0);
     if (!pod->ns || !pod->name || !pod->key || (node && *node && !pod->node_name))
@@ -432,6 +433,7 @@ void pod_info_free(struct pod_info *pod)
     free(pod->ns);
     free(pod->name);
     free(pod->uid);
+    free(pod->resource_version);
     free(pod->node_name);
     free(pod->request_error);
     free(pod);
@@ -506,10 +508,10 @@ static int copy_containers(struct pod_info *dst, const struct pod_info *src)
 static int copy_decision(struct pod_decision *d, int n, const char *node, int64_t time_ns, int *const *idx,
                          const int *idx_count)
 {
-    d->node = strdup(node);
+    d->node = dup_or_null(node);
     d->time_ns = time_ns;
     d->nidx = n;
-    if (!d->node)
+    if (node && !d->node)
         return -1;
     if (n == 0)
         return 0;
@@ -539,15 +541,26 @@ struct pod_info *pod_info_with_decision(const struct pod_info *src, const char *
     p->ns = strdup(src->ns);
     p->name = strdup(src->name);
     p->uid = dup_or_null(src->uid);
+    p->resource_version = dup_or_null(src->resource_version);
     p->node_name = dup_or_null(src->node_name);
     p->request_error = dup_or_null(src->request_error);
     p->terminal = src->terminal;
     p->uses_gpu = src->uses_gpu;
     if (!p->key || !p->ns || !p->name || (src->uid && !p->uid) || (src->node_name && !p->node_name) ||
+        (src->resource_version && !p->resource_version) ||
         (src->request_error && !p->request_error) || copy_containers(p, src) != 0 ||
         copy_decision(&p->decision, src->ncontainers, node, time_ns, idx, idx_count) != 0) {
         pod_info_free(p);
         return NULL;
     }
+    return p;
+}
+
+struct pod_info *pod_info_clone(const struct pod_info *src)
+{
+    const struct pod_decision *d = &src->decision;
+    struct pod_info *p = pod_info_with_decision(src, d->node, d->time_ns, d->idx, d->idx_count);
+    if (p)
+        p->decision.assigned = d->assigned;
     return p;
 }

@@ -63,6 +63,7 @@ struct pod_info {
     char *ns;
     char *name;
     char *uid;          /* may be NULL */
+    char *resource_version;   /* metadata.resourceVersion, may be NULL */
     char *node_name;    /* spec.nodeName, NULL while unbound */
     bool terminal;      /* phase Succeeded or Failed: holds no GPU */
     int ncontainers;
@@ -78,6 +79,9 @@ struct pod_info {
  * parse failure: it is recorded in request_error so the caller can explain it. */
 struct pod_info *pod_info_from_json(const cJSON *pod, char **err);
 void pod_info_free(struct pod_info *pod);
+
+/* A deep copy. NULL on allocation failure. */
+struct pod_info *pod_info_clone(const struct pod_info *pod);
 
 /* A deep copy of pod whose decision is replaced by (node, time_ns, idx):
  * idx[i]/idx_count[i] are container i's GPU minors (NULL/0 for non-GPU

@@ -19,6 +19,8 @@ static const struct route routes[] = {
     {"/scheduler/filter", 0, "POST", handle_filter, VERB_FILTER},
     {"/scheduler/priorities", 0, "POST", handle_prioritize, VERB_PRIORITIZE},
     {"/scheduler/prioritize", 0, "POST", handle_prioritize, VERB_PRIORITIZE},
+    {"/scheduler/bind", 0, "POST", handle_bind, VERB_BIND},
+    {"/scheduler/preemption", 0, "POST", handle_preemption, VERB_PREEMPTION},
     {"/inspect/explain", 0, "POST", handle_explain, VERB_EXPLAIN},
     {"/inspect/nodes", 0, "GET", handle_inspect_nodes, VERB_INSPECT},
     {"/inspect/nodes/", 1, "GET", handle_inspect_node, VERB_INSPECT},

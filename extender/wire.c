@@ -373,3 +373,193 @@ char *wire_priority_list(const struct extender_args *a, const struct evaluation 
     strbuf_putc(&sb, ']');
     return strbuf_detach(&sb, len);
 }
+
+/* ---- bind and preemption (small bodies: cJSON) ---------------------------- */
+
+static int take_string(const cJSON *obj, const char *field, char **out, bool required, char **err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, field);
+    if (cJSON_IsString(v) && (*v->valuestring || !required))
+        return (*out = strdup(v->valuestring)) ? 0 : (*err = message("out of memory"), -1);
+    if (!required && (!v || cJSON_IsNull(v)))
+        return 0;
+    struct strbuf sb;
+    strbuf_init(&sb);
+    strbuf_printf(&sb, "ExtenderBindingArgs.%s must be a non-empty string", field);
+    *err = strbuf_detach(&sb, NULL);
+    return -1;
+}
+
+int wire_parse_binding(const char *body, size_t len, struct binding_args *b, char **err)
+{
+    memset(b, 0, sizeof(*b));
+    *err = NULL;
+    cJSON *root = cJSON_ParseWithLength(body, len);
+    int rc = -1;
+    if (!cJSON_IsObject(root))
+        *err = message("ExtenderBindingArgs must be a JSON object");
+    else if (take_string(root, "PodName", &b->pod_name, true, err) == 0 &&
+             take_string(root, "PodNamespace", &b->pod_namespace, false, err) == 0 &&
+             take_string(root, "PodUID", &b->pod_uid, false, err) == 0 &&
+             take_string(root, "Node", &b->node, true, err) == 0)
+        rc = 0;
+    cJSON_Delete(root);
+    if (rc != 0)
+        wire_binding_free(b);
+    return rc;
+}
+
+void wire_binding_free(struct binding_args *b)
+{
+    free(b->pod_name);
+    free(b->pod_namespace);
+    free(b->pod_uid);
+    free(b->node);
+    memset(b, 0, sizeof(*b));
+}
+
+char *wire_binding_result(const char *error, size_t *len)
+{
+    struct strbuf sb;
+    strbuf_init(&sb);
+    strbuf_puts(&sb, "{\"Error\":");
+    strbuf_json_string(&sb, error ? error : "");
+    strbuf_putc(&sb, '}');
+    return strbuf_detach(&sb, len);
+}
+
+/* The UID of one victim: {"UID": ...} (meta) or a Pod's metadata.uid. */
+static const char *victim_uid(const cJSON *v)
+{
+    const cJSON *uid = cJSON_GetObjectItemCaseSensitive(v, "UID");
+    if (!cJSON_IsString(uid))
+        uid = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "metadata"), "uid");
+    return cJSON_IsString(uid) ? uid->valuestring : NULL;
+}
+
+static size_t count_victims(const cJSON *map)
+{
+    size_t total = 0;
+    const cJSON *node;
+    cJSON_ArrayForEach(node, map)
+    {
+        const cJSON *pods = cJSON_GetObjectItemCaseSensitive(node, "Pods");
+        total += cJSON_IsArray(pods) ? (size_t)cJSON_GetArraySize(pods) : 0;
+    }
+    return total;
+}
+
+static int fill_preemption(struct preemption_args *a, const cJSON *map, char **err)
+{
+    size_t nodes = (size_t)cJSON_GetArraySize(map), victims = count_victims(map);
+    a->nodes = calloc(nodes + 1, sizeof(*a->nodes));
+    a->uids = calloc(victims + 1, sizeof(*a->uids));
+    a->pdb_violations = calloc(nodes + 1, sizeof(*a->pdb_violations));
+    bool *keep = calloc(victims + 1, sizeof(*keep));
+    if (!a->nodes || !a->uids || !a->pdb_violations || !keep) {
+        free(keep);
+        *err = message("out of memory");
+        return -1;
+    }
+    a->nodes[0].keep_victim = keep;   /* one block for all nodes; freed through nodes[0] */
+    size_t at = 0;
+    const cJSON *node;
+    cJSON_ArrayForEach(node, map)
+    {
+        struct preempt_node *pn = &a->nodes[a->count];
+        const cJSON *pods = cJSON_GetObjectItemCaseSensitive(node, "Pods");
+        const cJSON *pdb = cJSON_GetObjectItemCaseSensitive(node, "NumPDBViolations");
+        if (!cJSON_IsObject(node) || (pods && !cJSON_IsArray(pods) && !cJSON_IsNull(pods))) {
+            *err = message("victims must be objects with a Pods array");
+            return -1;
+        }
+        pn->node = node->string;
+        pn->victims = a->uids + at;
+        pn->keep_victim = keep + at;
+        a->pdb_violations[a->count] = cJSON_IsNumber(pdb) ? pdb->valueint : 0;
+        const cJSON *v;
+        cJSON_ArrayForEach(v, pods)
+        {
+            const char *uid = victim_uid(v);
+            if (!uid) {
+                *err = message("every victim needs a UID (NodeNameToMetaVictims) or metadata.uid (NodeNameToVictims)");
+                return -1;
+            }
+            a->uids[at++] = uid;
+            pn->nvictims++;
+        }
+        a->count++;
+    }
+    return 0;
+}
+
+int wire_parse_preemption(const char *body, size_t len, struct preemption_args *a, char **err)
+{
+    memset(a, 0, sizeof(*a));
+    *err = NULL;
+    a->root = cJSON_ParseWithLength(body, len);
+    if (!cJSON_IsObject(a->root)) {
+        *err = message("ExtenderPreemptionArgs must be a JSON object");
+        wire_preemption_free(a);
+        return -1;
+    }
+    a->pod = cJSON_GetObjectItemCaseSensitive(a->root, "Pod");
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(a->root, "NodeNameToMetaVictims");
+    const cJSON *full = cJSON_GetObjectItemCaseSensitive(a->root, "NodeNameToVictims");
+    const cJSON *map = cJSON_IsObject(meta) ? meta : full;
+    if (!cJSON_IsObject(a->pod))
+        *err = message("ExtenderPreemptionArgs has no Pod");
+    else if (!cJSON_IsObject(map) && !cJSON_IsNull(map) && map)
+        *err = message("NodeNameToMetaVictims / NodeNameToVictims must be objects");
+    if (*err || fill_preemption(a, cJSON_IsObject(map) ? map : NULL, err) != 0) {
+        wire_preemption_free(a);
+        return -1;
+    }
+    return 0;
+}
+
+void wire_preemption_free(struct preemption_args *a)
+{
+    if (a->nodes)
+        free(a->nodes[0].keep_victim);
+    free(a->nodes);
+    free(a->uids);
+    free(a->pdb_violations);
+    cJSON_Delete(a->root);
+    memset(a, 0, sizeof(*a));
+}
+
+char *wire_preemption_result(const struct preemption_args *a, const char *error, size_t *len)
+{
+    struct strbuf sb;
+    strbuf_init(&sb);
+    strbuf_puts(&sb, "{\"NodeNameToMetaVictims\":{");
+    bool first = true;
+    for (size_t i = 0; !error && i < a->count; i++) {
+        const struct preempt_node *pn = &a->nodes[i];
+        if (!pn->keep)
+            continue;
+        if (!first)
+            strbuf_putc(&sb, ',');
+        first = false;
+        strbuf_json_string(&sb, pn->node);
+        strbuf_puts(&sb, ":{\"Pods\":[");
+        bool first_victim = true;
+        for (size_t k = 0; k < pn->nvictims; k++) {
+            if (!pn->keep_victim[k])
+                continue;
+            strbuf_puts(&sb, first_victim ? "{\"UID\":" : ",{\"UID\":");
+            strbuf_json_string(&sb, pn->victims[k]);
+            strbuf_putc(&sb, '}');
+            first_victim = false;
+        }
+        strbuf_printf(&sb, "],\"NumPDBViolations\":%d}", a->pdb_violations[i]);
+    }
+    strbuf_puts(&sb, "}");
+    if (error) {
+        strbuf_puts(&sb, ",\"Error\":");
+        strbuf_json_string(&sb, error);
+    }
+    strbuf_putc(&sb, '}');
+    return strbuf_detach(&sb, len);
+}

@@ -47,4 +47,28 @@ char *wire_filter_error(const char *message, size_t *len);
 /* HostPriorityList: every requested node with its score 0..10. */
 char *wire_priority_list(const struct extender_args *args, const struct evaluation *ev, size_t *len);
 
+/* ExtenderBindingArgs: PodName, PodNamespace, PodUID, Node. */
+struct binding_args {
+    char *pod_name, *pod_namespace, *pod_uid, *node;
+};
+int wire_parse_binding(const char *body, size_t len, struct binding_args *b, char **err);
+void wire_binding_free(struct binding_args *b);
+/* ExtenderBindingResult: {"Error": message or ""}. */
+char *wire_binding_result(const char *error, size_t *len);
+
+/* ExtenderPreemptionArgs: Pod, and the victims per node either as full pods
+ * (NodeNameToVictims) or by UID (NodeNameToMetaVictims). */
+struct preemption_args {
+    cJSON *root;                    /* owns everything below */
+    const cJSON *pod;
+    size_t count;
+    struct preempt_node *nodes;     /* victims point into root */
+    const char **uids;              /* all victims' UIDs, back to back */
+    int *pdb_violations;            /* per node */
+};
+int wire_parse_preemption(const char *body, size_t len, struct preemption_args *a, char **err);
+void wire_preemption_free(struct preemption_args *a);
+/* ExtenderPreemptionResult: NodeNameToMetaVictims of the kept nodes and victims. */
+char *wire_preemption_result(const struct preemption_args *a, const char *error, size_t *len);
+
 #endif

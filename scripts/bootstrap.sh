@@ -26,6 +26,8 @@ declare -A commands=(
 )
 
 missing=()
+# The API simulator's client check uses Debian's python3 and its kubernetes package.
+/usr/bin/python3 -c 'import kubernetes' >/dev/null 2>&1 || missing+=(python3-kubernetes)
 for cmd in "${!commands[@]}"; do
   command -v "$cmd" >/dev/null 2>&1 || missing+=("${commands[$cmd]}")
 done

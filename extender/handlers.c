@@ -1,5 +1,6 @@
 /* handlers.c - endpoint handlers. See handlers.h. */
 #include "extender/handlers.h"
+#include "extender/live.h"
 #include "extender/log.h"
 #include "extender/metrics.h"
 #include "extender/strbuf.h"
@@ -383,6 +384,20 @@ void handle_inspect_nodes(struct app *app, const struct http_request *req, struc
     http_set_body(resp, 200, CONTENT_JSON, body, len);
 }
 
+void handle_inspect_informers(struct app *app, const struct http_request *req, struct http_response *resp)
+{
+    (void)req;
+    struct strbuf sb;
+    strbuf_init(&sb);
+    if (app->live)
+        live_render_informers(app->live, &sb);
+    else
+        strbuf_puts(&sb, "[]\n");   /* offline: the state file, no informers */
+    size_t len = 0;
+    char *body = strbuf_detach(&sb, &len);
+    http_set_body(resp, 200, CONTENT_JSON, body, len);
+}
+
 void handle_inspect_node(struct app *app, const struct http_request *req, struct http_response *resp)
 {
     const char *name = strrchr(req->path, '/') + 1;
@@ -421,6 +436,11 @@ void handle_healthz(struct app *app, const struct http_request *req, struct http
 void handle_readyz(struct app *app, const struct http_request *req, struct http_response *resp)
 {
     (void)req;
+    char reason[sizeof(app->not_ready_reason)];
+    if (app->live && atomic_load(&app->ready) && !live_ready(app->live, reason, sizeof(reason))) {
+        http_json_error(resp, 503, reason);
+        return;
+    }
     if (atomic_load(&app->ready)) {
         http_set_body(resp, 200, CONTENT_TEXT, strdup("ok\n"), 3);
         return;
@@ -448,6 +468,8 @@ void handle_metrics(struct app *app, const struct http_request *req, struct http
     strbuf_init(&sb);
     cache_expire(&app->cache, now_realtime_ns());    /* gqa_assumed_pods counts unexpired ones */
     metrics_render(&sb, &app->cache);
+    if (app->live)
+        live_render_metrics(app->live, &sb);
     size_t len = 0;
     char *body = strbuf_detach(&sb, &len);
     http_set_body(resp, 200, CONTENT_METRICS, body, len);

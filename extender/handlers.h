@@ -17,11 +17,15 @@
 #include "extender/options.h"
 #include "extender/placement.h"
 
+struct live;
+
 struct app {
     const struct options *opts;
     struct cluster_cache cache;
     struct placement placement;
-    atomic_int ready;
+    atomic_int ready;           /* offline: the state is loaded; live: see live_ready() */
+    atomic_int is_leader;       /* live with --leader-elect: set by the elector */
+    struct live *live;          /* NULL offline */
     char not_ready_reason[160];
 };
 
@@ -34,6 +38,7 @@ void handle_bind(struct app *app, const struct http_request *req, struct http_re
 void handle_preemption(struct app *app, const struct http_request *req, struct http_response *resp);
 void handle_explain(struct app *app, const struct http_request *req, struct http_response *resp);
 void handle_inspect_nodes(struct app *app, const struct http_request *req, struct http_response *resp);
+void handle_inspect_informers(struct app *app, const struct http_request *req, struct http_response *resp);
 void handle_inspect_node(struct app *app, const struct http_request *req, struct http_response *resp);
 void handle_healthz(struct app *app, const struct http_request *req, struct http_response *resp);
 void handle_readyz(struct app *app, const struct http_request *req, struct http_response *resp);

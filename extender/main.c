@@ -6,6 +6,7 @@
  * drains in-flight requests and exits 0.
  */
 #include "extender/handlers.h"
+#include "extender/live.h"
 #include "extender/log.h"
 #include "extender/options.h"
 #include "extender/server.h"
@@ -61,6 +62,42 @@ static void block_signals(void)
     signal(SIGPIPE, SIG_IGN);
 }
 
+/* Offline: the state file, once. Live: informers, recorder, leader election. */
+static int load_cluster(struct app *app, const struct options *opts)
+{
+    if (opts->state_file)
+        return load_state(app, opts->state_file);
+    char *err = NULL;
+    app->live = live_start(app, opts, &err);
+    if (!app->live) {
+        log_error("cannot follow the cluster: %s", err ? err : "out of memory");
+        free(err);
+        return -1;
+    }
+    return 0;
+}
+
+static int run_server(struct app *app, const struct options *opts)
+{
+    struct server_config sc = {opts->listen_http, opts->listen_https, opts->tls_cert, opts->tls_key,
+                               opts->tls_client_ca, opts->threads, opts->max_body_bytes};
+    char *err = NULL;
+    struct server *srv = server_start(&sc, app, &err);
+    if (!srv) {
+        log_error("%s", err ? err : "cannot start the server");
+        free(err);
+        return 1;
+    }
+    log_info("gpu-quota-admission %s serving (placement %s, gpu-policy %s, node-policy %s, %s)", GQA_VERSION,
+             opts->placement == PLACEMENT_BIND ? "bind" : "filter", policy_name(opts->policy.gpu),
+             policy_name(opts->policy.node), opts->state_file ? "offline" : "live");
+    int sig = wait_for_signal();
+    log_info("received %s: finishing in-flight requests", strsignal(sig));
+    atomic_store(&app->ready, 0);
+    server_drain_and_stop(srv, DRAIN_TIMEOUT_MS);
+    return 0;
+}
+
 static int serve(const struct options *opts)
 {
     struct app app;
@@ -69,27 +106,14 @@ static int serve(const struct options *opts)
         return 1;
     }
     int rc = 1;
-    if (load_state(&app, opts->state_file) == 0) {
+    if (load_cluster(&app, opts) == 0) {
         atomic_store(&app.ready, 1);
-        struct server_config sc = {opts->listen_http, opts->listen_https, opts->tls_cert, opts->tls_key,
-                                   opts->tls_client_ca, opts->threads, opts->max_body_bytes};
-        char *err = NULL;
-        struct server *srv = server_start(&sc, &app, &err);
-        if (srv) {
-            log_info("gpu-quota-admission %s ready (placement %s, gpu-policy %s, node-policy %s)", GQA_VERSION,
-                     opts->placement == PLACEMENT_BIND ? "bind" : "filter", policy_name(opts->policy.gpu),
-                     policy_name(opts->policy.node));
-            int sig = wait_for_signal();
-            log_info("received %s: finishing in-flight requests", strsignal(sig));
-            atomic_store(&app.ready, 0);
-            server_drain_and_stop(srv, DRAIN_TIMEOUT_MS);
-            log_info("stopped");
-            rc = 0;
-        } else {
-            log_error("%s", err ? err : "cannot start the server");
-            free(err);
-        }
+        rc = run_server(&app, opts);
     }
+    /* After the listeners: a leader gives its Lease back on the way out. */
+    live_stop(app.live);
+    app.live = NULL;
+    log_info("stopped");
     app_destroy(&app);
     return rc;
 }

@@ -61,6 +61,45 @@ static int set_tls_key(struct options *o, const char *v) { return set_string(&o-
 static int set_tls_client_ca(struct options *o, const char *v) { return set_string(&o->tls_client_ca, v); }
 static int set_state_file(struct options *o, const char *v) { return set_string(&o->state_file, v); }
 static int set_pod_file(struct options *o, const char *v) { return set_string(&o->pod_file, v); }
+static int set_kubeconfig(struct options *o, const char *v) { return set_string(&o->kubeconfig, v); }
+static int set_lease_name(struct options *o, const char *v) { return *v ? set_string(&o->lease_name, v) : 1; }
+static int set_leader_elect(struct options *o, const char *v) { (void)v; o->leader_elect = 1; return 0; }
+
+/* Kubernetes names: lowercase RFC 1123 labels, which is what a namespace must be. */
+static int is_dns_label(const char *v)
+{
+    size_t n = strlen(v);
+    if (n == 0 || n > 63 || v[0] == '-' || v[n - 1] == '-')
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((v[i] >= 'a' && v[i] <= 'z') || (v[i] >= '0' && v[i] <= '9') || v[i] == '-'))
+            return 0;
+    return 1;
+}
+
+static int set_crl_namespace(struct options *o, const char *v)
+{
+    return is_dns_label(v) ? set_string(&o->crl_namespace, v) : 1;
+}
+
+static int set_lease_namespace(struct options *o, const char *v)
+{
+    return is_dns_label(v) ? set_string(&o->lease_namespace, v) : 1;
+}
+
+static int set_quota_configmap(struct options *o, const char *v)
+{
+    const char *slash = strchr(v, '/');
+    if (!slash || slash == v || !slash[1] || strchr(slash + 1, '/'))
+        return 1;
+    char ns[64];
+    size_t n = (size_t)(slash - v);
+    if (n >= sizeof(ns))
+        return 1;
+    memcpy(ns, v, n);
+    ns[n] = '\0';
+    return is_dns_label(ns) ? set_string(&o->quota_configmap, v) : 1;
+}
 
 static int set_placement(struct options *o, const char *v)
 {
@@ -127,12 +166,18 @@ static const struct flag flags[] = {
     {"tls-cert", "FILE", set_tls_cert, "PEM certificate (chain) served on the HTTPS listener", 0},
     {"tls-key", "FILE", set_tls_key, "PEM private key of --tls-cert", 0},
     {"tls-client-ca", "FILE", set_tls_client_ca, "require HTTPS clients to present a certificate signed by this CA", 0},
+    {"kubeconfig", "FILE", set_kubeconfig, "follow the cluster of this kubeconfig's current context (default: in-cluster config when KUBERNETES_SERVICE_HOST is set)", 0},
     {"state-file", "FILE", set_state_file, "offline mode: load Nodes, Pods and ConfigMaps from a kind: List (YAML or JSON)", 1},
     {"pod", "FILE", set_pod_file, "simulate: the Pod (YAML or JSON) to place", 1},
     {"placement", "filter|bind", set_placement, "filter: decide in the filter and answer one node (default); bind: answer every feasible node", 1},
     {"gpu-policy", "binpack|spread", set_gpu_policy, "order of GPUs for shared requests (default binpack; spread is refused for vcuda)", 1},
     {"node-policy", "binpack|spread", set_node_policy, "shape of node scores (default binpack)", 1},
     {"assume-ttl", "DURATION", set_assume_ttl, "how long an unbound decision holds its GPUs (default 60s)", 1},
+    {"crl-namespace", "NAMESPACE", set_crl_namespace, "namespace of the CustomResourceLimitation ConfigMaps (default kube-public)", 0},
+    {"quota-configmap", "NAMESPACE/NAME", set_quota_configmap, "the GPU quota ConfigMap (default kube-system/gpu-quota)", 0},
+    {"leader-elect", NULL, set_leader_elect, "take decisions only while holding the Lease (run several replicas)", 0},
+    {"lease-namespace", "NAMESPACE", set_lease_namespace, "namespace of the leader-election Lease (default kube-system)", 0},
+    {"lease-name", "NAME", set_lease_name, "name of the leader-election Lease (default gpu-quota-admission)", 0},
     {"threads", "N", set_threads, "HTTP worker threads (default: number of cores)", 0},
     {"max-body-bytes", "BYTES", set_max_body, "largest request body; larger ones get 413 (default 256Mi)", 0},
     {"log-level", "debug|info|warn|error", set_log_level, "least severe level logged (default info)", 1},
@@ -198,12 +243,16 @@ static int apply(struct options *o, const struct flag *f, const char *value, con
     return 0;
 }
 
-/* GQA_LISTEN_HTTP for --listen-http, and so on. */
+static int is_true(const char *v) { return !strcmp(v, "true") || !strcmp(v, "1"); }
+static int is_false(const char *v) { return !strcmp(v, "false") || !strcmp(v, "0") || !*v; }
+
+/* GQA_LISTEN_HTTP for --listen-http, and so on; switches take true/false.
+ * --help and --version are not read from the environment. */
 static int apply_environment(struct options *o, enum options_command cmd, FILE *err)
 {
     for (size_t i = 0; i < NFLAGS; i++) {
         const struct flag *f = &flags[i];
-        if (!f->arg || (cmd == CMD_SIMULATE && !f->simulate))
+        if ((cmd == CMD_SIMULATE && !f->simulate) || f->set == set_help || f->set == set_version)
             continue;
         char env[64] = "GQA_";
         size_t k = 4;
@@ -211,7 +260,13 @@ static int apply_environment(struct options *o, enum options_command cmd, FILE *
             env[k++] = *p == '-' ? '_' : (char)toupper((unsigned char)*p);
         env[k] = '\0';
         const char *value = getenv(env);
-        if (value && apply(o, f, value, env, err) != 0)
+        if (!value || (!f->arg && is_false(value)))
+            continue;
+        if (!f->arg && !is_true(value)) {
+            fprintf(err, "gpu-quota-admission: invalid value \"%s\" for %s (expected true or false)\n", value, env);
+            return -1;
+        }
+        if (apply(o, f, value, env, err) != 0)
             return -1;
     }
     return 0;
@@ -262,8 +317,21 @@ static int check_combination(const struct options *o, enum options_command cmd, 
     }
     if (o->show_help || o->show_version)
         return 0;
-    if (!o->state_file) {
-        fprintf(err, "gpu-quota-admission: --state-file is required (this build serves offline state only)\n");
+    if (cmd == CMD_SIMULATE && !o->state_file) {
+        fprintf(err, "gpu-quota-admission: simulate needs --state-file FILE\n");
+        return -1;
+    }
+    if (o->state_file && o->kubeconfig) {
+        fprintf(err, "gpu-quota-admission: --state-file (offline) and --kubeconfig (live) exclude each other\n");
+        return -1;
+    }
+    if (o->state_file && o->leader_elect) {
+        fprintf(err, "gpu-quota-admission: --leader-elect needs a cluster, not --state-file\n");
+        return -1;
+    }
+    if (!o->state_file && !o->kubeconfig && !getenv("KUBERNETES_SERVICE_HOST")) {
+        fprintf(err, "gpu-quota-admission: no cluster: give --kubeconfig, run in a pod (KUBERNETES_SERVICE_HOST), "
+                     "or --state-file for offline mode\n");
         return -1;
     }
     if (cmd == CMD_SIMULATE && !o->pod_file) {
@@ -280,8 +348,12 @@ static int check_combination(const struct options *o, enum options_command cmd, 
 int options_parse(struct options *o, enum options_command cmd, int argc, char **argv, FILE *err)
 {
     set_defaults(o);
-    if (set_string(&o->listen_http, "127.0.0.1:3456") != 0)
+    if (set_string(&o->listen_http, "127.0.0.1:3456") != 0 || set_string(&o->crl_namespace, "kube-public") != 0 ||
+        set_string(&o->quota_configmap, "kube-system/gpu-quota") != 0 ||
+        set_string(&o->lease_namespace, "kube-system") != 0 || set_string(&o->lease_name, "gpu-quota-admission") != 0) {
+        options_free(o);
         return -1;
+    }
     if (apply_environment(o, cmd, err) != 0 || apply_arguments(o, cmd, argc, argv, err) != 0 ||
         check_combination(o, cmd, err) != 0) {
         options_free(o);
@@ -299,6 +371,11 @@ void options_free(struct options *o)
     free(o->tls_client_ca);
     free(o->state_file);
     free(o->pod_file);
+    free(o->kubeconfig);
+    free(o->crl_namespace);
+    free(o->quota_configmap);
+    free(o->lease_namespace);
+    free(o->lease_name);
     memset(o, 0, sizeof(*o));
 }
 

@@ -22,6 +22,11 @@ struct options {
     char *listen_https;         /* NULL/"" disables the HTTPS listener */
     char *tls_cert, *tls_key, *tls_client_ca;
     char *state_file;
+    char *kubeconfig;           /* live mode; else in-cluster when KUBERNETES_SERVICE_HOST is set */
+    char *crl_namespace;        /* ConfigMaps watched for CustomResourceLimitations */
+    char *quota_configmap;      /* NAMESPACE/NAME of the quota ConfigMap */
+    int leader_elect;
+    char *lease_namespace, *lease_name;
     char *pod_file;             /* simulate only */
     enum placement_mode placement;
     struct alloc_policy policy;

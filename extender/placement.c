@@ -8,9 +8,30 @@
 
 int placement_init(struct placement *p, struct cluster_cache *cache, const struct placement_config *cfg)
 {
+    memset(p, 0, sizeof(*p));
     p->cache = cache;
     p->cfg = *cfg;
     return pthread_mutex_init(&p->decide_lock, NULL) == 0 ? 0 : -1;
+}
+
+void placement_set_sink(struct placement *p, const struct decision_sink *sink)
+{
+    pthread_mutex_lock(&p->decide_lock);
+    p->sink = sink;
+    pthread_mutex_unlock(&p->decide_lock);
+}
+
+void placement_require_leader(struct placement *p, const atomic_int *is_leader)
+{
+    p->may_decide = is_leader;
+}
+
+static const char not_leader[] = "this replica is not the leader: it takes no decisions (the Service should route "
+                                 "to the leader, which is the one that reports ready)";
+
+static bool leading(const struct placement *p)
+{
+    return !p->may_decide || atomic_load(p->may_decide);
 }
 
 void placement_destroy(struct placement *p)
@@ -350,6 +371,12 @@ static int decide(struct placement *p, const struct pod_info *pod, struct evalua
 int placement_filter(struct placement *p, const struct pod_info *pod, const char *const *names, size_t n,
                      struct evaluation *ev)
 {
+    if (!leading(p)) {
+        if (evaluation_start(ev, pod, names, n) != 0)
+            return -1;
+        ev->error = strdup(not_leader);
+        return ev->error ? 0 : -1;
+    }
     if (p->cfg.mode == PLACEMENT_BIND)
         return placement_evaluate(p, pod, names, n, ev);
     if (evaluation_start(ev, pod, names, n) != 0)
@@ -364,7 +391,10 @@ int placement_filter(struct placement *p, const struct pod_info *pod, const char
     cache_read_lock(p->cache);
     int rc = evaluate_locked(p, pod, ev);
     cache_unlock(p->cache);
-    if (rc == 0)
+    /* Leadership may have been lost while waiting for the lock. */
+    if (rc == 0 && !leading(p) && !(ev->error = strdup(not_leader)))
+        rc = -1;
+    if (rc == 0 && !ev->error)
         rc = decide(p, pod, ev);
     pthread_mutex_unlock(&p->decide_lock);
     return rc;
@@ -538,10 +568,20 @@ static int record_and_bind(struct placement *p, const struct pod_info *pod, cons
     return rc;
 }
 
-static int bind_locked(struct placement *p, const char *key, const char *uid, const char *node, char **err)
+static int bind_locked(struct placement *p, const char *ns, const char *name, const char *key, const char *uid,
+                       const char *node, char **err)
 {
     bool assumed_here = false;
     struct pod_info *pod = pod_for_bind(p, key, node, &assumed_here);
+    if (!pod && p->sink && p->sink->fetch) {
+        char *why = NULL;
+        pod = p->sink->fetch(p->sink->ctx, ns, name, &why);
+        if (!pod)
+            *err = bind_error("pod %s: %s", key, why ? why : "cannot be read");
+        free(why);
+        if (!pod)
+            return -1;
+    }
     if (!pod) {
         *err = bind_error("pod %s is not in the extender's cache", key);
         return -1;
@@ -576,7 +616,13 @@ int placement_bind(struct placement *p, const char *ns, const char *name, const 
     }
     pthread_mutex_lock(&p->decide_lock);
     cache_expire(p->cache, now_realtime_ns());
-    int rc = bind_locked(p, key, uid, node, err);
+    if (!leading(p)) {
+        pthread_mutex_unlock(&p->decide_lock);
+        free(key);
+        *err = strdup(not_leader);
+        return -1;
+    }
+    int rc = bind_locked(p, ns && *ns ? ns : "default", name, key, uid, node, err);
     pthread_mutex_unlock(&p->decide_lock);
     if (rc == 0)
         log_info("pod %s bound to node %s", key, node);

@@ -14,6 +14,7 @@
 #define GQA_PLACEMENT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -39,6 +40,8 @@ struct decision_sink {
     int (*clear)(void *ctx, const struct pod_info *pod, char **err);
     /* Create the pod's Binding to node. */
     int (*bind)(void *ctx, const struct pod_info *pod, const char *node, char **err);
+    /* Read a pod the cache has not seen yet (the watch may lag a create). */
+    struct pod_info *(*fetch)(void *ctx, const char *ns, const char *name, char **err);
     void *ctx;
 };
 
@@ -47,7 +50,12 @@ struct placement {
     struct placement_config cfg;
     pthread_mutex_t decide_lock;
     const struct decision_sink *sink;   /* NULL offline */
+    const atomic_int *may_decide;       /* with leader election: 1 only while leading; NULL = always */
 };
+
+/* Live mode: where decisions go, and the leadership flag that gates them. */
+void placement_set_sink(struct placement *p, const struct decision_sink *sink);
+void placement_require_leader(struct placement *p, const atomic_int *is_leader);
 
 struct verdict {
     const char *name;       /* the caller's string; must outlive the evaluation */

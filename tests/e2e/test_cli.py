@@ -20,7 +20,8 @@ suite = g.Suite("test_cli")
 # Every flag of DESIGN section 8 that this build serves.
 EXPECTED_FLAGS = ["listen-http", "listen-https", "tls-cert", "tls-key", "tls-client-ca", "state-file", "pod",
                   "placement", "gpu-policy", "node-policy", "assume-ttl", "threads", "max-body-bytes", "log-level",
-                  "log-format", "version", "help"]
+                  "log-format", "version", "help", "kubeconfig", "crl-namespace", "quota-configmap",
+                  "leader-elect", "lease-namespace", "lease-name"]
 
 
 def help_flags(text):
@@ -40,7 +41,8 @@ def sample(flag, placeholder, files):
     if "|" in placeholder:
         return [placeholder.split("|")[0]]
     return [{"ADDR:PORT": "127.0.0.1:3999", "FILE": files, "DURATION": "30s", "N": "3",
-             "BYTES": "1Mi"}.get(placeholder, "x")]
+             "BYTES": "1Mi", "NAMESPACE/NAME": "kube-system/gpu-quota", "NAMESPACE": "kube-system",
+             "NAME": "gpu-quota-admission"}.get(placeholder, "x")]
 
 
 def one_line_error(s, r, flag, label):

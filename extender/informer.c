@@ -1,0 +1,488 @@
+/* informer.c - list+watch into the cache. See informer.h. */
+#include "extender/informer.h"
+#include "extender/jscan.h"
+#include "extender/log.h"
+#include "extender/strbuf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define LIST_TIMEOUT_MS 120000
+#define BACKOFF_MIN_MS 500
+#define BACKOFF_MAX_MS 30000
+
+enum event_result { EVENT_OK = 0, EVENT_RELIST = 1, EVENT_REWATCH = 2, EVENT_BAD = -1 };
+
+static char *dup_opt(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+struct informer *informer_new(const char *name, enum informer_kind kind, const char *list_path,
+                              const char *cm_namespace, const char *cm_name, struct cluster_cache *cache,
+                              const struct kube_config *kube)
+{
+    struct informer *inf = calloc(1, sizeof(*inf));
+    if (!inf)
+        return NULL;
+    inf->name = strdup(name);
+    inf->kind = kind;
+    inf->list_path = strdup(list_path);
+    inf->cm_namespace = dup_opt(cm_namespace);
+    inf->cm_name = dup_opt(cm_name);
+    inf->cache = cache;
+    inf->kube = kube;
+    inf->watch_timeout_s = 300;
+    pthread_mutex_init(&inf->lock, NULL);
+    if (!inf->name || !inf->list_path || (cm_namespace && !inf->cm_namespace) || (cm_name && !inf->cm_name)) {
+        informer_free(inf);
+        return NULL;
+    }
+    return inf;
+}
+
+/* ---- state ---------------------------------------------------------------- */
+
+static void set_rv(struct informer *inf, const char *rv)
+{
+    if (!rv || !*rv)
+        return;
+    pthread_mutex_lock(&inf->lock);
+    snprintf(inf->resource_version, sizeof(inf->resource_version), "%s", rv);
+    pthread_mutex_unlock(&inf->lock);
+}
+
+static void get_rv(struct informer *inf, char *buf, size_t size)
+{
+    pthread_mutex_lock(&inf->lock);
+    snprintf(buf, size, "%s", inf->resource_version);
+    pthread_mutex_unlock(&inf->lock);
+}
+
+static void note_failure(struct informer *inf, const char *what)
+{
+    atomic_fetch_add(&inf->errors, 1);
+    pthread_mutex_lock(&inf->lock);
+    snprintf(inf->last_error, sizeof(inf->last_error), "%s", what ? what : "unknown error");
+    if (!inf->failing_since_ns)
+        inf->failing_since_ns = now_realtime_ns();
+    pthread_mutex_unlock(&inf->lock);
+    log_warn("informer %s: %s", inf->name, what ? what : "unknown error");
+}
+
+static void note_healthy(struct informer *inf)
+{
+    pthread_mutex_lock(&inf->lock);
+    inf->failing_since_ns = 0;
+    pthread_mutex_unlock(&inf->lock);
+}
+
+void informer_status(struct informer *inf, struct informer_status *out)
+{
+    pthread_mutex_lock(&inf->lock);
+    out->synced = atomic_load(&inf->synced);
+    out->failing_for_ns = inf->failing_since_ns ? now_realtime_ns() - inf->failing_since_ns : 0;
+    snprintf(out->resource_version, sizeof(out->resource_version), "%s", inf->resource_version);
+    snprintf(out->last_error, sizeof(out->last_error), "%s", inf->last_error);
+    pthread_mutex_unlock(&inf->lock);
+}
+
+/* ---- applying objects ----------------------------------------------------- */
+
+static const char *object_rv(const cJSON *obj)
+{
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    const cJSON *rv = cJSON_GetObjectItemCaseSensitive(meta, "resourceVersion");
+    return cJSON_IsString(rv) ? rv->valuestring : NULL;
+}
+
+static const char *meta_string(const cJSON *obj, const char *field)
+{
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(meta, field);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static int apply_object(struct informer *inf, const cJSON *obj)
+{
+    char *err = NULL;
+    int rc = -1;
+    switch (inf->kind) {
+    case INFORMER_NODES: {
+        struct node_spec *spec = node_spec_from_json(obj, &err);
+        rc = spec ? cache_apply_node(inf->cache, spec) : -1;
+        break;
+    }
+    case INFORMER_PODS: {
+        struct pod_info *pod = pod_info_from_json(obj, &err);
+        rc = pod ? cache_apply_pod(inf->cache, pod, now_realtime_ns()) : -1;
+        break;
+    }
+    case INFORMER_CONFIGMAPS: {
+        cJSON *copy = cJSON_Duplicate(obj, 1);
+        rc = copy ? cache_apply_configmap(inf->cache, copy) : -1;
+        break;
+    }
+    }
+    if (rc != 0)
+        log_warn("informer %s: object skipped: %s", inf->name, err ? err : "out of memory");
+    free(err);
+    return rc;
+}
+
+static int delete_object(struct informer *inf, const cJSON *obj)
+{
+    const char *name = meta_string(obj, "name");
+    const char *ns = meta_string(obj, "namespace");
+    if (!name)
+        return -1;
+    switch (inf->kind) {
+    case INFORMER_NODES:
+        return cache_delete_node(inf->cache, name);
+    case INFORMER_PODS: {
+        char key[512];
+        snprintf(key, sizeof(key), "%s/%s", ns ? ns : "default", name);
+        return cache_delete_pod(inf->cache, key);
+    }
+    case INFORMER_CONFIGMAPS:
+        return cache_delete_configmap(inf->cache, ns ? ns : "default", name);
+    }
+    return -1;
+}
+
+/* The API server ends a watch it cannot serve with an ERROR event carrying a
+ * Status; 410 (Expired/Gone) means the resourceVersion was compacted away. */
+static enum event_result watch_error(struct informer *inf, const cJSON *status)
+{
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(status, "code");
+    const cJSON *msg = cJSON_GetObjectItemCaseSensitive(status, "message");
+    char what[256];
+    snprintf(what, sizeof(what), "watch error %d: %s", cJSON_IsNumber(code) ? code->valueint : 0,
+             cJSON_IsString(msg) ? msg->valuestring : "no message");
+    if (cJSON_IsNumber(code) && code->valueint == 410) {
+        log_info("informer %s: %s; listing again", inf->name, what);
+        return EVENT_RELIST;
+    }
+    note_failure(inf, what);
+    return EVENT_REWATCH;
+}
+
+int informer_apply_event(struct informer *inf, const char *line, size_t len)
+{
+    cJSON *ev = cJSON_ParseWithLength(line, len);
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(ev, "type");
+    const cJSON *obj = cJSON_GetObjectItemCaseSensitive(ev, "object");
+    enum event_result result = EVENT_OK;
+    if (!cJSON_IsString(type) || !cJSON_IsObject(obj)) {
+        log_warn("informer %s: malformed watch event skipped", inf->name);
+        cJSON_Delete(ev);
+        return EVENT_BAD;
+    }
+    const char *t = type->valuestring;
+    if (strcmp(t, "ERROR") == 0) {
+        result = watch_error(inf, obj);
+    } else if (strcmp(t, "BOOKMARK") == 0) {
+        atomic_fetch_add(&inf->bookmarks, 1);
+        set_rv(inf, object_rv(obj));
+    } else {
+        atomic_fetch_add(&inf->events, 1);
+        if (strcmp(t, "DELETED") == 0)
+            delete_object(inf, obj);
+        else
+            apply_object(inf, obj);
+        set_rv(inf, object_rv(obj));
+    }
+    cJSON_Delete(ev);
+    return result;
+}
+
+/* ---- list ----------------------------------------------------------------- */
+
+struct list_items {
+    void **items;
+    size_t count, cap;
+};
+
+static int push_item(struct list_items *l, void *item)
+{
+    if (l->count == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 256;
+        void **p = realloc(l->items, cap * sizeof(*p));
+        if (!p)
+            return -1;
+        l->items = p;
+        l->cap = cap;
+    }
+    l->items[l->count++] = item;
+    return 0;
+}
+
+/* Turn one listed object into what the cache keeps; NULL to skip it. */
+static void *convert_item(struct informer *inf, cJSON *obj, bool *owned)
+{
+    char *err = NULL;
+    void *out = NULL;
+    *owned = false;
+    if (inf->kind == INFORMER_NODES)
+        out = node_spec_from_json(obj, &err);
+    else if (inf->kind == INFORMER_PODS)
+        out = pod_info_from_json(obj, &err);
+    else {
+        out = obj;
+        *owned = true;
+    }
+    if (!out)
+        log_warn("informer %s: listed object skipped: %s", inf->name, err ? err : "out of memory");
+    free(err);
+    return out;
+}
+
+static void free_items(struct informer *inf, struct list_items *l)
+{
+    for (size_t i = 0; i < l->count; i++) {
+        if (inf->kind == INFORMER_NODES)
+            node_spec_free(l->items[i]);
+        else if (inf->kind == INFORMER_PODS)
+            pod_info_free(l->items[i]);
+        else
+            cJSON_Delete(l->items[i]);
+    }
+    free(l->items);
+}
+
+/* Each element of "items" becomes a small cJSON tree, converted and freed at
+ * once: a 40,000-pod list never exists as one tree. */
+static int collect_items(struct informer *inf, struct jscan *s, struct list_items *l)
+{
+    int e;
+    jscan_enter_array(s);
+    while ((e = jscan_next_element(s)) == 1) {
+        struct jscan_span span;
+        if (jscan_value_span(s, &span) != 0)
+            return -1;
+        cJSON *obj = cJSON_ParseWithLength(span.ptr, span.len);
+        bool owned = false;
+        void *item = obj ? convert_item(inf, obj, &owned) : NULL;
+        if (!owned)
+            cJSON_Delete(obj);
+        if (item && push_item(l, item) != 0)
+            return -1;
+    }
+    return e;
+}
+
+static int parse_list(struct informer *inf, const char *body, size_t len, struct list_items *l, char *rv,
+                      size_t rv_size)
+{
+    struct jscan s;
+    struct jscan_str key;
+    jscan_init(&s, body, len);
+    if (jscan_enter_object(&s) != 0)
+        return -1;
+    int r;
+    while ((r = jscan_next_key(&s, &key)) == 1) {
+        int rc;
+        if (jscan_key_is(&key, "items") && jscan_peek(&s) == JSCAN_ARRAY) {
+            rc = collect_items(inf, &s, l);
+        } else if (jscan_key_is(&key, "metadata") && jscan_peek(&s) == JSCAN_OBJECT) {
+            struct jscan_span span;
+            rc = jscan_value_span(&s, &span);
+            cJSON *meta = rc == 0 ? cJSON_ParseWithLength(span.ptr, span.len) : NULL;
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(meta, "resourceVersion");
+            if (cJSON_IsString(v))
+                snprintf(rv, rv_size, "%s", v->valuestring);
+            cJSON_Delete(meta);
+        } else {
+            rc = jscan_skip_value(&s);
+        }
+        if (rc != 0)
+            return -1;
+    }
+    return r == 0 ? 0 : -1;
+}
+
+static int replace_cache(struct informer *inf, struct list_items *l)
+{
+    int rc;
+    if (inf->kind == INFORMER_NODES)
+        rc = cache_replace_nodes(inf->cache, (struct node_spec **)l->items, l->count);
+    else if (inf->kind == INFORMER_PODS)
+        rc = cache_replace_pods(inf->cache, (struct pod_info **)l->items, l->count, now_realtime_ns());
+    else
+        rc = cache_replace_configmaps(inf->cache, inf->cm_namespace, inf->cm_name, (cJSON **)l->items, l->count);
+    free(l->items);
+    l->items = NULL;
+    l->count = 0;
+    return rc;
+}
+
+static int list_and_replace(struct informer *inf, struct kube_client *kc)
+{
+    struct kube_response r = {0};
+    int rc = -1;
+    if (kube_request(kc, "GET", inf->list_path, NULL, NULL, 0, LIST_TIMEOUT_MS, &r) != 0 || r.status != 200) {
+        note_failure(inf, r.error ? r.error : "list failed");
+        kube_response_free(&r);
+        return -1;
+    }
+    struct list_items items = {0};
+    char rv[64] = "";
+    if (parse_list(inf, r.body, r.body_len, &items, rv, sizeof(rv)) != 0 || !*rv) {
+        note_failure(inf, "list answer is not a Kubernetes list with metadata.resourceVersion");
+        free_items(inf, &items);
+    } else {
+        size_t count = items.count;
+        if (replace_cache(inf, &items) != 0) {
+            note_failure(inf, "out of memory while replacing the cache");
+        } else {
+            set_rv(inf, rv);
+            if (atomic_exchange(&inf->synced, 1))
+                atomic_fetch_add(&inf->relists, 1);
+            log_info("informer %s: listed %zu objects at resourceVersion %s", inf->name, count, rv);
+            rc = 0;
+        }
+    }
+    kube_response_free(&r);
+    return rc;
+}
+
+/* ---- watch ---------------------------------------------------------------- */
+
+struct watch_ctx {
+    struct informer *inf;
+    enum event_result outcome;
+};
+
+static int on_line(void *arg, const char *line, size_t len)
+{
+    struct watch_ctx *w = arg;
+    int r = informer_apply_event(w->inf, line, len);
+    if (r == EVENT_RELIST || r == EVENT_REWATCH) {
+        w->outcome = (enum event_result)r;
+        return 1;
+    }
+    return 0;
+}
+
+static char *watch_path(struct informer *inf)
+{
+    char rv[64];
+    get_rv(inf, rv, sizeof(rv));
+    /* Spread the ends of many watches over time, as client-go does. */
+    int timeout = inf->watch_timeout_s + (int)(rand() % (inf->watch_timeout_s / 4 + 1));
+    char *erv = kube_escape(rv);
+    struct strbuf sb;
+    strbuf_init(&sb);
+    strbuf_printf(&sb, "%s%cwatch=1&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%d", inf->list_path,
+                  strchr(inf->list_path, '?') ? '&' : '?', erv ? erv : "", timeout);
+    free(erv);
+    return erv ? strbuf_detach(&sb, NULL) : (strbuf_free(&sb), NULL);
+}
+
+/* One watch request. EVENT_OK: the server ended it (resume from the last
+ * resourceVersion); EVENT_RELIST: 410; EVENT_REWATCH/EVENT_BAD: failure. */
+static enum event_result watch_once(struct informer *inf, struct kube_client *kc)
+{
+    char *path = watch_path(inf);
+    if (!path)
+        return EVENT_BAD;
+    struct watch_ctx w = {inf, EVENT_OK};
+    struct kube_response r = {0};
+    long idle_ms = (long)(inf->watch_timeout_s * 2 + 60) * 1000L;
+    int rc = kube_watch(kc, path, on_line, &w, &inf->stop, idle_ms, &r);
+    free(path);
+    enum event_result out = w.outcome;
+    if (r.status == 410) {
+        out = EVENT_RELIST;
+    } else if (rc != 0 || (r.status != 200 && r.status != 0) || (r.status == 0 && !inf->stop)) {
+        if (out == EVENT_OK) {
+            note_failure(inf, r.error ? r.error : "watch failed");
+            out = EVENT_REWATCH;
+        }
+    } else if (out == EVENT_OK) {
+        note_healthy(inf);
+    }
+    kube_response_free(&r);
+    return out;
+}
+
+/* ---- the loop ------------------------------------------------------------- */
+
+static void pause_ms(struct informer *inf, long ms)
+{
+    for (long waited = 0; waited < ms && !inf->stop; waited += 50) {
+        struct timespec ts = {0, 50 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Exponential backoff with +-25% jitter, so many replicas do not retry in step. */
+static long next_backoff(long *backoff)
+{
+    *backoff = *backoff ? (*backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : *backoff * 2) : BACKOFF_MIN_MS;
+    long jitter = *backoff / 4;
+    return *backoff - jitter + (jitter ? rand() % (2 * jitter + 1) : 0);
+}
+
+static void *informer_main(void *arg)
+{
+    struct informer *inf = arg;
+    struct kube_client *kc = NULL;
+    bool listed = false;
+    long backoff = 0;
+    while (!inf->stop) {
+        char *err = NULL;
+        if (!kc && !(kc = kube_client_new(inf->kube, &err))) {
+            note_failure(inf, err ? err : "cannot create the API client");
+            free(err);
+            pause_ms(inf, next_backoff(&backoff));
+            continue;
+        }
+        if (!listed) {
+            if (list_and_replace(inf, kc) != 0) {
+                pause_ms(inf, next_backoff(&backoff));
+                continue;
+            }
+            listed = true;
+            backoff = 0;
+            note_healthy(inf);
+        }
+        enum event_result r = watch_once(inf, kc);
+        if (r == EVENT_RELIST) {
+            listed = false;
+        } else if (r != EVENT_OK && !inf->stop) {
+            atomic_fetch_add(&inf->reconnects, 1);
+            pause_ms(inf, next_backoff(&backoff));
+        } else {
+            backoff = 0;
+        }
+    }
+    kube_client_free(kc);
+    return NULL;
+}
+
+int informer_start(struct informer *inf)
+{
+    if (pthread_create(&inf->thread, NULL, informer_main, inf) != 0)
+        return -1;
+    inf->started = 1;
+    return 0;
+}
+
+void informer_free(struct informer *inf)
+{
+    if (!inf)
+        return;
+    if (inf->started) {
+        inf->stop = 1;
+        pthread_join(inf->thread, NULL);
+    }
+    pthread_mutex_destroy(&inf->lock);
+    free(inf->name);
+    free(inf->list_path);
+    free(inf->cm_namespace);
+    free(inf->cm_name);
+    free(inf);
+}

@@ -1,0 +1,1207 @@
+/*
+ * kubeclient.c - Kubernetes API client on libcurl; see kubeclient.h.
+ *
+ * Every transfer runs through the client's own multi handle rather than
+ * curl_easy_perform: the loop wakes at least every KUBE_POLL_MS, so a watch
+ * notices *stop and its idle timeout promptly (curl_easy_perform's progress
+ * callback may be called only once a second when the stream is quiet). The
+ * multi handle also keeps the connection cache, so consecutive requests of
+ * one client reuse their connection.
+ */
+#include "extender/kubeclient.h"
+#include "extender/log.h"
+#include "extender/strbuf.h"
+#include "extender/yamljson.h"
+#include "version.h"
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define KUBE_CONNECT_TIMEOUT_MS 10000L
+#define KUBE_DEFAULT_TIMEOUT_MS 60000L  /* kube_request with timeout_ms <= 0 */
+#define KUBE_POLL_MS 100                /* how often a transfer checks stop and idle */
+#define KUBE_KEEPIDLE_S 30L
+#define KUBE_KEEPINTVL_S 15L
+#define KUBE_MAX_LINE ((size_t)64 << 20)    /* one watch event */
+#define KUBE_LINE_KEEP ((size_t)1 << 20)    /* a line buffer bigger than this is released after use */
+#define KUBE_MAX_TOKEN ((off_t)64 << 10)
+#define KUBE_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
+
+/* ---- small helpers -------------------------------------------------------- */
+
+static char *fmt_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A malloc'd message, or NULL when memory ran out. */
+static char *fmt_msg(const char *fmt, ...)
+{
+    struct strbuf sb;
+    strbuf_init(&sb);
+    va_list ap;
+    va_start(ap, fmt);
+    strbuf_vprintf(&sb, fmt, ap);
+    va_end(ap);
+    return strbuf_detach(&sb, NULL);
+}
+
+static void set_err(char **err, char *msg)
+{
+    if (err)
+        *err = msg;
+    else
+        free(msg);
+}
+
+static int is_space(char ch)
+{
+    return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n';
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- configuration -------------------------------------------------------- */
+
+void kube_config_free(struct kube_config *cfg)
+{
+    if (!cfg)
+        return;
+    free(cfg->server);
+    free(cfg->ca_file);
+    free(cfg->ca_data);
+    free(cfg->client_cert_file);
+    free(cfg->client_key_file);
+    free(cfg->client_cert_data);
+    free(cfg->client_key_data);
+    free(cfg->token);
+    free(cfg->token_file);
+    free(cfg->source);
+    free(cfg);
+}
+
+static struct kube_config *config_new(const char *source)
+{
+    struct kube_config *cfg = calloc(1, sizeof(*cfg));
+    if (cfg && !(cfg->source = strdup(source))) {
+        free(cfg);
+        cfg = NULL;
+    }
+    return cfg;
+}
+
+/* Value of one base64 character, or -1. */
+static int b64_value(unsigned char ch)
+{
+    if (ch >= 'A' && ch <= 'Z')
+        return ch - 'A';
+    if (ch >= 'a' && ch <= 'z')
+        return ch - 'a' + 26;
+    if (ch >= '0' && ch <= '9')
+        return ch - '0' + 52;
+    if (ch == '+')
+        return 62;
+    return ch == '/' ? 63 : -1;
+}
+
+/* Standard base64 as kubectl writes it. Whitespace (YAML folding, wrapped
+ * lines) is skipped; padding may be present or not, but nothing but more
+ * padding may follow it. 0 with a malloc'd NUL-terminated *out, -1 for bad
+ * input, -2 when memory ran out. */
+static int base64_decode(const char *in, char **out, size_t *out_len)
+{
+    size_t in_len = strlen(in), len = 0, chars = 0, pad = 0;
+    unsigned char *buf = malloc(in_len / 4 * 3 + 4);
+    if (!buf)
+        return -2;
+    uint32_t acc = 0;
+    int bits = 0;
+    for (const unsigned char *p = (const unsigned char *)in; *p; p++) {
+        if (is_space((char)*p))
+            continue;
+        if (*p == '=') {
+            pad++;
+            continue;
+        }
+        int v = b64_value(*p);
+        if (v < 0 || pad) {
+            free(buf);
+            return -1;
+        }
+        acc = (acc << 6) | (uint32_t)v;
+        bits += 6;
+        chars++;
+        if (bits >= 8) {
+            bits -= 8;
+            buf[len++] = (unsigned char)(acc >> bits);
+        }
+    }
+    if (chars % 4 == 1 || pad > 2 || (pad && (chars + pad) % 4 != 0)) {
+        free(buf);
+        return -1;
+    }
+    buf[len] = '\0';
+    *out = (char *)buf;
+    *out_len = len;
+    return 0;
+}
+
+/* What is needed while reading one kubeconfig. */
+struct kc_parse {
+    const char *path;
+    char *dir;      /* the kubeconfig's directory: relative paths start there */
+    char *err;      /* the first failure: "kubeconfig PATH: ..." */
+    int failed;
+};
+
+static int kc_fail(struct kc_parse *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int kc_fail(struct kc_parse *p, const char *fmt, ...)
+{
+    if (p->failed)
+        return -1;
+    p->failed = 1;
+    struct strbuf sb;
+    strbuf_init(&sb);
+    strbuf_printf(&sb, "kubeconfig %s: ", p->path);
+    va_list ap;
+    va_start(ap, fmt);
+    strbuf_vprintf(&sb, fmt, ap);
+    va_end(ap);
+    p->err = strbuf_detach(&sb, NULL);
+    return -1;
+}
+
+static int kc_oom(struct kc_parse *p)
+{
+    return kc_fail(p, "out of memory");
+}
+
+/* The directory part of the kubeconfig path ("." when it has none). */
+static char *dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return strdup(".");
+    if (slash == path)
+        return strdup("/");
+    return strndup(path, (size_t)(slash - path));
+}
+
+/* key's string value in obj: *out is NULL when absent, null or empty (Go's
+ * omitempty treats "" as absent). where names obj in the error. */
+static int kc_string(struct kc_parse *p, const cJSON *obj, const char *key, const char *where, const char **out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    *out = NULL;
+    if (!v || cJSON_IsNull(v))
+        return 0;
+    if (!cJSON_IsString(v))
+        return kc_fail(p, "%s: %s must be a string", where, key);
+    if (*v->valuestring)
+        *out = v->valuestring;
+    return 0;
+}
+
+/* The entry of the named list (contexts, clusters, users) called name; *body
+ * is its member (context, cluster, user), NULL when the entry has none.
+ * 1 when found, 0 when not, -1 on a malformed list. */
+static int kc_named(struct kc_parse *p, const cJSON *root, const char *list, const char *member, const char *name,
+                    const cJSON **body)
+{
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, list);
+    *body = NULL;
+    if (!arr || cJSON_IsNull(arr))
+        return 0;
+    if (!cJSON_IsArray(arr))
+        return kc_fail(p, "%s must be a list", list);
+    const cJSON *item;
+    cJSON_ArrayForEach(item, arr) {
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(item, "name");
+        if (!cJSON_IsString(n) || strcmp(n->valuestring, name) != 0)
+            continue;
+        const cJSON *b = cJSON_GetObjectItemCaseSensitive(item, member);
+        if (b && !cJSON_IsNull(b) && !cJSON_IsObject(b))
+            return kc_fail(p, "%s \"%s\": %s must be a mapping", member, name, member);
+        *body = cJSON_IsObject(b) ? b : NULL;
+        return 1;
+    }
+    return 0;
+}
+
+/* A file named by the kubeconfig: resolved against its directory and
+ * checked now, so a typo is reported at startup rather than as a TLS error. */
+static int kc_path(struct kc_parse *p, const char *where, const char *field, const char *value, char **out)
+{
+    char *path = value[0] == '/' ? strdup(value)
+                                 : fmt_msg("%s%s%s", p->dir, p->dir[strlen(p->dir) - 1] == '/' ? "" : "/", value);
+    if (!path)
+        return kc_oom(p);
+    if (access(path, R_OK) != 0) {
+        int e = errno;
+        kc_fail(p, "%s: %s %s: %s", where, field, path, strerror(e));
+        free(path);
+        return -1;
+    }
+    *out = path;
+    return 0;
+}
+
+/* A *-data field: base64 of PEM text. */
+static int kc_pem(struct kc_parse *p, const char *where, const char *field, const char *value, char **out)
+{
+    size_t len;
+    int rc = base64_decode(value, out, &len);
+    if (rc == -2)
+        return kc_oom(p);
+    if (rc != 0)
+        return kc_fail(p, "%s: %s is not valid base64", where, field);
+    if (memchr(*out, '\0', len) || !strstr(*out, "-----BEGIN ")) {
+        free(*out);
+        *out = NULL;
+        return kc_fail(p, "%s: %s does not hold PEM data", where, field);
+    }
+    return 0;
+}
+
+/* PEM material given inline (*-data, which wins as in kubectl) or as a file. */
+static int kc_pem_or_file(struct kc_parse *p, const cJSON *obj, const char *where, const char *field, char **data,
+                          char **file)
+{
+    char data_key[64];
+    snprintf(data_key, sizeof(data_key), "%s-data", field);
+    const char *d, *f;
+    if (kc_string(p, obj, data_key, where, &d) != 0 || kc_string(p, obj, field, where, &f) != 0)
+        return -1;
+    if (d)
+        return kc_pem(p, where, data_key, d, data);
+    return f ? kc_path(p, where, field, f, file) : 0;
+}
+
+static int kc_bool(struct kc_parse *p, const cJSON *obj, const char *key, const char *where, int *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v || cJSON_IsNull(v))
+        return 0;
+    if (!cJSON_IsBool(v))
+        return kc_fail(p, "%s: %s must be true or false", where, key);
+    *out = cJSON_IsTrue(v);
+    return 0;
+}
+
+/* "https://host:6443" without trailing slashes; a bare host:port gets
+ * https://, as kubectl does. */
+static int kc_server(struct kc_parse *p, const char *server, struct kube_config *cfg)
+{
+    size_t len = strlen(server);
+    while (len > 0 && server[len - 1] == '/')
+        len--;
+    const char *scheme = strstr(server, "://") ? "" : "https://";
+    cfg->server = fmt_msg("%s%.*s", scheme, (int)len, server);
+    return cfg->server ? 0 : kc_oom(p);
+}
+
+static int kc_cluster(struct kc_parse *p, const char *name, const cJSON *cluster, struct kube_config *cfg)
+{
+    char *where = fmt_msg("cluster \"%s\"", name);
+    if (!where)
+        return kc_oom(p);
+    const char *server;
+    int rc = kc_string(p, cluster, "server", where, &server);
+    if (rc == 0 && !server)
+        rc = kc_fail(p, "%s has no server", where);
+    if (rc == 0)
+        rc = kc_server(p, server, cfg);
+    if (rc == 0)
+        rc = kc_bool(p, cluster, "insecure-skip-tls-verify", where, &cfg->insecure_skip_tls_verify);
+    if (rc == 0)
+        rc = kc_pem_or_file(p, cluster, where, "certificate-authority", &cfg->ca_data, &cfg->ca_file);
+    free(where);
+    return rc;
+}
+
+/* Credential kinds this client cannot use: a clear error beats an anonymous
+ * request that fails later with 401. */
+static int kc_unsupported_auth(struct kc_parse *p, const cJSON *user, const char *where)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(user, "exec");
+    if (v && !cJSON_IsNull(v))
+        return kc_fail(p, "%s: exec credential plugins are not supported (use token, tokenFile or a client certificate)",
+                       where);
+    v = cJSON_GetObjectItemCaseSensitive(user, "auth-provider");
+    if (v && !cJSON_IsNull(v))
+        return kc_fail(p, "%s: auth-provider plugins are not supported (use token, tokenFile or a client certificate)",
+                       where);
+    const char *s1, *s2;
+    if (kc_string(p, user, "username", where, &s1) != 0 || kc_string(p, user, "password", where, &s2) != 0)
+        return -1;
+    if (s1 || s2)
+        return kc_fail(p, "%s: basic authentication (username/password) is not supported", where);
+    return 0;
+}
+
+static int kc_token(struct kc_parse *p, const cJSON *user, const char *where, struct kube_config *cfg)
+{
+    const char *token, *file;
+    if (kc_string(p, user, "token", where, &token) != 0 || kc_string(p, user, "tokenFile", where, &file) != 0)
+        return -1;
+    /* DESIGN.md spells it token-file; kubectl writes tokenFile. */
+    if (!file && kc_string(p, user, "token-file", where, &file) != 0)
+        return -1;
+    if (token && !(cfg->token = strdup(token)))
+        return kc_oom(p);
+    return file ? kc_path(p, where, "tokenFile", file, &cfg->token_file) : 0;
+}
+
+static int kc_user(struct kc_parse *p, const char *name, const cJSON *user, struct kube_config *cfg)
+{
+    char *where = fmt_msg("user \"%s\"", name);
+    if (!where)
+        return kc_oom(p);
+    int rc = kc_unsupported_auth(p, user, where);
+    if (rc == 0)
+        rc = kc_token(p, user, where, cfg);
+    if (rc == 0)
+        rc = kc_pem_or_file(p, user, where, "client-certificate", &cfg->client_cert_data, &cfg->client_cert_file);
+    if (rc == 0)
+        rc = kc_pem_or_file(p, user, where, "client-key", &cfg->client_key_data, &cfg->client_key_file);
+    int has_cert = cfg->client_cert_data || cfg->client_cert_file;
+    int has_key = cfg->client_key_data || cfg->client_key_file;
+    if (rc == 0 && has_cert != has_key)
+        rc = kc_fail(p, "%s has a client %s but no client %s", where, has_cert ? "certificate" : "key",
+                     has_cert ? "key" : "certificate");
+    free(where);
+    return rc;
+}
+
+/* current-context -> its context's cluster and user names. */
+static int kc_context(struct kc_parse *p, const cJSON *root, const char **cluster_name, const char **user_name)
+{
+    const char *ctx_name;
+    const cJSON *ctx;
+    if (kc_string(p, root, "current-context", "top level", &ctx_name) != 0)
+        return -1;
+    if (!ctx_name)
+        return kc_fail(p, "no current-context");
+    int found = kc_named(p, root, "contexts", "context", ctx_name, &ctx);
+    if (found == 0)
+        return kc_fail(p, "current-context \"%s\" not found in contexts", ctx_name);
+    if (found < 0)
+        return -1;
+    char *where = fmt_msg("context \"%s\"", ctx_name);
+    if (!where)
+        return kc_oom(p);
+    int rc = kc_string(p, ctx, "cluster", where, cluster_name);
+    if (rc == 0)
+        rc = kc_string(p, ctx, "user", where, user_name);
+    if (rc == 0 && !*cluster_name)
+        rc = kc_fail(p, "%s has no cluster", where);
+    free(where);
+    return rc;
+}
+
+/* The chain is followed in order, so the error names the first broken link.
+ * A context without a user is anonymous access. */
+static struct kube_config *kc_build(struct kc_parse *p, const cJSON *root)
+{
+    const char *cluster_name = NULL, *user_name = NULL;
+    const cJSON *cluster, *user;
+    if (kc_context(p, root, &cluster_name, &user_name) != 0)
+        return NULL;
+    int found = kc_named(p, root, "clusters", "cluster", cluster_name, &cluster);
+    if (found == 0)
+        kc_fail(p, "cluster \"%s\" not found in clusters", cluster_name);
+    if (found <= 0)
+        return NULL;
+    struct kube_config *cfg = config_new(p->path);
+    if (!cfg)
+        return kc_oom(p), NULL;
+    int rc = kc_cluster(p, cluster_name, cluster, cfg);
+    if (rc == 0 && user_name) {
+        found = kc_named(p, root, "users", "user", user_name, &user);
+        if (found == 0)
+            kc_fail(p, "user \"%s\" not found in users", user_name);
+        rc = found > 0 ? kc_user(p, user_name, user, cfg) : -1;
+    }
+    if (rc != 0) {
+        kube_config_free(cfg);
+        return NULL;
+    }
+    return cfg;
+}
+
+static cJSON *kc_load(struct kc_parse *p)
+{
+    struct strbuf sb;
+    strbuf_init(&sb);
+    if (strbuf_read_file(&sb, p->path) != 0) {
+        int e = errno;
+        strbuf_free(&sb);
+        return kc_fail(p, "%s", strerror(e)), NULL;
+    }
+    size_t len = 0;
+    char *text = strbuf_detach(&sb, &len);
+    if (!text)
+        return kc_oom(p), NULL;
+    char *why = NULL;
+    cJSON *root = yaml_to_json(text, len, &why);
+    free(text);
+    if (!root)
+        kc_fail(p, "%s", why ? why : "out of memory");
+    else if (!cJSON_IsObject(root))
+        kc_fail(p, "not a kubeconfig (the document is not a mapping)");
+    free(why);
+    if (p->failed) {
+        cJSON_Delete(root);
+        return NULL;
+    }
+    return root;
+}
+
+struct kube_config *kube_config_from_file(const char *path, char **err)
+{
+    if (err)
+        *err = NULL;
+    struct kc_parse p = {.path = path};
+    struct kube_config *cfg = NULL;
+    p.dir = dir_of(path);
+    if (!p.dir) {
+        kc_oom(&p);
+    } else {
+        cJSON *root = kc_load(&p);
+        if (root)
+            cfg = kc_build(&p, root);
+        cJSON_Delete(root);
+    }
+    free(p.dir);
+    if (!cfg && !p.failed)
+        kc_oom(&p);
+    set_err(err, p.err);   /* NULL on success */
+    return cfg;
+}
+
+static int readable_or_err(const char *path, char **err)
+{
+    if (access(path, R_OK) == 0)
+        return 0;
+    int e = errno;
+    set_err(err, fmt_msg("in-cluster config: %s: %s", path, strerror(e)));
+    return -1;
+}
+
+struct kube_config *kube_config_in_cluster(char **err)
+{
+    if (err)
+        *err = NULL;
+    const char *host = getenv("KUBERNETES_SERVICE_HOST"), *port = getenv("KUBERNETES_SERVICE_PORT");
+    if (!host || !*host || !port || !*port) {
+        set_err(err, strdup("in-cluster config: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set "
+                            "(not running in a pod?)"));
+        return NULL;
+    }
+    const char *dir = getenv("GQA_SERVICEACCOUNT_DIR");
+    if (!dir || !*dir)
+        dir = KUBE_SA_DIR;
+    struct kube_config *cfg = config_new("in-cluster");
+    int v6 = strchr(host, ':') && host[0] != '[';   /* an IPv6 literal needs brackets in a URL */
+    if (cfg) {
+        cfg->server = fmt_msg("https://%s%s%s:%s", v6 ? "[" : "", host, v6 ? "]" : "", port);
+        cfg->ca_file = fmt_msg("%s/ca.crt", dir);
+        cfg->token_file = fmt_msg("%s/token", dir);
+    }
+    if (!cfg || !cfg->server || !cfg->ca_file || !cfg->token_file) {
+        set_err(err, strdup("in-cluster config: out of memory"));
+    } else if (readable_or_err(cfg->ca_file, err) == 0 && readable_or_err(cfg->token_file, err) == 0) {
+        return cfg;
+    }
+    kube_config_free(cfg);
+    return NULL;
+}
+
+/* ---- the client ----------------------------------------------------------- */
+
+struct kube_client {
+    CURL *curl;
+    CURLM *multi;               /* owns the connection cache between transfers */
+    char *server;
+    char *static_token;
+    char *token_file;
+    char *file_token;           /* the last successful read of token_file */
+    struct stat token_stat;     /* the file as it was for that read */
+    int token_warned;           /* a failed re-read was logged; quiet until it recovers */
+    char errbuf[CURL_ERROR_SIZE];
+};
+
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static CURLcode global_rc = CURLE_FAILED_INIT;
+static atomic_int insecure_warned;
+
+static void global_init(void)
+{
+    global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+/* Options that stay the same for every transfer of this client. */
+static CURLcode set_common_options(CURL *h, char *errbuf)
+{
+    CURLcode rc = curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+    if (rc == CURLE_OK)
+        rc = curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);    /* threads: no SIGALRM for DNS timeouts */
+    if (rc == CURLE_OK)
+        rc = curl_easy_setopt(h, CURLOPT_USERAGENT, "gpu-quota-admission/" GQA_VERSION);
+    if (rc == CURLE_OK)
+        rc = curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, KUBE_CONNECT_TIMEOUT_MS);
+    if (rc == CURLE_OK)
+        rc = curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);  /* notice a vanished server on a quiet watch */
+    if (rc == CURLE_OK)
+        rc = curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, KUBE_KEEPIDLE_S);
+    if (rc == CURLE_OK)
+        rc = curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, KUBE_KEEPINTVL_S);
+    if (rc == CURLE_OK)
+        rc = curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (rc == CURLE_OK)
+        rc = curl_easy_setopt(h, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+    if (rc == CURLE_OK)
+        rc = curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");  /* big lists come gzipped */
+    /* HTTP/2 when the TLS server offers it; a build without it keeps HTTP/1.1. */
+    if (rc == CURLE_OK)
+        (void)curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    return rc;
+}
+
+static CURLcode set_blob(CURL *h, CURLoption opt, const char *pem)
+{
+    struct curl_blob blob = {.data = (void *)pem, .len = strlen(pem), .flags = CURL_BLOB_COPY};
+    return curl_easy_setopt(h, opt, &blob);
+}
+
+/* The cluster CA only: the system's CA directory must not vouch for the API
+ * server as well, hence CAPATH is cleared whenever a CA is configured. */
+static CURLcode set_tls_options(CURL *h, const struct kube_config *cfg)
+{
+    CURLcode rc = CURLE_OK;
+    if (cfg->insecure_skip_tls_verify) {
+        rc = curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+        if (rc == CURLE_OK)
+            rc = curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+        if (!atomic_exchange(&insecure_warned, 1))
+            log_warn("kube client: TLS verification of %s is disabled (insecure-skip-tls-verify in %s)",
+                     cfg->server, cfg->source ? cfg->source : "the configuration");
+    } else if (cfg->ca_data || cfg->ca_file) {
+        rc = cfg->ca_data ? set_blob(h, CURLOPT_CAINFO_BLOB, cfg->ca_data)
+                          : curl_easy_setopt(h, CURLOPT_CAINFO, cfg->ca_file);
+        if (rc == CURLE_OK)
+            rc = curl_easy_setopt(h, CURLOPT_CAPATH, NULL);
+    }
+    if (rc == CURLE_OK && (cfg->client_cert_data || cfg->client_cert_file)) {
+        rc = cfg->client_cert_data ? set_blob(h, CURLOPT_SSLCERT_BLOB, cfg->client_cert_data)
+                                   : curl_easy_setopt(h, CURLOPT_SSLCERT, cfg->client_cert_file);
+        if (rc == CURLE_OK)
+            rc = curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
+    }
+    if (rc == CURLE_OK && (cfg->client_key_data || cfg->client_key_file)) {
+        rc = cfg->client_key_data ? set_blob(h, CURLOPT_SSLKEY_BLOB, cfg->client_key_data)
+                                  : curl_easy_setopt(h, CURLOPT_SSLKEY, cfg->client_key_file);
+        if (rc == CURLE_OK)
+            rc = curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
+    }
+    return rc;
+}
+
+void kube_client_free(struct kube_client *c)
+{
+    if (!c)
+        return;
+    if (c->multi)
+        curl_multi_cleanup(c->multi);
+    if (c->curl)
+        curl_easy_cleanup(c->curl);
+    free(c->server);
+    free(c->static_token);
+    free(c->token_file);
+    free(c->file_token);
+    free(c);
+}
+
+static int copy_str(char **dst, const char *src)
+{
+    *dst = NULL;
+    return src && !(*dst = strdup(src)) ? -1 : 0;
+}
+
+/* The client keeps its own copies: it does not depend on cfg afterwards. */
+static int copy_config(struct kube_client *c, const struct kube_config *cfg)
+{
+    size_t len = strlen(cfg->server);
+    while (len > 0 && cfg->server[len - 1] == '/')
+        len--;
+    c->server = strndup(cfg->server, len);
+    if (!c->server || copy_str(&c->static_token, cfg->token) != 0 || copy_str(&c->token_file, cfg->token_file) != 0)
+        return -1;
+    return 0;
+}
+
+struct kube_client *kube_client_new(const struct kube_config *cfg, char **err)
+{
+    if (err)
+        *err = NULL;
+    if (!cfg || !cfg->server || !*cfg->server) {
+        set_err(err, strdup("kube client: no API server address"));
+        return NULL;
+    }
+    pthread_once(&global_once, global_init);
+    if (global_rc != CURLE_OK) {
+        set_err(err, fmt_msg("kube client: libcurl initialisation failed: %s", curl_easy_strerror(global_rc)));
+        return NULL;
+    }
+    struct kube_client *c = calloc(1, sizeof(*c));
+    if (!c || copy_config(c, cfg) != 0 || !(c->curl = curl_easy_init()) || !(c->multi = curl_multi_init())) {
+        kube_client_free(c);
+        set_err(err, strdup("kube client: out of memory"));
+        return NULL;
+    }
+    CURLcode rc = set_common_options(c->curl, c->errbuf);
+    if (rc == CURLE_OK)
+        rc = set_tls_options(c->curl, cfg);
+    if (rc != CURLE_OK) {
+        set_err(err, fmt_msg("kube client for %s: %s", cfg->server, curl_easy_strerror(rc)));
+        kube_client_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* ---- bearer tokens -------------------------------------------------------- */
+
+static int same_file_state(const struct stat *a, const struct stat *b)
+{
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/* The token file's content without surrounding whitespace (a trailing
+ * newline is common). NULL with *why set (a static string) on failure. */
+static char *read_token(const char *path, const struct stat *st, const char **why)
+{
+    if (st->st_size > KUBE_MAX_TOKEN) {
+        *why = "file too large for a token";
+        return NULL;
+    }
+    struct strbuf sb;
+    strbuf_init(&sb);
+    if (strbuf_read_file(&sb, path) != 0) {
+        *why = strerror(errno);
+        strbuf_free(&sb);
+        return NULL;
+    }
+    size_t start = 0, end = sb.len;
+    while (start < end && is_space(sb.data[start]))
+        start++;
+    while (end > start && is_space(sb.data[end - 1]))
+        end--;
+    char *tok = end > start ? strndup(sb.data + start, end - start) : NULL;
+    *why = end > start ? "out of memory" : "the file is empty";
+    strbuf_free(&sb);
+    return tok;
+}
+
+/* A re-read failed: keep the token we had (the file may be mid-rotation),
+ * or fail the request when there never was one. */
+static int token_fallback(struct kube_client *c, const char *why, const char **token, char **err)
+{
+    const char *old = c->file_token ? c->file_token : c->static_token;
+    if (old) {
+        if (!c->token_warned)
+            log_warn("kube client: cannot read token file %s (%s); using the previous token", c->token_file, why);
+        c->token_warned = 1;
+        *token = old;
+        return 0;
+    }
+    *err = fmt_msg("token file %s: %s", c->token_file, why);
+    return -1;
+}
+
+/* The token for the next request. The file is stat'ed every time and read
+ * again only when it changed: projected service-account tokens rotate. */
+static int current_token(struct kube_client *c, const char **token, char **err)
+{
+    *token = c->static_token;
+    if (!c->token_file)
+        return 0;
+    struct stat st;
+    if (stat(c->token_file, &st) != 0)
+        return token_fallback(c, strerror(errno), token, err);
+    if (c->file_token && same_file_state(&st, &c->token_stat)) {
+        *token = c->file_token;
+        return 0;
+    }
+    const char *why = NULL;
+    char *fresh = read_token(c->token_file, &st, &why);
+    if (!fresh)
+        return token_fallback(c, why, token, err);
+    if (c->token_warned)
+        log_info("kube client: token file %s is readable again", c->token_file);
+    free(c->file_token);
+    c->file_token = fresh;
+    c->token_stat = st;
+    c->token_warned = 0;
+    *token = fresh;
+    return 0;
+}
+
+static struct curl_slist *add_header(struct curl_slist *list, const char *line, int *failed)
+{
+    struct curl_slist *next = *failed ? NULL : curl_slist_append(list, line);
+    if (!next)
+        *failed = 1;
+    return next ? next : list;
+}
+
+/* The request's headers. "Expect:" stops curl from waiting for
+ * "100 Continue" before sending a large body. */
+static struct curl_slist *build_headers(struct kube_client *c, const char *content_type, char **err)
+{
+    const char *token = NULL;
+    if (current_token(c, &token, err) != 0)
+        return NULL;
+    int failed = 0;
+    struct curl_slist *h = add_header(NULL, "Accept: application/json", &failed);
+    h = add_header(h, "Expect:", &failed);
+    char *line = content_type ? fmt_msg("Content-Type: %s", content_type) : NULL;
+    if (content_type)
+        h = line ? add_header(h, line, &failed) : (failed = 1, h);
+    free(line);
+    line = token ? fmt_msg("Authorization: Bearer %s", token) : NULL;
+    if (token)
+        h = line ? add_header(h, line, &failed) : (failed = 1, h);
+    free(line);
+    if (failed) {
+        curl_slist_free_all(h);
+        *err = strdup("out of memory");
+        return NULL;
+    }
+    return h;
+}
+
+/* ---- one transfer --------------------------------------------------------- */
+
+struct xfer {
+    struct kube_client *c;
+    struct strbuf body;         /* the answer (a refused watch's too) */
+    struct strbuf line;         /* a watch line still waiting for its '\n' */
+    kube_line_fn on_line;       /* NULL: collect the body */
+    void *ctx;
+    const volatile int *stop;
+    long idle_timeout_ms;
+    int64_t last_byte_ms;
+    int mode;                   /* watch: 0 undecided, 1 stream lines, 2 collect */
+    int stopped;                /* stop flag or on_line: a clean end */
+    int idle, too_long, oom;
+};
+
+static int deliver_line(struct xfer *x)
+{
+    struct strbuf *l = &x->line;
+    size_t n = l->len;
+    if (n > 0 && l->data[n - 1] == '\r')
+        n--;
+    int rc = 0;
+    if (n > 0) {
+        l->data[n] = '\0';
+        rc = x->on_line(x->ctx, l->data, n);
+    }
+    /* One huge object must not pin its buffer for the rest of the watch. */
+    if (l->cap > KUBE_LINE_KEEP)
+        strbuf_free(l);
+    else
+        strbuf_reset(l);
+    if (rc != 0)
+        x->stopped = 1;
+    return rc != 0 ? -1 : 0;
+}
+
+/* Split the stream into lines; a line may span any number of chunks. */
+static int feed_lines(struct xfer *x, const char *data, size_t len)
+{
+    while (len > 0) {
+        if (x->stop && *x->stop) {
+            x->stopped = 1;
+            return -1;
+        }
+        const char *nl = memchr(data, '\n', len);
+        size_t take = nl ? (size_t)(nl - data) : len;
+        if (take > KUBE_MAX_LINE - x->line.len) {
+            x->too_long = 1;
+            return -1;
+        }
+        strbuf_append(&x->line, data, take);
+        if (strbuf_failed(&x->line)) {
+            x->oom = 1;
+            return -1;
+        }
+        if (!nl)
+            return 0;
+        if (deliver_line(x) != 0)
+            return -1;
+        data = nl + 1;
+        len -= take + 1;
+    }
+    return 0;
+}
+
+static size_t on_write(char *data, size_t size, size_t nmemb, void *arg)
+{
+    struct xfer *x = arg;
+    size_t len = size * nmemb;
+    x->last_byte_ms = now_ms();
+    if (x->on_line && x->mode == 0) {
+        /* Headers are complete by the first body byte: only a 200 is a stream. */
+        long code = 0;
+        curl_easy_getinfo(x->c->curl, CURLINFO_RESPONSE_CODE, &code);
+        x->mode = code == 200 ? 1 : 2;
+    }
+    if (x->on_line && x->mode == 1)
+        return feed_lines(x, data, len) == 0 ? len : 0;
+    strbuf_append(&x->body, data, len);
+    if (strbuf_failed(&x->body)) {
+        x->oom = 1;
+        return 0;
+    }
+    return len;
+}
+
+static size_t on_header(char *data, size_t size, size_t nmemb, void *arg)
+{
+    (void)data;
+    struct xfer *x = arg;
+    x->last_byte_ms = now_ms();
+    return size * nmemb;
+}
+
+/* The method and body. curl's method options interact (POSTFIELDS means
+ * POST, HTTPGET clears it, NOBODY means HEAD), so all are set each time. */
+static CURLcode set_method(CURL *h, const char *method, const char *body, size_t body_len)
+{
+    CURLcode rc = curl_easy_setopt(h, CURLOPT_NOBODY, 0L);
+    if (rc == CURLE_OK && body) {
+        rc = curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
+        if (rc == CURLE_OK)
+            rc = curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+    } else if (rc == CURLE_OK) {
+        rc = curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+    }
+    if (rc == CURLE_OK && strcmp(method, "HEAD") == 0)
+        rc = curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+    const char *custom = strcmp(method, body ? "POST" : "GET") == 0 || strcmp(method, "HEAD") == 0 ? NULL : method;
+    if (rc == CURLE_OK)
+        rc = curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, custom);
+    return rc;
+}
+
+static CURLcode prepare(struct xfer *x, const char *method, const char *path, struct curl_slist *headers,
+                        const char *body, size_t body_len, long timeout_ms)
+{
+    CURL *h = x->c->curl;
+    x->c->errbuf[0] = '\0';
+    char *url = fmt_msg("%s%s", x->c->server, path);
+    if (!url)
+        return CURLE_OUT_OF_MEMORY;
+    CURLcode rc = curl_easy_setopt(h, CURLOPT_URL, url);
+    free(url);
+    if (rc == CURLE_OK)
+        rc = curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+    if (rc == CURLE_OK)
+        rc = curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
+    if (rc == CURLE_OK)
+        rc = curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
+    if (rc == CURLE_OK)
+        rc = curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    if (rc == CURLE_OK)
+        rc = curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
+    if (rc == CURLE_OK)
+        rc = curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+    if (rc == CURLE_OK)
+        rc = set_method(h, method, body, body_len);
+    return rc;
+}
+
+/* Checked between polls: the caller's stop flag and the idle timeout. */
+static int should_end(struct xfer *x)
+{
+    if (x->stop && *x->stop)
+        return x->stopped = 1;
+    if (x->idle_timeout_ms > 0 && now_ms() - x->last_byte_ms > x->idle_timeout_ms)
+        return x->idle = 1;
+    return 0;
+}
+
+static CURLcode finished_result(CURLM *multi, CURL *h)
+{
+    CURLcode result = CURLE_RECV_ERROR;
+    CURLMsg *m;
+    int left;
+    while ((m = curl_multi_info_read(multi, &left)))
+        if (m->msg == CURLMSG_DONE && m->easy_handle == h)
+            result = m->data.result;
+    return result;
+}
+
+/* Drive the transfer to its end, or until should_end() (then
+ * CURLE_ABORTED_BY_CALLBACK; removing the unfinished transfer closes its
+ * connection). */
+static CURLcode run_transfer(struct xfer *x)
+{
+    struct kube_client *c = x->c;
+    x->last_byte_ms = now_ms();
+    CURLMcode mc = curl_multi_add_handle(c->multi, c->curl);
+    if (mc != CURLM_OK) {
+        snprintf(c->errbuf, sizeof(c->errbuf), "%s", curl_multi_strerror(mc));
+        return CURLE_FAILED_INIT;
+    }
+    CURLcode result = CURLE_ABORTED_BY_CALLBACK;
+    int running = 1;
+    while (mc == CURLM_OK) {
+        mc = curl_multi_perform(c->multi, &running);
+        if (mc != CURLM_OK)
+            break;
+        if (!running) {
+            result = finished_result(c->multi, c->curl);
+            break;
+        }
+        if (should_end(x))
+            break;
+        mc = curl_multi_poll(c->multi, NULL, 0, KUBE_POLL_MS, NULL);
+    }
+    if (mc != CURLM_OK) {
+        snprintf(c->errbuf, sizeof(c->errbuf), "%s", curl_multi_strerror(mc));
+        result = CURLE_RECV_ERROR;
+    }
+    curl_multi_remove_handle(c->multi, c->curl);
+    return result;
+}
+
+/* ---- answers and errors --------------------------------------------------- */
+
+static const char *reason_phrase(long status)
+{
+    static const struct { long code; const char *text; } table[] = {
+        {400, "Bad Request"}, {401, "Unauthorized"}, {403, "Forbidden"}, {404, "Not Found"},
+        {405, "Method Not Allowed"}, {406, "Not Acceptable"}, {408, "Request Timeout"}, {409, "Conflict"},
+        {410, "Gone"}, {412, "Precondition Failed"}, {413, "Request Entity Too Large"},
+        {415, "Unsupported Media Type"}, {422, "Unprocessable Entity"}, {429, "Too Many Requests"},
+        {500, "Internal Server Error"}, {501, "Not Implemented"}, {502, "Bad Gateway"},
+        {503, "Service Unavailable"}, {504, "Gateway Timeout"},
+    };
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+        if (table[i].code == status)
+            return table[i].text;
+    return NULL;
+}
+
+/* The Status.message of a Kubernetes error body; for anything else (a
+ * proxy's text page) its first line, shortened. NULL when there is none. */
+static char *body_message(const char *body, size_t len)
+{
+    if (!body || len == 0)
+        return NULL;
+    /* The whole body must be one JSON object: "404 page not found" would
+     * otherwise parse as the number 404. body[len] is the NUL the strbuf keeps. */
+    cJSON *j = cJSON_ParseWithLengthOpts(body, len + 1, NULL, 1);
+    if (cJSON_IsObject(j)) {
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "message");
+        char *msg = cJSON_IsString(m) && *m->valuestring ? strdup(m->valuestring) : NULL;
+        cJSON_Delete(j);
+        return msg;
+    }
+    cJSON_Delete(j);
+    size_t start = 0, end = 0;
+    while (start < len && is_space(body[start]))
+        start++;
+    end = start;
+    while (end < len && end - start < 200 && body[end] != '\n' && body[end] != '\r' && body[end] != '\0')
+        end++;
+    return end > start ? strndup(body + start, end - start) : NULL;
+}
+
+static char *status_error(const char *method, const char *path, long status, const char *body, size_t len)
+{
+    char *msg = body_message(body, len);
+    const char *reason = reason_phrase(status);
+    char *err = fmt_msg("%s %s: %ld%s%s%s%s", method, path, status, reason ? " " : "", reason ? reason : "",
+                        msg ? ": " : "", msg ? msg : "");
+    free(msg);
+    return err;
+}
+
+static char *transport_error(const struct xfer *x, const char *method, const char *path, CURLcode rc)
+{
+    if (x->oom)
+        return fmt_msg("%s %s: out of memory while receiving the answer", method, path);
+    if (x->too_long)
+        return fmt_msg("%s %s: a watch event is larger than %zu MiB", method, path, KUBE_MAX_LINE >> 20);
+    if (x->idle)
+        return fmt_msg("%s %s: no data from the API server for %ld ms", method, path, x->idle_timeout_ms);
+    const char *detail = x->c->errbuf;
+    return fmt_msg("%s %s: %s%s%s", method, path, curl_easy_strerror(rc), *detail ? ": " : "", detail);
+}
+
+void kube_response_free(struct kube_response *r)
+{
+    if (!r)
+        return;
+    free(r->body);
+    free(r->error);
+    r->body = r->error = NULL;
+    r->body_len = 0;
+    r->status = 0;
+}
+
+/* r->body from the collected answer; "" when there is none. */
+static int take_body(struct xfer *x, struct kube_response *r)
+{
+    if (x->oom)
+        strbuf_free(&x->body);
+    r->body = strbuf_detach(&x->body, &r->body_len);
+    return r->body ? 0 : -1;
+}
+
+static void xfer_init(struct xfer *x, struct kube_client *c)
+{
+    memset(x, 0, sizeof(*x));
+    x->c = c;
+    strbuf_init(&x->body);
+    strbuf_init(&x->line);
+}
+
+static void xfer_done(struct xfer *x)
+{
+    strbuf_free(&x->body);
+    strbuf_free(&x->line);
+}
+
+/* Headers and options; on failure r->error says why. */
+static struct curl_slist *start(struct xfer *x, const char *method, const char *path, const char *content_type,
+                                const char *body, size_t body_len, long timeout_ms, struct kube_response *r)
+{
+    char *why = NULL;
+    struct curl_slist *headers = build_headers(x->c, content_type, &why);
+    CURLcode rc = headers ? prepare(x, method, path, headers, body, body_len, timeout_ms) : CURLE_OK;
+    if (headers && rc != CURLE_OK) {
+        curl_slist_free_all(headers);
+        headers = NULL;
+        why = strdup(curl_easy_strerror(rc));
+    }
+    if (!headers) {
+        r->error = fmt_msg("%s %s: %s", method, path, why ? why : "out of memory");
+        r->body = strdup("");
+    }
+    free(why);
+    return headers;
+}
+
+int kube_request(struct kube_client *c, const char *method, const char *path, const char *content_type,
+                 const char *body, size_t body_len, long timeout_ms, struct kube_response *r)
+{
+    memset(r, 0, sizeof(*r));
+    struct xfer x;
+    xfer_init(&x, c);
+    struct curl_slist *headers = start(&x, method, path, body ? content_type : NULL, body, body_len,
+                                       timeout_ms > 0 ? timeout_ms : KUBE_DEFAULT_TIMEOUT_MS, r);
+    if (!headers)
+        return -1;
+    CURLcode rc = run_transfer(&x);
+    curl_slist_free_all(headers);
+    if (rc == CURLE_OK && take_body(&x, r) == 0) {
+        curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &r->status);
+        if (r->status >= 400 && !(r->error = status_error(method, path, r->status, r->body, r->body_len)))
+            r->error = strdup("out of memory");
+        xfer_done(&x);
+        return 0;
+    }
+    /* A partial answer is no answer. */
+    r->error = transport_error(&x, method, path, rc == CURLE_OK ? CURLE_OUT_OF_MEMORY : rc);
+    free(r->body);
+    r->body = strdup("");
+    r->body_len = 0;
+    xfer_done(&x);
+    return -1;
+}
+
+/* After a watch: the server may end the body without a final '\n'. */
+static void flush_last_line(struct xfer *x)
+{
+    if (x->line.len > 0 && !x->stopped)
+        deliver_line(x);
+}
+
+int kube_watch(struct kube_client *c, const char *path, kube_line_fn on_event, void *ctx,
+               const volatile int *stop, long idle_timeout_ms, struct kube_response *r)
+{
+    memset(r, 0, sizeof(*r));
+    struct xfer x;
+    xfer_init(&x, c);
+    x.on_line = on_event;
+    x.ctx = ctx;
+    x.stop = stop;
+    x.idle_timeout_ms = idle_timeout_ms;
+    /* No total timeout: the server's timeoutSeconds ends a watch. */
+    struct curl_slist *headers = start(&x, "GET", path, NULL, NULL, 0, 0, r);
+    if (!headers)
+        return -1;
+    CURLcode rc = run_transfer(&x);
+    curl_slist_free_all(headers);
+    curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &r->status);
+    int ret = 0;
+    if (rc != CURLE_OK && !x.stopped) {
+        r->error = transport_error(&x, "GET", path, rc);
+        ret = -1;
+    } else if (r->status != 200 && !x.stopped) {
+        r->error = status_error("GET", path, r->status, x.body.data, x.body.len);
+    } else if (rc == CURLE_OK) {
+        flush_last_line(&x);
+    }
+    if (take_body(&x, r) != 0 && !r->error) {
+        r->error = strdup("out of memory");
+        ret = -1;
+    }
+    xfer_done(&x);
+    return ret;
+}
+
+/* ---- query parameters ----------------------------------------------------- */
+
+char *kube_escape(const char *value)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    if (!value)
+        value = "";
+    size_t len = strlen(value);
+    char *out = malloc(len * 3 + 1);
+    if (!out)
+        return NULL;
+    char *o = out;
+    for (const unsigned char *p = (const unsigned char *)value; *p; p++) {
+        /* RFC 3986 unreserved characters stay; everything else is encoded. */
+        if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || strchr("-._~", *p)) {
+            *o++ = (char)*p;
+        } else {
+            *o++ = '%';
+            *o++ = hex[*p >> 4];
+            *o++ = hex[*p & 15];
+        }
+    }
+    *o = '\0';
+    return out;
+}

@@ -1,0 +1,87 @@
+/*
+ * kubeclient.h - a small Kubernetes API client on libcurl.
+ *
+ * Owns talking to the API server: where it is and how to authenticate
+ * (in-cluster service account, or a kubeconfig's current context), TLS with
+ * the cluster CA, bearer tokens re-read from their file when it changes
+ * (projected service-account tokens rotate), client certificates, HTTP/2
+ * where libcurl offers it, connection reuse, timeouts, and errors that carry
+ * the HTTP status and the API's Status.message.
+ *
+ * A kube_client is one connection context: not safe for concurrent use.
+ * Each thread that talks to the API server (each informer, the decision
+ * path, leader election) makes its own with kube_client_new() from one
+ * shared, immutable kube_config.
+ */
+#ifndef GQA_KUBECLIENT_H
+#define GQA_KUBECLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct kube_config {
+    char *server;               /* "https://10.0.0.1:6443", no trailing slash */
+    char *ca_file;              /* PEM file, or NULL */
+    char *ca_data;              /* PEM text (decoded certificate-authority-data), or NULL */
+    char *client_cert_file, *client_key_file;
+    char *client_cert_data, *client_key_data;   /* PEM text, or NULL */
+    char *token;                /* static bearer token, or NULL */
+    char *token_file;           /* re-read when its mtime/size changes, or NULL */
+    int insecure_skip_tls_verify;
+    char *source;               /* "in-cluster" or the kubeconfig path, for messages */
+};
+
+/* In-cluster: KUBERNETES_SERVICE_HOST/PORT, the service account's ca.crt and
+ * token under /var/run/secrets/kubernetes.io/serviceaccount (the directory
+ * can be overridden with GQA_SERVICEACCOUNT_DIR for tests). NULL with *err
+ * when the environment is not a pod's. */
+struct kube_config *kube_config_in_cluster(char **err);
+/* A kubeconfig file (YAML or JSON): current-context -> cluster + user:
+ * server, certificate-authority(-data), client-certificate(-data),
+ * client-key(-data), token, tokenFile, insecure-skip-tls-verify. Relative
+ * file paths are relative to the kubeconfig's directory. NULL with *err
+ * naming the missing or bad field. */
+struct kube_config *kube_config_from_file(const char *path, char **err);
+void kube_config_free(struct kube_config *cfg);
+
+struct kube_client;
+
+struct kube_client *kube_client_new(const struct kube_config *cfg, char **err);
+void kube_client_free(struct kube_client *c);
+
+struct kube_response {
+    long status;                /* HTTP status; 0 when no answer was received */
+    char *body;                 /* malloc'd, NUL-terminated (may be empty) */
+    size_t body_len;
+    char *error;                /* malloc'd human message when status is 0 or >= 400:
+                                   "GET /api/v1/pods: 403 Forbidden: pods is forbidden: ..."
+                                   (the Status.message when the body is a Status) */
+};
+
+void kube_response_free(struct kube_response *r);
+
+/* One request. path starts with "/" (query included). body may be NULL.
+ * content_type is for the body (e.g. "application/merge-patch+json").
+ * timeout_ms bounds the whole request. Returns 0 when an HTTP answer was
+ * received (any status; check r->status), -1 on transport failure (r->error set). */
+int kube_request(struct kube_client *c, const char *method, const char *path, const char *content_type,
+                 const char *body, size_t body_len, long timeout_ms, struct kube_response *r);
+
+/* A watch stream: GET path (which carries watch=1 and its parameters) and
+ * call on_event for every complete newline-delimited JSON line as it
+ * arrives. on_event returns 0 to continue, non-zero to stop the stream.
+ * Returns when the server ends the stream (timeoutSeconds), on_event stops
+ * it, *stop becomes non-zero (checked at least every 500 ms), or the
+ * transport fails. r receives the status and, for a non-200 answer, the
+ * error (the body of a refused watch is not streamed to on_event).
+ * Returns 0 on a clean end (server closed, stop, or on_event stop), -1 on a
+ * transport failure. idle_timeout_ms: give up when no byte arrives for that
+ * long (bookmarks keep a healthy watch busy). */
+typedef int (*kube_line_fn)(void *ctx, const char *line, size_t len);
+int kube_watch(struct kube_client *c, const char *path, kube_line_fn on_event, void *ctx,
+               const volatile int *stop, long idle_timeout_ms, struct kube_response *r);
+
+/* Percent-encode a query parameter value (selectors contain '=', '!' and ','). malloc'd. */
+char *kube_escape(const char *value);
+
+#endif

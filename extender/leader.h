@@ -1,0 +1,74 @@
+/*
+ * leader.h - leader election on a coordination.k8s.io/v1 Lease.
+ *
+ * Owns the --leader-elect loop: acquire the Lease when it is free or its
+ * holder's lease has expired, renew it every retry period, and give it up
+ * (stop deciding at once) when a renewal has not succeeded within the renew
+ * deadline or another holder appears. Only the leader answers filter and
+ * bind; followers report not-ready so the Service routes to the leader.
+ * Timings follow kube-scheduler's defaults: lease 15 s, renew deadline 10 s,
+ * retry period 2 s.
+ */
+#ifndef GQA_LEADER_H
+#define GQA_LEADER_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "extender/kubeclient.h"
+
+struct leader_config {
+    const char *namespace_;     /* --lease-namespace (default kube-system) */
+    const char *name;           /* --lease-name (default gpu-quota-admission) */
+    const char *identity;       /* holderIdentity: hostname + "_" + random suffix */
+    int64_t lease_duration_ms;  /* 15000 */
+    int64_t renew_deadline_ms;  /* 10000 */
+    int64_t retry_period_ms;    /* 2000 */
+};
+
+struct leader_elector;
+
+/* Start the election thread. is_leader is set to 1 while this process holds
+ * the lease and to 0 the moment it may not (before the lease could have
+ * been taken by someone else: renew deadline < lease duration). Needs
+ * lease_duration_ms >= 1000 (the Lease stores whole seconds),
+ * renew_deadline_ms < lease_duration_ms and retry_period_ms * 1.2 <
+ * renew_deadline_ms, as client-go does. NULL with *err (malloc'd) on a bad
+ * config or when the API client cannot be made. */
+struct leader_elector *leader_start(const struct kube_config *kube, const struct leader_config *cfg,
+                                    atomic_int *is_leader, char **err);
+/* Stop the thread; a leader sets *is_leader to 0 and then releases the
+ * lease (clears holderIdentity) so a follower can take over without waiting
+ * for expiry. Returns within one API request timeout (renew deadline / 2)
+ * plus the release request; frees le. NULL is a no-op. */
+void leader_stop(struct leader_elector *le);
+
+/* A description for /inspect and /readyz, one of:
+ *   "leader"
+ *   "follower: lease held by X until T" (T = holder's renewTime + duration,
+ *       by the holder's clock; informative only)
+ *   "follower: lease is free" / "follower: no lease observed yet"
+ *   "error: <last API error>" (a follower whose last attempt failed)
+ * Thread-safe. Writes at most size bytes, always NUL-terminated. */
+void leader_describe(struct leader_elector *le, char *buf, size_t size);
+
+/* Exposed for tests. */
+
+/* Format unix microseconds as a Kubernetes MicroTime in UTC,
+ * "2026-11-21T19:50:52.123456Z" (27 characters). 0, or -1 when buf is too
+ * small or the year is outside 0000..9999. */
+int leader_format_microtime(int64_t unix_us, char *buf, size_t size);
+/* Parse an RFC 3339 time ("Z" or a +hh:mm/-hh:mm offset, any number of
+ * fraction digits, truncated to microseconds) into unix microseconds.
+ * 0, or -1 on anything malformed (the whole string must match). */
+int leader_parse_microtime(const char *s, int64_t *unix_us);
+/* client-go's rule for whether candidate `identity` may write a lease whose
+ * holder is `holder`: yes when it has no holder or is ours; otherwise only
+ * when the record has not changed for duration_s seconds, measured on the
+ * candidate's own monotonic clock from observed_ns (when it last saw the
+ * record change) to now_ns, so no two machines' clocks are compared. */
+int leader_may_acquire(const char *holder, const char *identity, int64_t observed_ns, int64_t duration_s,
+                       int64_t now_ns);
+
+#endif

@@ -1,0 +1,203 @@
+/* live.c - live mode: informers, recorder, leader election. See live.h. */
+#include "extender/live.h"
+#include "extender/informer.h"
+#include "extender/leader.h"
+#include "extender/log.h"
+#include "extender/recorder.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NINFORMERS 4
+
+struct live {
+    struct app *app;
+    struct kube_config *kube;
+    struct informer *informers[NINFORMERS];
+    struct recorder *recorder;
+    struct leader_elector *leader;
+    char identity[128];
+};
+
+static struct kube_config *load_config(const struct options *o, char **err)
+{
+    return o->kubeconfig ? kube_config_from_file(o->kubeconfig, err) : kube_config_in_cluster(err);
+}
+
+/* ConfigMaps of one namespace, or (name given) just one of them. */
+static struct informer *configmap_informer(struct live *l, const char *ns, const char *name)
+{
+    struct strbuf path, title, selector;
+    strbuf_init(&path);
+    strbuf_init(&title);
+    strbuf_init(&selector);
+    char *ens = kube_escape(ns), *sel = NULL;
+    if (name) {
+        strbuf_printf(&selector, "metadata.name=%s", name);
+        sel = selector.data ? kube_escape(selector.data) : NULL;
+    }
+    strbuf_printf(&path, "/api/v1/namespaces/%s/configmaps%s%s", ens ? ens : "", sel ? "?fieldSelector=" : "",
+                  sel ? sel : "");
+    strbuf_printf(&title, "configmaps/%s%s%s", ns, name ? "/" : "", name ? name : "");
+    bool ok = ens && (!name || sel) && !strbuf_failed(&path) && !strbuf_failed(&title);
+    struct informer *inf =
+        ok ? informer_new(title.data, INFORMER_CONFIGMAPS, path.data, ns, name, &l->app->cache, l->kube) : NULL;
+    free(ens);
+    free(sel);
+    strbuf_free(&path);
+    strbuf_free(&title);
+    strbuf_free(&selector);
+    return inf;
+}
+
+static int make_informers(struct live *l, const struct options *o)
+{
+    char quota_ns[64] = "", *quota_name = strchr(o->quota_configmap, '/');
+    snprintf(quota_ns, sizeof(quota_ns), "%.*s", (int)(quota_name - o->quota_configmap), o->quota_configmap);
+    l->informers[0] = informer_new("nodes", INFORMER_NODES, "/api/v1/nodes", NULL, NULL, &l->app->cache, l->kube);
+    /* Finished pods hold no GPU; the API server leaves them out and sends a
+     * DELETED event when a pod finishes. */
+    l->informers[1] = informer_new("pods", INFORMER_PODS,
+                                   "/api/v1/pods?fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed",
+                                   NULL, NULL, &l->app->cache, l->kube);
+    l->informers[2] = configmap_informer(l, o->crl_namespace, NULL);
+    l->informers[3] = configmap_informer(l, quota_ns, quota_name + 1);
+    for (int i = 0; i < NINFORMERS; i++)
+        if (!l->informers[i] || informer_start(l->informers[i]) != 0)
+            return -1;
+    return 0;
+}
+
+static int start_leader(struct live *l, const struct options *o, char **err)
+{
+    char host[64] = "unknown";
+    gethostname(host, sizeof(host) - 1);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(l->identity, sizeof(l->identity), "%s_%08lx", host, (unsigned long)(ts.tv_nsec ^ getpid()));
+    struct leader_config lc = {o->lease_namespace, o->lease_name, l->identity, 15000, 10000, 2000};
+    l->leader = leader_start(l->kube, &lc, &l->app->is_leader, err);
+    return l->leader ? 0 : -1;
+}
+
+struct live *live_start(struct app *app, const struct options *o, char **err)
+{
+    struct live *l = calloc(1, sizeof(*l));
+    if (!l) {
+        *err = strdup("out of memory");
+        return NULL;
+    }
+    l->app = app;
+    if (!(l->kube = load_config(o, err)) || !(l->recorder = recorder_new(l->kube, err)))
+        goto fail;
+    log_info("following the cluster at %s (%s)", l->kube->server, l->kube->source);
+    placement_set_sink(&app->placement, recorder_sink(l->recorder));
+    if (o->leader_elect) {
+        atomic_store(&app->is_leader, 0);
+        placement_require_leader(&app->placement, &app->is_leader);
+        if (start_leader(l, o, err) != 0)
+            goto fail;
+    }
+    if (make_informers(l, o) != 0) {
+        *err = strdup("cannot start the informers (out of memory or threads)");
+        goto fail;
+    }
+    return l;
+fail:
+    live_stop(l);
+    return NULL;
+}
+
+void live_stop(struct live *l)
+{
+    if (!l)
+        return;
+    leader_stop(l->leader);
+    for (int i = 0; i < NINFORMERS; i++)
+        informer_free(l->informers[i]);
+    if (l->app)
+        placement_set_sink(&l->app->placement, NULL);
+    recorder_free(l->recorder);
+    kube_config_free(l->kube);
+    free(l);
+}
+
+int live_ready(struct live *l, char *reason, size_t size)
+{
+    for (int i = 0; i < NINFORMERS; i++) {
+        struct informer_status st;
+        informer_status(l->informers[i], &st);
+        if (!st.synced) {
+            snprintf(reason, size, "informer %s has not synced yet%s%s", l->informers[i]->name,
+                     st.last_error[0] ? ": " : "", st.last_error);
+            return 0;
+        }
+        if (st.failing_for_ns > (int64_t)LIVE_FAILING_BOUND_S * 1000000000LL) {
+            snprintf(reason, size, "informer %s has been failing for %llds: %s", l->informers[i]->name,
+                     (long long)(st.failing_for_ns / 1000000000LL), st.last_error);
+            return 0;
+        }
+    }
+    if (l->leader && !atomic_load(&l->app->is_leader)) {
+        char state[160];
+        leader_describe(l->leader, state, sizeof(state));
+        snprintf(reason, size, "not the leader (%s)", state);
+        return 0;
+    }
+    return 1;
+}
+
+void live_render_informers(struct live *l, struct strbuf *out)
+{
+    strbuf_putc(out, '[');
+    for (int i = 0; i < NINFORMERS; i++) {
+        struct informer *inf = l->informers[i];
+        struct informer_status st;
+        informer_status(inf, &st);
+        strbuf_puts(out, i ? ",{\"name\":" : "{\"name\":");
+        strbuf_json_string(out, inf->name);
+        strbuf_printf(out, ",\"synced\":%s,\"resourceVersion\":", st.synced ? "true" : "false");
+        strbuf_json_string(out, st.resource_version);
+        strbuf_printf(out, ",\"failingForSeconds\":%lld,\"lastError\":", (long long)(st.failing_for_ns / 1000000000LL));
+        strbuf_json_string(out, st.last_error);
+        strbuf_printf(out, ",\"events\":%llu,\"bookmarks\":%llu,\"relists\":%llu,\"reconnects\":%llu}",
+                      (unsigned long long)atomic_load(&inf->events), (unsigned long long)atomic_load(&inf->bookmarks),
+                      (unsigned long long)atomic_load(&inf->relists),
+                      (unsigned long long)atomic_load(&inf->reconnects));
+    }
+    strbuf_puts(out, "]\n");
+}
+
+static void metric_family(struct strbuf *out, struct live *l, const char *name, const char *help, size_t offset)
+{
+    strbuf_printf(out, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
+    for (int i = 0; i < NINFORMERS; i++) {
+        atomic_uint_fast64_t *v = (atomic_uint_fast64_t *)((char *)l->informers[i] + offset);
+        strbuf_printf(out, "%s{informer=\"%s\"} %llu\n", name, l->informers[i]->name,
+                      (unsigned long long)atomic_load(v));
+    }
+}
+
+void live_render_metrics(struct live *l, struct strbuf *out)
+{
+    metric_family(out, l, "gqa_informer_events_total", "Watch events applied to the cache.",
+                  offsetof(struct informer, events));
+    metric_family(out, l, "gqa_informer_relists_total", "Lists after the first (410 Gone or a broken resume).",
+                  offsetof(struct informer, relists));
+    metric_family(out, l, "gqa_informer_reconnects_total", "Watches resumed after a failure.",
+                  offsetof(struct informer, reconnects));
+    metric_family(out, l, "gqa_informer_bookmarks_total", "Bookmark events received.",
+                  offsetof(struct informer, bookmarks));
+    metric_family(out, l, "gqa_informer_errors_total", "Failed lists and watches.", offsetof(struct informer, errors));
+    strbuf_puts(out, "# HELP gqa_informer_synced 1 once the informer's first list is in the cache.\n"
+                     "# TYPE gqa_informer_synced gauge\n");
+    for (int i = 0; i < NINFORMERS; i++)
+        strbuf_printf(out, "gqa_informer_synced{informer=\"%s\"} %d\n", l->informers[i]->name,
+                      atomic_load(&l->informers[i]->synced));
+    strbuf_printf(out, "# HELP gqa_leader 1 while this replica may take decisions.\n# TYPE gqa_leader gauge\n"
+                       "gqa_leader %d\n", l->leader ? atomic_load(&l->app->is_leader) : 1);
+}

@@ -1,0 +1,264 @@
+/* recorder.c - decisions written to the API server. See recorder.h. */
+#include "extender/recorder.h"
+#include "extender/log.h"
+#include "extender/strbuf.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct recorder {
+    pthread_mutex_t lock;
+    struct kube_client *client;
+    struct decision_sink sink;
+};
+
+static bool uses_vcuda(const struct pod_info *pod)
+{
+    for (int i = 0; i < pod->ncontainers; i++)
+        if (pod->containers[i].family == GPU_FAMILY_VCUDA)
+            return true;
+    return false;
+}
+
+static char *pod_path(const struct pod_info *pod, const char *suffix)
+{
+    char *ns = kube_escape(pod->ns), *name = kube_escape(pod->name);
+    struct strbuf sb;
+    strbuf_init(&sb);
+    if (ns && name)
+        strbuf_printf(&sb, "/api/v1/namespaces/%s/pods/%s%s", ns, name, suffix);
+    free(ns);
+    free(name);
+    return ns && name ? strbuf_detach(&sb, NULL) : (strbuf_free(&sb), NULL);
+}
+
+static char *patch_with(cJSON *annotations, const char *resource_version)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON *meta = root ? cJSON_AddObjectToObject(root, "metadata") : NULL;
+    char *text = NULL;
+    if (meta && (!resource_version || cJSON_AddStringToObject(meta, "resourceVersion", resource_version)) &&
+        cJSON_AddItemToObject(meta, "annotations", annotations)) {
+        annotations = NULL;
+        text = cJSON_PrintUnformatted(root);
+    }
+    cJSON_Delete(annotations);
+    cJSON_Delete(root);
+    return text;
+}
+
+char *recorder_patch_body(const struct pod_info *d, const char *resource_version)
+{
+    cJSON *ann = cJSON_CreateObject();
+    if (!ann || decision_annotations(ann, d->decision.node, d->decision.time_ns, d->decision.nidx, d->decision.idx,
+                                     d->decision.idx_count, uses_vcuda(d)) != 0) {
+        cJSON_Delete(ann);
+        return NULL;
+    }
+    return patch_with(ann, resource_version);
+}
+
+/* Every decision key set to null: a merge patch then removes them. */
+static char *clear_body(const struct pod_info *pod)
+{
+    static const char *const keys[] = {ANN_TENCENT_NODE, ANN_TENCENT_ASSIGNED, ANN_TENCENT_TIME, ANN_GQA_NODE,
+                                       ANN_GQA_TIME};
+    cJSON *ann = cJSON_CreateObject();
+    bool ok = ann != NULL;
+    for (size_t i = 0; ok && i < sizeof(keys) / sizeof(keys[0]); i++)
+        ok = cJSON_AddNullToObject(ann, keys[i]) != NULL;
+    for (int i = 0; ok && i < pod->ncontainers; i++) {
+        char key[96];
+        snprintf(key, sizeof(key), ANN_TENCENT_IDX_PREFIX "%d", i);
+        ok = cJSON_AddNullToObject(ann, key) != NULL;
+        snprintf(key, sizeof(key), ANN_GQA_IDX_PREFIX "%d", i);
+        ok = ok && cJSON_AddNullToObject(ann, key) != NULL;
+    }
+    if (!ok) {
+        cJSON_Delete(ann);
+        return NULL;
+    }
+    return patch_with(ann, NULL);
+}
+
+static void set_err(char **err, const char *msg)
+{
+    if (err && !*err)
+        *err = strdup(msg ? msg : "unknown error");
+}
+
+/* After a 409: the pod as it is now must still be the same, unbound pod.
+ * Returns its resourceVersion (malloc'd) or NULL with *err. */
+static char *recheck_pod(struct recorder *r, const struct pod_info *want, char **err)
+{
+    char *path = pod_path(want, "");
+    struct kube_response resp = {0};
+    char *rv = NULL;
+    if (!path || kube_request(r->client, "GET", path, NULL, NULL, 0, RECORDER_TIMEOUT_MS, &resp) != 0 ||
+        resp.status != 200) {
+        set_err(err, resp.status == 404 ? "the pod no longer exists" : resp.error);
+    } else {
+        cJSON *obj = cJSON_Parse(resp.body);
+        struct pod_info *cur = obj ? pod_info_from_json(obj, err) : NULL;
+        if (cur && cur->node_name)
+            set_err(err, "the pod was bound meanwhile");
+        else if (cur && want->uid && cur->uid && strcmp(want->uid, cur->uid) != 0)
+            set_err(err, "the pod was deleted and created again");
+        else if (cur)
+            rv = cur->resource_version ? strdup(cur->resource_version) : NULL;
+        pod_info_free(cur);
+        cJSON_Delete(obj);
+    }
+    free(path);
+    kube_response_free(&resp);
+    return rv;
+}
+
+static int patch_pod(struct recorder *r, const struct pod_info *pod, const char *body, char **err)
+{
+    char *path = pod_path(pod, "");
+    struct kube_response resp = {0};
+    int rc = -1;
+    if (!path)
+        set_err(err, "out of memory");
+    else if (kube_request(r->client, "PATCH", path, "application/merge-patch+json", body, strlen(body),
+                          RECORDER_TIMEOUT_MS, &resp) != 0)
+        set_err(err, resp.error);
+    else
+        rc = resp.status == 200 ? 0 : resp.status == 409 ? 1 : (set_err(err, resp.error), -1);
+    free(path);
+    kube_response_free(&resp);
+    return rc;
+}
+
+static int record(void *ctx, const struct pod_info *decided, char **err)
+{
+    struct recorder *r = ctx;
+    char *rv = decided->resource_version ? strdup(decided->resource_version) : NULL;
+    int rc = -1;
+    pthread_mutex_lock(&r->lock);
+    for (int attempt = 0; attempt <= RECORDER_CONFLICT_RETRIES; attempt++) {
+        char *body = recorder_patch_body(decided, rv);
+        rc = body ? patch_pod(r, decided, body, err) : (set_err(err, "out of memory"), -1);
+        free(body);
+        if (rc != 1)
+            break;
+        log_info("pod %s changed since it was read (409); reading it again", decided->key);
+        free(rv);
+        if (!(rv = recheck_pod(r, decided, err))) {
+            rc = -1;
+            break;
+        }
+    }
+    if (rc == 1)
+        set_err(err, "the pod kept changing (409 Conflict on every attempt)");
+    pthread_mutex_unlock(&r->lock);
+    free(rv);
+    return rc == 0 ? 0 : -1;
+}
+
+static int clear(void *ctx, const struct pod_info *pod, char **err)
+{
+    struct recorder *r = ctx;
+    char *body = clear_body(pod);
+    pthread_mutex_lock(&r->lock);
+    int rc = body ? patch_pod(r, pod, body, err) : (set_err(err, "out of memory"), -1);
+    pthread_mutex_unlock(&r->lock);
+    free(body);
+    return rc == 0 ? 0 : -1;
+}
+
+static char *binding_body(const struct pod_info *pod, const char *node)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON *meta = cJSON_AddObjectToObject(root, "metadata");
+    cJSON *target = cJSON_AddObjectToObject(root, "target");
+    char *text = NULL;
+    if (meta && target && cJSON_AddStringToObject(root, "apiVersion", "v1") &&
+        cJSON_AddStringToObject(root, "kind", "Binding") && cJSON_AddStringToObject(meta, "name", pod->name) &&
+        cJSON_AddStringToObject(meta, "namespace", pod->ns) &&
+        (!pod->uid || cJSON_AddStringToObject(meta, "uid", pod->uid)) &&
+        cJSON_AddStringToObject(target, "apiVersion", "v1") && cJSON_AddStringToObject(target, "kind", "Node") &&
+        cJSON_AddStringToObject(target, "name", node))
+        text = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    return text;
+}
+
+static int bind(void *ctx, const struct pod_info *pod, const char *node, char **err)
+{
+    struct recorder *r = ctx;
+    char *path = pod_path(pod, "/binding");
+    char *body = binding_body(pod, node);
+    struct kube_response resp = {0};
+    int rc = -1;
+    pthread_mutex_lock(&r->lock);
+    if (!path || !body)
+        set_err(err, "out of memory");
+    else if (kube_request(r->client, "POST", path, "application/json", body, strlen(body), RECORDER_TIMEOUT_MS,
+                          &resp) != 0 || (resp.status != 201 && resp.status != 200))
+        set_err(err, resp.error);
+    else
+        rc = 0;
+    pthread_mutex_unlock(&r->lock);
+    kube_response_free(&resp);
+    free(path);
+    free(body);
+    return rc;
+}
+
+static struct pod_info *fetch(void *ctx, const char *ns, const char *name, char **err)
+{
+    struct recorder *r = ctx;
+    struct pod_info probe = {.ns = (char *)ns, .name = (char *)name};
+    char *path = pod_path(&probe, "");
+    struct kube_response resp = {0};
+    struct pod_info *pod = NULL;
+    pthread_mutex_lock(&r->lock);
+    if (!path || kube_request(r->client, "GET", path, NULL, NULL, 0, RECORDER_TIMEOUT_MS, &resp) != 0 ||
+        resp.status != 200) {
+        set_err(err, resp.status == 404 ? "no such pod" : resp.error);
+    } else {
+        cJSON *obj = cJSON_Parse(resp.body);
+        pod = obj ? pod_info_from_json(obj, err) : NULL;
+        cJSON_Delete(obj);
+        if (!pod)
+            set_err(err, "the API server answered something that is not a Pod");
+    }
+    pthread_mutex_unlock(&r->lock);
+    kube_response_free(&resp);
+    free(path);
+    return pod;
+}
+
+struct recorder *recorder_new(const struct kube_config *cfg, char **err)
+{
+    struct recorder *r = calloc(1, sizeof(*r));
+    if (!r) {
+        set_err(err, "out of memory");
+        return NULL;
+    }
+    if (!(r->client = kube_client_new(cfg, err))) {
+        free(r);
+        return NULL;
+    }
+    pthread_mutex_init(&r->lock, NULL);
+    r->sink = (struct decision_sink){record, clear, bind, fetch, r};
+    return r;
+}
+
+void recorder_free(struct recorder *r)
+{
+    if (!r)
+        return;
+    kube_client_free(r->client);
+    pthread_mutex_destroy(&r->lock);
+    free(r);
+}
+
+const struct decision_sink *recorder_sink(struct recorder *r)
+{
+    return &r->sink;
+}

@@ -1,0 +1,178 @@
+/* Unit tests for informer_apply_event: watch events applied to the cache. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "extender/informer.h"
+
+struct fixture {
+    struct cluster_cache cache;
+    struct informer *pods, *nodes, *cms;
+};
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    struct cache_config cc = {.assume_ttl_ns = 60000000000LL};
+    assert_int_equal(cache_init(&f->cache, &cc), 0);
+    f->pods = informer_new("pods", INFORMER_PODS, "/api/v1/pods", NULL, NULL, &f->cache, NULL);
+    f->nodes = informer_new("nodes", INFORMER_NODES, "/api/v1/nodes", NULL, NULL, &f->cache, NULL);
+    f->cms = informer_new("cm", INFORMER_CONFIGMAPS, "/api/v1/namespaces/kube-public/configmaps", "kube-public", NULL,
+                          &f->cache, NULL);
+    assert_non_null(f->pods);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    informer_free(f->pods);
+    informer_free(f->nodes);
+    informer_free(f->cms);
+    cache_destroy(&f->cache);
+    free(f);
+    return 0;
+}
+
+static int apply(struct informer *inf, const char *line)
+{
+    return informer_apply_event(inf, line, strlen(line));
+}
+
+static const char node_event[] =
+    "{\"type\":\"ADDED\",\"object\":{\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\",\"resourceVersion\":\"10\"},"
+    "\"status\":{\"allocatable\":{\"tencent.com/vcuda-core\":\"200\",\"tencent.com/vcuda-memory\":\"80\"}}}}";
+
+static const char *pod_event(const char *type, const char *rv, const char *phase)
+{
+    static char buf[1024];
+    snprintf(buf, sizeof(buf),
+             "{\"type\":\"%s\",\"object\":{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"namespace\":\"a\","
+             "\"resourceVersion\":\"%s\",\"annotations\":{\"tencent.com/predicate-gpu-idx-0\":\"1\"}},"
+             "\"spec\":{\"nodeName\":\"n1\",\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{"
+             "\"tencent.com/vcuda-core\":\"30\",\"tencent.com/vcuda-memory\":\"5\"}}}]},"
+             "\"status\":{\"phase\":\"%s\"}}}",
+             type, rv, phase);
+    return buf;
+}
+
+static void rv_is(struct informer *inf, const char *want)
+{
+    struct informer_status st;
+    informer_status(inf, &st);
+    assert_string_equal(st.resource_version, want);
+}
+
+static int64_t core_used(struct fixture *f, int slot)
+{
+    const struct node_state *n = cache_find_node(&f->cache, "n1");
+    assert_non_null(n);
+    return n->gpus[slot].core_used;
+}
+
+static void test_add_modify_delete(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(apply(f->nodes, node_event), 0);
+    rv_is(f->nodes, "10");
+    assert_int_equal(apply(f->pods, pod_event("ADDED", "11", "Running")), 0);
+    assert_int_equal(core_used(f, 1), 30);
+    /* The same pod again must not be counted twice. */
+    assert_int_equal(apply(f->pods, pod_event("MODIFIED", "12", "Running")), 0);
+    assert_int_equal(core_used(f, 1), 30);
+    /* Finished: holds nothing. */
+    assert_int_equal(apply(f->pods, pod_event("MODIFIED", "13", "Succeeded")), 0);
+    assert_int_equal(core_used(f, 1), 0);
+    assert_int_equal(apply(f->pods, pod_event("MODIFIED", "14", "Running")), 0);
+    assert_int_equal(apply(f->pods, pod_event("DELETED", "15", "Running")), 0);
+    assert_int_equal(core_used(f, 1), 0);
+    assert_null(cache_find_pod(&f->cache, "a/p"));
+    rv_is(f->pods, "15");
+    assert_int_equal((int)atomic_load(&f->pods->events), 5);
+}
+
+static void test_bookmark_and_errors(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(apply(f->pods, "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"Pod\",\"metadata\":"
+                                    "{\"resourceVersion\":\"99\"}}}"),
+                     0);
+    rv_is(f->pods, "99");
+    assert_int_equal((int)atomic_load(&f->pods->bookmarks), 1);
+    assert_int_equal((int)atomic_load(&f->pods->events), 0);
+    /* 410: list again. */
+    assert_int_equal(apply(f->pods, "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410,"
+                                    "\"reason\":\"Expired\",\"message\":\"too old resource version\"}}"),
+                     1);
+    /* Another error: watch again without relisting. */
+    assert_int_equal(apply(f->pods, "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":500,"
+                                    "\"message\":\"etcd timeout\"}}"),
+                     2);
+    struct informer_status st;
+    informer_status(f->pods, &st);
+    assert_non_null(strstr(st.last_error, "watch error 500: etcd timeout"));
+    /* Garbage is skipped, not fatal. */
+    assert_int_equal(apply(f->pods, "not json"), -1);
+    assert_int_equal(apply(f->pods, "{\"type\":\"ADDED\"}"), -1);
+    rv_is(f->pods, "99");
+}
+
+static void test_configmaps_and_node_delete(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(apply(f->cms, "{\"type\":\"ADDED\",\"object\":{\"kind\":\"ConfigMap\",\"metadata\":"
+                                   "{\"name\":\"cf\",\"namespace\":\"kube-public\",\"resourceVersion\":\"3\"},"
+                                   "\"data\":{\"key\":\"v\"}}}"),
+                     0);
+    assert_non_null(dict_get(&f->cache.configmaps, "kube-public/cf"));
+    assert_int_equal(apply(f->cms, "{\"type\":\"DELETED\",\"object\":{\"kind\":\"ConfigMap\",\"metadata\":"
+                                   "{\"name\":\"cf\",\"namespace\":\"kube-public\",\"resourceVersion\":\"4\"}}}"),
+                     0);
+    assert_null(dict_get(&f->cache.configmaps, "kube-public/cf"));
+    assert_int_equal(apply(f->nodes, node_event), 0);
+    assert_int_equal(f->cache.present_nodes, 1);
+    assert_int_equal(apply(f->nodes, "{\"type\":\"DELETED\",\"object\":{\"kind\":\"Node\",\"metadata\":"
+                                     "{\"name\":\"n1\",\"resourceVersion\":\"20\"}}}"),
+                     0);
+    assert_int_equal(f->cache.present_nodes, 0);
+    assert_null(cache_find_node(&f->cache, "n1"));
+}
+
+/* A relist replaces the set: the pod missing from the new list goes, the
+ * one still there is counted once. */
+static void test_replace_pods(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(apply(f->nodes, node_event), 0);
+    assert_int_equal(apply(f->pods, pod_event("ADDED", "11", "Running")), 0);
+    const char *other = "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"q\",\"namespace\":\"a\",\"annotations\":"
+                        "{\"tencent.com/predicate-gpu-idx-0\":\"0\"}},\"spec\":{\"nodeName\":\"n1\",\"containers\":"
+                        "[{\"name\":\"c\",\"resources\":{\"limits\":{\"tencent.com/vcuda-core\":\"40\","
+                        "\"tencent.com/vcuda-memory\":\"4\"}}}]}}";
+    cJSON *obj = cJSON_Parse(other);
+    struct pod_info *pods[1] = {pod_info_from_json(obj, NULL)};
+    cJSON_Delete(obj);
+    assert_int_equal(cache_replace_pods(&f->cache, pods, 1, now_realtime_ns()), 0);
+    assert_null(cache_find_pod(&f->cache, "a/p"));
+    assert_non_null(cache_find_pod(&f->cache, "a/q"));
+    assert_int_equal(core_used(f, 1), 0);
+    assert_int_equal(core_used(f, 0), 40);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_add_modify_delete, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bookmark_and_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_configmaps_and_node_delete, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_replace_pods, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,1501 @@
+/*
+ * gqa_bench.c - load benchmark of gpu-quota-admission's extender verbs.
+ *
+ * For each cluster size N it generates N nodes x 8 GPUs (realistic Node
+ * objects of about 5.6 KB with a gpu-admission.io/topology annotation) and 8
+ * bound vcuda pods per node, writes them as a JSON `kind: List`, starts the
+ * real server binary on that file (--state-file, HTTP on 127.0.0.1) and
+ * drives it over HTTP with libcurl (keep-alive, one easy handle per client
+ * thread) in both ExtenderArgs forms: NodeNames, and Nodes (every full Node
+ * object, about 28 MB at N = 5000).
+ *
+ * Printed per N, placement mode, verb and form: request and answer sizes,
+ * p50/p99/max latency of sequential requests, throughput with 2 client
+ * threads, the server's VmRSS/VmHWM after the run, and the time cJSON_Parse
+ * needs in this process for the same Nodes-form body. Targets are printed
+ * next to the figures with PASS/MISS; they never change the exit status.
+ * Every answer is checked (the first of each kind in full with cJSON, the
+ * rest against it or cheaply); a wrong answer, a server that does not start
+ * or does not stop cleanly makes the run exit 1.
+ */
+#include "extender/strbuf.h"
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define GPUS_PER_NODE 8
+#define MAX_SIZES 8
+#define MAX_NODES 99999
+#define MAX_REQUESTS 100000
+#define MAX_PARSE_RUNS 25
+#define CLIENT_THREADS 2
+#define SERIAL_DIGITS 9
+#define START_ATTEMPTS 3
+#define READY_TIMEOUT_MS 180000
+#define STOP_TIMEOUT_MS 30000
+#define POLL_MS 20
+#define TARGET_N 5000
+#define TARGET_NAMES_P50_MS 2.0
+#define TARGET_NAMES_P99_MS 10.0
+#define TARGET_RSS_BYTES 200e6
+#define VERIFY_MSG 320
+
+static volatile sig_atomic_t g_interrupted;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    g_interrupted = 1;
+}
+
+static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Print "gqa-bench: message" to stderr; returns -1 for `return fail(...)`. */
+static int fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    flockfile(stderr);
+    fputs("gqa-bench: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    funlockfile(stderr);
+    va_end(ap);
+    return -1;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* ---- deterministic fake identifiers ------------------------------------- */
+
+static uint64_t mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+/* `digits` hex characters derived from seed (ids, digests, serials). */
+static void put_hex(struct strbuf *sb, uint64_t seed, int digits)
+{
+    static const char hex[] = "0123456789abcdef";
+    char buf[64];
+    int n = digits < (int)sizeof(buf) ? digits : (int)sizeof(buf);
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++) {
+        if (i % 16 == 0)
+            v = mix64(seed * 131 + (uint64_t)i);
+        buf[i] = hex[v & 15];
+        v >>= 4;
+    }
+    strbuf_append(sb, buf, (size_t)n);
+}
+
+static void put_uuid(struct strbuf *sb, uint64_t seed)
+{
+    static const int groups[] = {8, 4, 4, 4, 12};
+    for (int g = 0; g < 5; g++) {
+        if (g)
+            strbuf_putc(sb, '-');
+        put_hex(sb, mix64(seed) + (uint64_t)g, groups[g]);
+    }
+}
+
+static void node_name(char *buf, size_t size, size_t i)
+{
+    snprintf(buf, size, "gpu-a100-%05u", (unsigned)(i % 100000));
+}
+
+/* ---- Node objects --------------------------------------------------------- */
+
+static const char *const ZONES[] = {"eu-central-1a", "eu-central-1b", "eu-central-1c"};
+
+static void put_labels(struct strbuf *sb, const char *name, size_t i)
+{
+    const char *zone = ZONES[i % 3];
+    strbuf_printf(sb,
+                  "\"labels\":{\"kubernetes.io/arch\":\"amd64\",\"kubernetes.io/hostname\":\"%s\",\"kubernetes.io/os\":"
+                  "\"linux\",\"node.kubernetes.io/instance-type\":\"p4de.24xlarge\",\"nvidia.com/gpu.count\":"
+                  "\"8\",\"nvidia.com/gpu.present\":\"true\",\"nvidia.com/gpu.product\":\"NVIDIA-A100-SXM4-80GB\","
+                  "\"tkestack.io/gpu-model\":\"A100\",\"tkestack.io/gpu-pool\":\"public\","
+                  "\"topology.kubernetes.io/region\":\"eu-central-1\",\"topology.kubernetes.io/zone\":\"%s\"},",
+                  name, zone);
+}
+
+/* The topology annotation's compact JSON: 8 A100s behind NVSwitch. */
+static void put_topology_json(struct strbuf *t, size_t i)
+{
+    strbuf_puts(t, "{\"version\":1,\"gpus\":[");
+    for (int g = 0; g < GPUS_PER_NODE; g++) {
+        strbuf_printf(t, "%s{\"index\":%d,\"minor\":%d,\"uuid\":\"GPU-", g ? "," : "", g, g);
+        put_uuid(t, i * 64 + (uint64_t)g + 7);
+        strbuf_printf(t, "\",\"model\":\"NVIDIA A100-SXM4-80GB\",\"memoryMiB\":81920,\"numa\":%d}",
+                      g / (GPUS_PER_NODE / 2));
+    }
+    strbuf_puts(t, "],\"links\":[");
+    for (int r = 0; r < GPUS_PER_NODE; r++) {
+        strbuf_puts(t, r ? ",[" : "[");
+        for (int c = 0; c < GPUS_PER_NODE; c++)
+            strbuf_printf(t, "%s\"%s\"", c ? "," : "", r == c ? "X" : "NV12");
+        strbuf_putc(t, ']');
+    }
+    strbuf_puts(t, "]}");
+}
+
+static void put_annotations(struct strbuf *sb, size_t i)
+{
+    struct strbuf topo;
+    strbuf_init(&topo);
+    put_topology_json(&topo, i);
+    strbuf_puts(sb, "\"annotations\":{\"gpu-admission.io/topology\":");
+    if (strbuf_failed(&topo))
+        sb->failed = 1;
+    else
+        strbuf_json_string(sb, topo.data);
+    strbuf_free(&topo);
+    strbuf_puts(sb, ",\"kubeadm.alpha.kubernetes.io/cri-socket\":\"unix:///run/containerd/containerd.sock\","
+                    "\"node.alpha.kubernetes.io/ttl\":\"0\","
+                    "\"volumes.kubernetes.io/controller-managed-attach-detach\":\"true\"}");
+}
+
+static void put_node_metadata(struct strbuf *sb, const char *name, size_t i)
+{
+    strbuf_printf(sb, "\"metadata\":{\"name\":\"%s\",\"uid\":\"", name);
+    put_uuid(sb, i * 8 + 2);
+    strbuf_printf(sb, "\",\"resourceVersion\":\"%zu\",\"creationTimestamp\":\"2025-03-01T08:%02zu:%02zuZ\",",
+                  81234567 + i * 7, i / 60 % 60, i % 60);
+    put_labels(sb, name, i);
+    put_annotations(sb, i);
+    strbuf_putc(sb, '}');
+}
+
+static void put_node_spec(struct strbuf *sb, size_t i)
+{
+    unsigned a = (unsigned)(i >> 8 & 255), b = (unsigned)(i & 255);
+    strbuf_printf(sb, "\"spec\":{\"podCIDR\":\"10.%u.%u.0/24\",\"podCIDRs\":[\"10.%u.%u.0/24\"],"
+                      "\"providerID\":\"aws:///%s/i-0", 128 + a % 128, b, 128 + a % 128, b, ZONES[i % 3]);
+    put_hex(sb, i * 8 + 1, 16);
+    strbuf_puts(sb, "\"}");
+}
+
+static void put_amounts(struct strbuf *sb, const char *key, bool allocatable)
+{
+    strbuf_printf(sb,
+                  "\"%s\":{\"cpu\":\"%s\",\"ephemeral-storage\":\"%s\",\"hugepages-1Gi\":\"0\","
+                  "\"hugepages-2Mi\":\"0\",\"memory\":\"%s\",\"pods\":\"110\",\"tencent.com/vcuda-core\":\"800\","
+                  "\"tencent.com/vcuda-memory\":\"2560\"}",
+                  key, allocatable ? "95690m" : "96", allocatable ? "1814512490302" : "1968873668Ki",
+                  allocatable ? "1164873840Ki" : "1176604272Ki");
+}
+
+static const char *const CONDITIONS[][4] = {
+    {"NetworkUnavailable", "False", "CalicoIsUp", "Calico is running on this node"},
+    {"MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"},
+    {"DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"},
+    {"PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"},
+    {"Ready", "True", "KubeletReady", "kubelet is posting ready status. AppArmor enabled"},
+};
+
+static void put_conditions(struct strbuf *sb, size_t i)
+{
+    strbuf_puts(sb, "\"conditions\":[");
+    for (size_t c = 0; c < sizeof(CONDITIONS) / sizeof(CONDITIONS[0]); c++)
+        strbuf_printf(sb,
+                      "%s{\"type\":\"%s\",\"status\":\"%s\",\"lastHeartbeatTime\":\"2025-11-20T10:%02zu:%02zuZ\","
+                      "\"lastTransitionTime\":\"2025-03-01T08:%02zu:%02zuZ\",\"reason\":\"%s\",\"message\":\"%s\"}",
+                      c ? "," : "", CONDITIONS[c][0], CONDITIONS[c][1], (i + c) / 7 % 60, (i * 13 + c) % 60,
+                      i / 60 % 60, (i + 31) % 60, CONDITIONS[c][2], CONDITIONS[c][3]);
+    strbuf_puts(sb, "],");
+}
+
+static void put_addresses(struct strbuf *sb, const char *name, size_t i)
+{
+    unsigned a = (unsigned)(i >> 8 & 255), b = (unsigned)(i & 255);
+    strbuf_printf(sb,
+                  "\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"10.0.%u.%u\"},{\"type\":\"InternalDNS\","
+                  "\"address\":\"ip-10-0-%u-%u.eu-central-1.compute.internal\"},{\"type\":\"Hostname\","
+                  "\"address\":\"%s\"}],\"daemonEndpoints\":{\"kubeletEndpoint\":{\"Port\":10250}},",
+                  a, b, a, b, name);
+}
+
+static void put_node_info(struct strbuf *sb, size_t i)
+{
+    strbuf_puts(sb, "\"nodeInfo\":{\"machineID\":\"");
+    put_hex(sb, i * 8 + 3, 32);
+    strbuf_puts(sb, "\",\"systemUUID\":\"");
+    put_uuid(sb, i * 8 + 4);
+    strbuf_puts(sb, "\",\"bootID\":\"");
+    put_uuid(sb, i * 8 + 5);
+    strbuf_puts(sb, "\",\"kernelVersion\":\"5.15.0-1066-aws\",\"osImage\":\"Ubuntu 22.04.4 LTS\","
+                    "\"containerRuntimeVersion\":\"containerd://1.7.13\",\"kubeletVersion\":\"v1.29.6\","
+                    "\"kubeProxyVersion\":\"v1.29.6\",\"operatingSystem\":\"linux\",\"architecture\":\"amd64\"},");
+}
+
+static const struct {
+    const char *repo, *tag;
+    long long size;
+} IMAGES[] = {
+    {"nvcr.io/nvidia/pytorch", "24.03-py3", 9743186754LL},
+    {"nvcr.io/nvidia/tritonserver", "24.03-py3", 7419283115LL},
+    {"registry.example.com/ml/train", "2025.11.3", 6120349812LL},
+    {"nvcr.io/nvidia/dcgm-exporter", "3.3.5-3.4.1-ubuntu22.04", 343562211LL},
+    {"docker.io/tkestack/gpu-manager", "v1.1.5", 287345120LL},
+    {"docker.io/calico/node", "v3.27.3", 116943204LL},
+    {"public.ecr.aws/ebs-csi-driver/aws-ebs-csi-driver", "v1.30.0", 32651021LL},
+    {"registry.k8s.io/kube-proxy", "v1.29.6", 28420160LL},
+    {"docker.io/calico/cni", "v3.27.3", 94352214LL},
+    {"registry.k8s.io/pause", "3.9", 321520LL},
+};
+
+/* The first image was pulled from a registry (tag and digest); the others
+ * were preloaded into the node image, so only their tag is known. */
+static void put_images(struct strbuf *sb)
+{
+    strbuf_puts(sb, "\"images\":[");
+    for (size_t k = 0; k < sizeof(IMAGES) / sizeof(IMAGES[0]); k++) {
+        strbuf_printf(sb, "%s{\"names\":[\"", k ? "," : "");
+        if (k == 0) {
+            strbuf_printf(sb, "%s@sha256:", IMAGES[k].repo);
+            put_hex(sb, 1000 + k, 64);
+            strbuf_puts(sb, "\",\"");
+        }
+        strbuf_printf(sb, "%s:%s\"],\"sizeBytes\":%lld}", IMAGES[k].repo, IMAGES[k].tag, IMAGES[k].size);
+    }
+    strbuf_putc(sb, ']');
+}
+
+static void put_node(struct strbuf *sb, size_t i)
+{
+    char name[32];
+    node_name(name, sizeof(name), i);
+    strbuf_puts(sb, "{\"apiVersion\":\"v1\",\"kind\":\"Node\",");
+    put_node_metadata(sb, name, i);
+    strbuf_putc(sb, ',');
+    put_node_spec(sb, i);
+    strbuf_puts(sb, ",\"status\":{");
+    put_amounts(sb, "capacity", false);
+    strbuf_putc(sb, ',');
+    put_amounts(sb, "allocatable", true);
+    strbuf_putc(sb, ',');
+    put_conditions(sb, i);
+    put_addresses(sb, name, i);
+    put_node_info(sb, i);
+    put_images(sb);
+    strbuf_puts(sb, "}}");
+}
+
+/* ---- bound pods ------------------------------------------------------------ */
+
+/* Mixed shares per GPU; memory is 3 blocks per core, so every GPU keeps at
+ * least 30 cores and 110 of its 320 memory blocks free. */
+static const int SHARE_CORES[GPUS_PER_NODE] = {10, 20, 25, 30, 40, 50, 60, 70};
+
+static void put_bound_pod(struct strbuf *sb, size_t node, int gpu)
+{
+    char name[32];
+    node_name(name, sizeof(name), node);
+    int cores = SHARE_CORES[(node + (size_t)gpu) % GPUS_PER_NODE], mem = cores * 3;
+    strbuf_printf(sb, "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"job-%05zu-%d\","
+                      "\"namespace\":\"team-%c\",\"uid\":\"", node, gpu, (char)('a' + (node + (size_t)gpu) % 4));
+    put_uuid(sb, node * 64 + (uint64_t)gpu + 1000003);
+    strbuf_printf(sb,
+                  "\",\"labels\":{\"app\":\"job-%05zu-%d\"},\"annotations\":{\"tencent.com/gpu-assigned\":\"true\","
+                  "\"tencent.com/predicate-gpu-idx-0\":\"%d\",\"tencent.com/predicate-node\":\"%s\","
+                  "\"tencent.com/predicate-time\":\"1763700000000000000\"}},\"spec\":{\"nodeName\":\"%s\","
+                  "\"schedulerName\":\"default-scheduler\",\"containers\":[{\"name\":\"worker\",\"image\":"
+                  "\"nvcr.io/nvidia/pytorch:24.03-py3\",\"resources\":{\"limits\":{\"cpu\":\"4\",\"memory\":"
+                  "\"32Gi\",\"tencent.com/vcuda-core\":\"%d\",\"tencent.com/vcuda-memory\":\"%d\"},\"requests\":"
+                  "{\"cpu\":\"4\",\"memory\":\"32Gi\",\"tencent.com/vcuda-core\":\"%d\",\"tencent.com/vcuda-memory\":"
+                  "\"%d\"}}}]},\"status\":{\"phase\":\"Running\"}}",
+                  node, gpu, gpu, name, name, cores, mem, cores, mem);
+}
+
+/* ---- the generated cluster -------------------------------------------------- */
+
+struct dataset {
+    size_t n;
+    struct strbuf items;    /* the n Node objects, comma-separated */
+    struct strbuf names;    /* the n names as JSON strings, comma-separated */
+    size_t state_bytes;
+};
+
+static void dataset_free(struct dataset *d)
+{
+    strbuf_free(&d->items);
+    strbuf_free(&d->names);
+}
+
+static int dataset_build(struct dataset *d, size_t n)
+{
+    memset(d, 0, sizeof(*d));
+    d->n = n;
+    strbuf_init(&d->items);
+    strbuf_init(&d->names);
+    strbuf_reserve(&d->items, n * 5800);
+    strbuf_reserve(&d->names, n * 20);
+    for (size_t i = 0; i < n && !strbuf_failed(&d->items); i++) {
+        char name[32];
+        node_name(name, sizeof(name), i);
+        if (i) {
+            strbuf_putc(&d->items, ',');
+            strbuf_putc(&d->names, ',');
+        }
+        put_node(&d->items, i);
+        strbuf_json_string(&d->names, name);
+    }
+    if (strbuf_failed(&d->items) || strbuf_failed(&d->names)) {
+        dataset_free(d);
+        return fail("out of memory generating %zu nodes", n);
+    }
+    return 0;
+}
+
+static int write_pods(FILE *f, const struct dataset *d)
+{
+    struct strbuf sb;
+    strbuf_init(&sb);
+    int rc = 0;
+    for (size_t i = 0; i < d->n && rc == 0; i++) {
+        strbuf_reset(&sb);
+        for (int g = 0; g < GPUS_PER_NODE; g++) {
+            strbuf_putc(&sb, ',');
+            put_bound_pod(&sb, i, g);
+        }
+        if (strbuf_failed(&sb))
+            rc = fail("out of memory generating pods");
+        else if (fwrite(sb.data, 1, sb.len, f) != sb.len)
+            rc = -1;
+    }
+    strbuf_free(&sb);
+    return rc;
+}
+
+static int write_state_file(struct dataset *d, const char *path)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return fail("cannot create %s: %s", path, strerror(errno));
+    fputs("{\"apiVersion\":\"v1\",\"kind\":\"List\",\"metadata\":{\"resourceVersion\":\"\"},\"items\":[", f);
+    fwrite(d->items.data, 1, d->items.len, f);
+    int rc = write_pods(f, d);
+    fputs("]}\n", f);
+    long size = ftell(f);
+    if (ferror(f))
+        rc = -1;
+    if (fclose(f) != 0)
+        rc = -1;
+    d->state_bytes = size > 0 ? (size_t)size : 0;
+    return rc == 0 ? 0 : fail("cannot write %s", path);
+}
+
+/* ---- request bodies ---------------------------------------------------------- */
+
+enum verb { VERB_FILTER = 0, VERB_PRIORITIZE };
+enum form { FORM_NAMES = 0, FORM_NODES };
+enum mode { MODE_BIND = 0, MODE_FILTER };
+
+static const char *const VERB_NAME[] = {"filter", "prioritize"};
+static const char *const VERB_PATH[] = {"/scheduler/predicates", "/scheduler/priorities"};
+static const char *const FORM_NAME[] = {"NodeNames", "Nodes"};
+static const char *const MODE_NAME[] = {"bind", "filter"};
+
+struct body {
+    struct strbuf text;
+    size_t serial_off[2];   /* where the pod name's and uid's serial digits are */
+};
+
+/* A pending pod as kube-scheduler sends it, with a 9-digit serial in its name
+ * and uid that body_set_serial() rewrites in place. */
+static void put_request_pod(struct strbuf *sb, int cores, int memory, size_t off[2])
+{
+    static const char zeros[] = "000000000";
+    strbuf_puts(sb, "{\"metadata\":{\"name\":\"bench-pod-");
+    off[0] = sb->len;
+    strbuf_puts(sb, zeros);
+    strbuf_puts(sb, "\",\"namespace\":\"bench\",\"uid\":\"b3c4d5e6-0000-4000-8000-000");
+    off[1] = sb->len;
+    strbuf_puts(sb, zeros);
+    strbuf_printf(sb,
+                  "\",\"resourceVersion\":\"4711\",\"creationTimestamp\":\"2025-11-20T10:00:00Z\",\"labels\":"
+                  "{\"app\":\"bench\"}},\"spec\":{\"containers\":[{\"name\":\"app\",\"image\":"
+                  "\"registry.example.com/app:1\",\"resources\":{\"limits\":{\"cpu\":\"1\",\"memory\":\"2Gi\","
+                  "\"tencent.com/vcuda-core\":\"%d\",\"tencent.com/vcuda-memory\":\"%d\"},\"requests\":{\"cpu\":"
+                  "\"1\",\"memory\":\"2Gi\",\"tencent.com/vcuda-core\":\"%d\",\"tencent.com/vcuda-memory\":\"%d\"}}}],"
+                  "\"restartPolicy\":\"Always\",\"schedulerName\":\"default-scheduler\",\"priority\":0},"
+                  "\"status\":{\"phase\":\"Pending\",\"qosClass\":\"Guaranteed\"}}",
+                  cores, memory, cores, memory);
+}
+
+/* ExtenderArgs as Go's encoding/json writes it: Pod, Nodes, NodeNames. */
+static int body_build(struct body *b, const struct dataset *d, enum form form, int cores, int memory)
+{
+    const struct strbuf *list = form == FORM_NAMES ? &d->names : &d->items;
+    strbuf_init(&b->text);
+    strbuf_reserve(&b->text, list->len + 2048);
+    strbuf_puts(&b->text, "{\"Pod\":");
+    put_request_pod(&b->text, cores, memory, b->serial_off);
+    strbuf_puts(&b->text, form == FORM_NAMES ? ",\"Nodes\":null,\"NodeNames\":["
+                                             : ",\"Nodes\":{\"metadata\":{},\"items\":[");
+    strbuf_append(&b->text, list->data, list->len);
+    strbuf_puts(&b->text, form == FORM_NAMES ? "]}" : "]},\"NodeNames\":null}");
+    if (strbuf_failed(&b->text)) {
+        strbuf_free(&b->text);
+        return fail("out of memory building a %s request body", FORM_NAME[form]);
+    }
+    return 0;
+}
+
+static void body_set_serial(struct body *b, unsigned long serial)
+{
+    char digits[SERIAL_DIGITS];
+    for (int k = SERIAL_DIGITS - 1; k >= 0; k--, serial /= 10)
+        digits[k] = (char)('0' + serial % 10);
+    for (int k = 0; k < 2; k++)
+        memcpy(b->text.data + b->serial_off[k], digits, SERIAL_DIGITS);
+}
+
+/* ---- HTTP client --------------------------------------------------------------- */
+
+struct client {
+    CURL *curl;
+    struct curl_slist *headers;
+    struct strbuf answer;
+    int port;
+    char url[128];
+    char error[CURL_ERROR_SIZE];
+};
+
+static size_t on_data(char *ptr, size_t size, size_t nmemb, void *user)
+{
+    struct strbuf *sb = user;
+    size_t n = size * nmemb;
+    strbuf_append(sb, ptr, n);
+    return strbuf_failed(sb) ? 0 : n;
+}
+
+static void client_free(struct client *c)
+{
+    if (c->curl)
+        curl_easy_cleanup(c->curl);
+    curl_slist_free_all(c->headers);
+    strbuf_free(&c->answer);
+    c->curl = NULL;
+    c->headers = NULL;
+}
+
+static int client_options(struct client *c)
+{
+    CURL *h = c->curl;
+    int bad = 0;
+    bad |= curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L) != CURLE_OK;
+    bad |= curl_easy_setopt(h, CURLOPT_NOPROXY, "*") != CURLE_OK;
+    bad |= curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L) != CURLE_OK;
+    bad |= curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 2000L) != CURLE_OK;
+    bad |= curl_easy_setopt(h, CURLOPT_TIMEOUT, 120L) != CURLE_OK;
+    bad |= curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 512L * 1024) != CURLE_OK;
+    bad |= curl_easy_setopt(h, CURLOPT_UPLOAD_BUFFERSIZE, 2L * 1024 * 1024) != CURLE_OK;
+    bad |= curl_easy_setopt(h, CURLOPT_HTTPHEADER, c->headers) != CURLE_OK;
+    bad |= curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data) != CURLE_OK;
+    bad |= curl_easy_setopt(h, CURLOPT_WRITEDATA, &c->answer) != CURLE_OK;
+    bad |= curl_easy_setopt(h, CURLOPT_ERRORBUFFER, c->error) != CURLE_OK;
+    return bad ? -1 : 0;
+}
+
+/* One keep-alive connection to 127.0.0.1:port. Bodies are JSON; "Expect:"
+ * stops libcurl from waiting for 100-continue on large bodies (kube-scheduler
+ * does not send it either). */
+static int client_init(struct client *c, int port)
+{
+    memset(c, 0, sizeof(*c));
+    strbuf_init(&c->answer);
+    c->port = port;
+    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+    struct curl_slist *h2 = h ? curl_slist_append(h, "Expect:") : NULL;
+    c->headers = h2 ? h2 : h;
+    c->curl = curl_easy_init();
+    if (!c->curl || !h2 || client_options(c) != 0) {
+        client_free(c);
+        return fail("cannot set up a libcurl handle");
+    }
+    return 0;
+}
+
+/* POST body (GET when body is NULL) to path; the answer lands in c->answer. */
+static int client_request(struct client *c, const char *path, const char *body, size_t len, long *status)
+{
+    snprintf(c->url, sizeof(c->url), "http://127.0.0.1:%d%s", c->port, path);
+    strbuf_reset(&c->answer);
+    c->error[0] = '\0';
+    *status = 0;
+    curl_easy_setopt(c->curl, CURLOPT_URL, c->url);
+    if (body) {
+        curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+        curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body);
+    } else {
+        curl_easy_setopt(c->curl, CURLOPT_HTTPGET, 1L);
+    }
+    CURLcode rc = curl_easy_perform(c->curl);
+    if (rc != CURLE_OK) {
+        if (!c->error[0])
+            snprintf(c->error, sizeof(c->error), "%s", curl_easy_strerror(rc));
+        return -1;
+    }
+    curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, status);
+    return 0;
+}
+
+/* ---- the server process --------------------------------------------------------- */
+
+struct server {
+    pid_t pid;
+    int port;
+    char log_path[512];
+};
+
+/* A port the kernel just handed out on 127.0.0.1 (free a moment ago). */
+static int pick_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK), .sin_port = 0};
+    socklen_t len = sizeof(sa);
+    int port = -1;
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+        port = ntohs(sa.sin_port);
+    if (fd >= 0)
+        close(fd);
+    return port > 0 ? port : fail("cannot find a free port on 127.0.0.1");
+}
+
+/* Child side of spawn_server: only async-signal-safe calls. The server gets
+ * SIGTERM if the benchmark dies, so it is never left behind. */
+static void exec_server(pid_t parent, char *const argv[], const char *log_path)
+{
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent)
+        _exit(126);
+    int fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd >= 0) {
+        dup2(fd, STDOUT_FILENO);
+        dup2(fd, STDERR_FILENO);
+        close(fd);
+    }
+    execv(argv[0], argv);
+    _exit(127);
+}
+
+static int spawn_server(struct server *s, const char *binary, const char *state, enum mode mode)
+{
+    char listen[32];
+    snprintf(listen, sizeof(listen), "127.0.0.1:%d", s->port);
+    char *argv[] = {(char *)binary, "--state-file", (char *)state, "--listen-http", listen,
+                    "--placement", (char *)MODE_NAME[mode], "--log-level", "warn", NULL};
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0)
+        return fail("fork: %s", strerror(errno));
+    if (pid == 0)
+        exec_server(parent, argv, s->log_path);
+    s->pid = pid;
+    return 0;
+}
+
+/* waitpid without blocking, retried on EINTR: the pid, 0, or -1. */
+static pid_t reap(pid_t pid, int *status, int flags)
+{
+    pid_t w;
+    do
+        w = waitpid(pid, status, flags);
+    while (w < 0 && errno == EINTR);
+    return w;
+}
+
+static void print_log_tail(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    char tail[2048];
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, size > (long)sizeof(tail) - 1 ? size - (long)sizeof(tail) + 1 : 0, SEEK_SET);
+    size_t n = fread(tail, 1, sizeof(tail) - 1, f);
+    fclose(f);
+    tail[n] = '\0';
+    fprintf(stderr, "gqa-bench: end of the server log %s:\n%s\n", path, tail);
+}
+
+/* 0 once /readyz answers 200, 1 if the server exited first, -1 otherwise. */
+static int wait_ready(struct server *s, struct client *c)
+{
+    for (int waited = 0; waited < READY_TIMEOUT_MS; waited += POLL_MS) {
+        if (g_interrupted)
+            return fail("interrupted");
+        int st = 0;
+        if (reap(s->pid, &st, WNOHANG) == s->pid) {
+            s->pid = 0;
+            fail("the server exited before it was ready (%s %d)", WIFEXITED(st) ? "status" : "signal",
+                 WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+            return 1;
+        }
+        long status = 0;
+        if (client_request(c, "/readyz", NULL, 0, &status) == 0 && status == 200)
+            return 0;
+        sleep_ms(POLL_MS);
+    }
+    return fail("the server was not ready after %d s", READY_TIMEOUT_MS / 1000);
+}
+
+/* SIGTERM, then wait (bounded); SIGKILL as the last resort. The server must
+ * drain and exit 0. */
+static int stop_server(struct server *s)
+{
+    if (s->pid <= 0)
+        return 0;
+    kill(s->pid, SIGTERM);
+    int st = 0;
+    pid_t w = 0;
+    for (int waited = 0; waited < STOP_TIMEOUT_MS && (w = reap(s->pid, &st, WNOHANG)) == 0; waited += POLL_MS)
+        sleep_ms(POLL_MS);
+    if (w != s->pid) {
+        kill(s->pid, SIGKILL);
+        reap(s->pid, &st, 0);
+        s->pid = 0;
+        return fail("the server did not stop within %d s of SIGTERM and was killed", STOP_TIMEOUT_MS / 1000);
+    }
+    s->pid = 0;
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        print_log_tail(s->log_path);
+        return fail("the server did not exit cleanly after SIGTERM (%s %d)", WIFEXITED(st) ? "status" : "signal",
+                    WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+    }
+    return 0;
+}
+
+/* VmRSS and VmHWM of pid, in kB as the kernel prints them. */
+static int read_memory(pid_t pid, long *rss_kb, long *hwm_kb)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return fail("cannot read %s: %s", path, strerror(errno));
+    *rss_kb = *hwm_kb = -1;
+    while (fgets(line, sizeof(line), f)) {
+        sscanf(line, "VmRSS: %ld", rss_kb);
+        sscanf(line, "VmHWM: %ld", hwm_kb);
+    }
+    fclose(f);
+    return *rss_kb >= 0 && *hwm_kb >= 0 ? 0 : fail("no VmRSS/VmHWM in %s", path);
+}
+
+/* ---- one server run: phases and their results ----------------------------------- */
+
+struct run {
+    struct server srv;
+    struct client clients[CLIENT_THREADS];
+    int nclients;
+    atomic_ulong serial;    /* filter mode: the next distinct pod */
+    enum mode mode;
+    double ready_ms;
+};
+
+struct phase {
+    enum verb verb;
+    enum form form;
+    enum mode mode;
+    size_t n;
+    int count;
+    struct body *bodies[CLIENT_THREADS];    /* per client thread (the same one in bind mode) */
+    struct strbuf reference;                /* bind mode: the first answer, verified in full */
+};
+
+struct result {
+    size_t request_len, answer_len;
+    int count;
+    double p50, p99, max;
+    int tp_count;
+    double tp_rps;
+};
+
+static void free_clients(struct run *r)
+{
+    for (int k = 0; k < r->nclients; k++)
+        client_free(&r->clients[k]);
+    r->nclients = 0;
+}
+
+static int init_clients(struct run *r)
+{
+    for (int k = 0; k < CLIENT_THREADS; k++) {
+        if (client_init(&r->clients[k], r->srv.port) != 0) {
+            free_clients(r);
+            return -1;
+        }
+        r->nclients = k + 1;
+    }
+    return 0;
+}
+
+static int try_start(struct run *r, const char *binary, const char *state)
+{
+    int port = pick_port();
+    if (port < 0)
+        return -1;
+    r->srv.port = port;
+    if (init_clients(r) != 0)
+        return -1;
+    double t0 = now_ms();
+    if (spawn_server(&r->srv, binary, state, r->mode) != 0) {
+        free_clients(r);
+        return -1;
+    }
+    int rc = wait_ready(&r->srv, &r->clients[0]);
+    r->ready_ms = now_ms() - t0;
+    if (rc != 0) {
+        if (rc < 0)
+            stop_server(&r->srv);
+        print_log_tail(r->srv.log_path);
+        free_clients(r);
+    }
+    return rc;
+}
+
+static int start_run(struct run *r, const char *binary, const char *state, const char *dir, enum mode mode)
+{
+    memset(r, 0, sizeof(*r));
+    r->mode = mode;
+    atomic_init(&r->serial, 1);
+    snprintf(r->srv.log_path, sizeof(r->srv.log_path), "%s/server-%s.log", dir, MODE_NAME[mode]);
+    int rc = 1;
+    for (int attempt = 0; attempt < START_ATTEMPTS && rc == 1; attempt++)
+        rc = try_start(r, binary, state);
+    if (rc == 0)
+        return 0;
+    unlink(r->srv.log_path);
+    return fail("could not start %s", binary);
+}
+
+static int finish_run(struct run *r, long *rss_kb, long *hwm_kb)
+{
+    int rc = read_memory(r->srv.pid, rss_kb, hwm_kb);
+    free_clients(r);
+    if (stop_server(&r->srv) != 0)
+        rc = -1;
+    unlink(r->srv.log_path);
+    return rc;
+}
+
+/* ---- answer checks ---------------------------------------------------------------- */
+
+static int check_name(size_t i, const char *got, char *why)
+{
+    char want[32];
+    node_name(want, sizeof(want), i);
+    if (got && strcmp(got, want) == 0)
+        return 0;
+    snprintf(why, VERIFY_MSG, "node %zu is \"%.40s\", expected \"%s\"", i, got ? got : "(not a string)", want);
+    return -1;
+}
+
+static int check_error_field(const cJSON *root, char *why)
+{
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(root, "Error");
+    if (!cJSON_IsString(e))
+        snprintf(why, VERIFY_MSG, "the answer has no Error string");
+    else if (e->valuestring[0])
+        snprintf(why, VERIFY_MSG, "the server answered Error: %.200s", e->valuestring);
+    else
+        return 0;
+    return -1;
+}
+
+static const char *kept_name(const cJSON *item, enum form form)
+{
+    if (form == FORM_NAMES)
+        return cJSON_IsString(item) ? item->valuestring : NULL;
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(item, "metadata");
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(meta, "name");
+    return cJSON_IsString(name) ? name->valuestring : NULL;
+}
+
+/* The kept nodes in the request's form; the other form must be null. */
+static const cJSON *kept_list(const cJSON *root, enum form form, char *why)
+{
+    const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(root, "Nodes");
+    const cJSON *names = cJSON_GetObjectItemCaseSensitive(root, "NodeNames");
+    const cJSON *list = form == FORM_NAMES ? names : cJSON_GetObjectItemCaseSensitive(nodes, "items");
+    const cJSON *other = form == FORM_NAMES ? nodes : names;
+    if (!cJSON_IsArray(list) || !cJSON_IsNull(other)) {
+        snprintf(why, VERIFY_MSG, "the answer is not in the %s form", FORM_NAME[form]);
+        return NULL;
+    }
+    return list;
+}
+
+static int count_members(const cJSON *root, const char *field, int *count, char *why)
+{
+    const cJSON *obj = cJSON_GetObjectItemCaseSensitive(root, field);
+    if (!cJSON_IsObject(obj)) {
+        snprintf(why, VERIFY_MSG, "%s is not an object", field);
+        return -1;
+    }
+    *count = cJSON_GetArraySize(obj);
+    return 0;
+}
+
+/* Bind placement: every node fits and is kept, in the request's order. */
+static int verify_filter_all(const struct phase *ph, const cJSON *root, char *why)
+{
+    const cJSON *list = kept_list(root, ph->form, why);
+    int failed = 0, unresolvable = 0;
+    if (!list || count_members(root, "FailedNodes", &failed, why) ||
+        count_members(root, "FailedAndUnresolvableNodes", &unresolvable, why))
+        return -1;
+    size_t i = 0;
+    for (const cJSON *it = list->child; it; it = it->next, i++)
+        if (i >= ph->n || check_name(i, kept_name(it, ph->form), why) != 0)
+            break;
+    if (i != ph->n || failed || unresolvable) {
+        if (!why[0])
+            snprintf(why, VERIFY_MSG, "%d nodes kept, %d failed, %d unresolvable; expected all %zu kept",
+                     cJSON_GetArraySize(list), failed, unresolvable, ph->n);
+        return -1;
+    }
+    return 0;
+}
+
+static bool is_node_name(const char *s, size_t n)
+{
+    unsigned idx = 0;
+    char tail = 0;
+    if (!s || sscanf(s, "gpu-a100-%5u%c", &idx, &tail) != 1 || idx >= n)
+        return false;
+    char want[32];
+    node_name(want, sizeof(want), idx);
+    return strcmp(s, want) == 0;
+}
+
+/* Filter placement: exactly one node kept; every other one failed with
+ * "pod assigned to node <kept>". */
+static int verify_filter_one(const struct phase *ph, const cJSON *root, char *why)
+{
+    const cJSON *list = kept_list(root, ph->form, why);
+    if (!list)
+        return -1;
+    const char *kept = cJSON_GetArraySize(list) == 1 ? kept_name(list->child, ph->form) : NULL;
+    if (!is_node_name(kept, ph->n)) {
+        snprintf(why, VERIFY_MSG, "%d nodes kept, expected exactly one of the requested", cJSON_GetArraySize(list));
+        return -1;
+    }
+    char reason[64];
+    snprintf(reason, sizeof(reason), "pod assigned to node %s", kept);
+    const cJSON *failed = cJSON_GetObjectItemCaseSensitive(root, "FailedNodes");
+    size_t count = 0;
+    for (const cJSON *f = failed ? failed->child : NULL; f; f = f->next, count++) {
+        if (!is_node_name(f->string, ph->n) || strcmp(f->string, kept) == 0 || !cJSON_IsString(f) ||
+            strcmp(f->valuestring, reason) != 0) {
+            snprintf(why, VERIFY_MSG, "FailedNodes[\"%.40s\"] is unexpected", f->string ? f->string : "");
+            return -1;
+        }
+    }
+    int unresolvable = 0;
+    if (count_members(root, "FailedAndUnresolvableNodes", &unresolvable, why) != 0)
+        return -1;
+    if (count + 1 == ph->n && unresolvable == 0)
+        return 0;
+    snprintf(why, VERIFY_MSG, "%zu failed and %d unresolvable nodes, expected %zu and 0", count, unresolvable,
+             ph->n - 1);
+    return -1;
+}
+
+/* HostPriorityList: every requested node, in order, with a score 0..10. */
+static int verify_priorities(const struct phase *ph, const cJSON *root, char *why)
+{
+    if (!cJSON_IsArray(root)) {
+        snprintf(why, VERIFY_MSG, "the answer is not a HostPriorityList array");
+        return -1;
+    }
+    size_t i = 0;
+    for (const cJSON *it = root->child; it; it = it->next, i++) {
+        const cJSON *host = cJSON_GetObjectItemCaseSensitive(it, "Host");
+        const cJSON *score = cJSON_GetObjectItemCaseSensitive(it, "Score");
+        if (i >= ph->n) {
+            snprintf(why, VERIFY_MSG, "more hosts than the %zu requested", ph->n);
+            return -1;
+        }
+        if (check_name(i, cJSON_IsString(host) ? host->valuestring : NULL, why) != 0)
+            return -1;
+        if (!cJSON_IsNumber(score) || score->valuedouble < 0 || score->valuedouble > 10 ||
+            score->valuedouble != (double)score->valueint) {
+            snprintf(why, VERIFY_MSG, "host %s has Score outside 0..10", host->valuestring);
+            return -1;
+        }
+    }
+    if (i == ph->n)
+        return 0;
+    snprintf(why, VERIFY_MSG, "%zu hosts scored, expected %zu", i, ph->n);
+    return -1;
+}
+
+static int verify_full(const struct phase *ph, const struct strbuf *answer, char *why)
+{
+    cJSON *root = answer->len ? cJSON_ParseWithLength(answer->data, answer->len) : NULL;
+    if (!root) {
+        snprintf(why, VERIFY_MSG, "the answer (%zu bytes) is not JSON (or out of memory)", answer->len);
+        return -1;
+    }
+    int rc;
+    if (ph->verb == VERB_PRIORITIZE)
+        rc = verify_priorities(ph, root, why);
+    else if (check_error_field(root, why) != 0)
+        rc = -1;
+    else
+        rc = ph->mode == MODE_BIND ? verify_filter_all(ph, root, why) : verify_filter_one(ph, root, why);
+    cJSON_Delete(root);
+    return rc;
+}
+
+/* Bind mode answers identically every time; filter mode must end with an
+ * empty Error (checked in full in the latency phase). */
+static int verify_quick(const struct phase *ph, const struct strbuf *answer, char *why)
+{
+    static const char tail[] = "\"Error\":\"\"}";
+    size_t tl = sizeof(tail) - 1;
+    if (ph->mode == MODE_BIND) {
+        if (answer->len == ph->reference.len && memcmp(answer->data, ph->reference.data, answer->len) == 0)
+            return 0;
+        snprintf(why, VERIFY_MSG, "the answer differs from the first (verified) one");
+        return -1;
+    }
+    if (answer->len >= tl && memcmp(answer->data + answer->len - tl, tail, tl) == 0)
+        return 0;
+    snprintf(why, VERIFY_MSG, "the answer does not end with an empty Error: ...%.120s",
+             answer->len > 120 ? answer->data + answer->len - 120 : (answer->data ? answer->data : ""));
+    return -1;
+}
+
+static int check_answer(const struct phase *ph, const struct strbuf *answer, bool full)
+{
+    char why[VERIFY_MSG] = "";
+    int rc = full ? verify_full(ph, answer, why) : verify_quick(ph, answer, why);
+    if (rc == 0)
+        return 0;
+    return fail("placement %s, %s %s, N=%zu: wrong answer: %s", MODE_NAME[ph->mode], VERB_NAME[ph->verb],
+                FORM_NAME[ph->form], ph->n, why);
+}
+
+/* ---- measuring ---------------------------------------------------------------------- */
+
+static int send_one(struct run *r, const struct phase *ph, int slot, double *ms)
+{
+    struct client *c = &r->clients[slot];
+    struct body *b = ph->bodies[slot];
+    if (ph->mode == MODE_FILTER)
+        body_set_serial(b, atomic_fetch_add(&r->serial, 1));
+    long status = 0;
+    double t0 = now_ms();
+    int rc = client_request(c, VERB_PATH[ph->verb], b->text.data, b->text.len, &status);
+    *ms = now_ms() - t0;
+    if (rc != 0)
+        return fail("POST %s: %s", VERB_PATH[ph->verb], c->error);
+    if (status != 200)
+        return fail("POST %s answered HTTP %ld: %.200s", VERB_PATH[ph->verb], status,
+                    c->answer.data ? c->answer.data : "");
+    return 0;
+}
+
+/* One request outside the figures; in bind mode its answer is the reference. */
+static int warm_up(struct run *r, struct phase *ph)
+{
+    double ms;
+    const struct strbuf *answer = &r->clients[0].answer;
+    if (send_one(r, ph, 0, &ms) != 0 || check_answer(ph, answer, true) != 0)
+        return -1;
+    if (ph->mode != MODE_BIND)
+        return 0;
+    strbuf_reset(&ph->reference);
+    strbuf_append(&ph->reference, answer->data, answer->len);
+    return strbuf_failed(&ph->reference) ? fail("out of memory keeping the reference answer") : 0;
+}
+
+static int compare_ms(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentile of sorted[0..n). */
+static double percentile(const double *sorted, int n, int pct)
+{
+    int rank = (pct * n + 99) / 100;
+    return sorted[rank < 1 ? 0 : rank - 1];
+}
+
+static int run_latency(struct run *r, struct phase *ph, struct result *res)
+{
+    double *ms = calloc((size_t)ph->count, sizeof(*ms));
+    if (!ms)
+        return fail("out of memory");
+    int rc = warm_up(r, ph);
+    for (int i = 0; rc == 0 && i < ph->count; i++) {
+        rc = g_interrupted ? fail("interrupted") : send_one(r, ph, 0, &ms[i]);
+        if (rc == 0)
+            rc = check_answer(ph, &r->clients[0].answer, ph->mode == MODE_FILTER);
+    }
+    if (rc == 0) {
+        qsort(ms, (size_t)ph->count, sizeof(*ms), compare_ms);
+        res->count = ph->count;
+        res->p50 = percentile(ms, ph->count, 50);
+        res->p99 = percentile(ms, ph->count, 99);
+        res->max = ms[ph->count - 1];
+        res->answer_len = r->clients[0].answer.len;
+    }
+    free(ms);
+    return rc;
+}
+
+struct worker {
+    struct run *run;
+    struct phase *phase;
+    int slot;
+    atomic_int *next;
+    atomic_int *failed;
+};
+
+static void *throughput_worker(void *arg)
+{
+    struct worker *w = arg;
+    for (int done = 0; done < w->phase->count; done++) {
+        double ms;
+        if (atomic_load(w->failed) || g_interrupted || atomic_fetch_add(w->next, 1) >= w->phase->count)
+            break;
+        if (send_one(w->run, w->phase, w->slot, &ms) != 0 ||
+            check_answer(w->phase, &w->run->clients[w->slot].answer, false) != 0) {
+            atomic_store(w->failed, 1);
+            break;
+        }
+    }
+    return NULL;
+}
+
+/* ph->count requests shared by CLIENT_THREADS threads, each on its own handle. */
+static int run_throughput(struct run *r, struct phase *ph, struct result *res)
+{
+    atomic_int next = 0, failed = 0;
+    struct worker w[CLIENT_THREADS];
+    pthread_t tid[CLIENT_THREADS];
+    int started = 0;
+    double t0 = now_ms();
+    for (int k = 0; k < CLIENT_THREADS; k++) {
+        w[k] = (struct worker){r, ph, k, &next, &failed};
+        if (pthread_create(&tid[k], NULL, throughput_worker, &w[k]) != 0) {
+            atomic_store(&failed, 1);
+            fail("cannot start a client thread");
+            break;
+        }
+        started++;
+    }
+    for (int k = 0; k < started; k++)
+        pthread_join(tid[k], NULL);
+    double wall = now_ms() - t0;
+    if (atomic_load(&failed) || g_interrupted)
+        return -1;
+    res->tp_count = ph->count;
+    res->tp_rps = wall > 0 ? ph->count / (wall / 1e3) : 0;
+    return 0;
+}
+
+/* ---- printing --------------------------------------------------------------------------- */
+
+static void format_bytes(char *buf, size_t size, double bytes)
+{
+    if (bytes >= 1e6)
+        snprintf(buf, size, "%.1f MB", bytes / 1e6);
+    else
+        snprintf(buf, size, "%.1f kB", bytes / 1e3);
+}
+
+static void print_table_header(void)
+{
+    printf("    %-10s  %-9s  %9s  %9s  %5s  %8s  %8s  %8s  %6s  %9s\n", "verb", "form", "request", "answer", "reqs",
+           "p50 ms", "p99 ms", "max ms", "2cl n", "2cl req/s");
+}
+
+static void print_row(const struct phase *ph, const struct result *res)
+{
+    char req[24], ans[24];
+    format_bytes(req, sizeof(req), (double)res->request_len);
+    format_bytes(ans, sizeof(ans), (double)res->answer_len);
+    printf("    %-10s  %-9s  %9s  %9s  %5d  %8.3f  %8.3f  %8.3f  %6d  %9.1f\n", VERB_NAME[ph->verb],
+           FORM_NAME[ph->form], req, ans, res->count, res->p50, res->p99, res->max, res->tp_count, res->tp_rps);
+    fflush(stdout);
+}
+
+/* ---- a size ------------------------------------------------------------------------------- */
+
+struct bench_opts {
+    const char *binary;
+    size_t sizes[MAX_SIZES];
+    int nsizes;
+    int requests;           /* NodeNames form */
+    int nodes_requests;     /* Nodes form */
+    int parse_runs;
+};
+
+/* What the N = 5000 targets are judged on. */
+struct size_report {
+    struct result names_filter, nodes_filter;
+    double parse_ms;
+    long rss_kb, hwm_kb;
+};
+
+static int measure_phase(struct run *r, struct phase *ph, struct result *out)
+{
+    struct result res = {0};
+    res.request_len = ph->bodies[0]->text.len;
+    strbuf_init(&ph->reference);
+    int rc = run_latency(r, ph, &res);
+    if (rc == 0)
+        rc = run_throughput(r, ph, &res);
+    strbuf_free(&ph->reference);
+    if (rc == 0)
+        print_row(ph, &res);
+    if (out)
+        *out = res;
+    return rc;
+}
+
+static int build_bodies(struct body bodies[CLIENT_THREADS], int count, const struct dataset *d, enum form form,
+                        enum mode mode)
+{
+    int cores = mode == MODE_BIND ? 10 : 1, memory = mode == MODE_BIND ? 32 : 1;
+    for (int k = 0; k < count; k++) {
+        if (body_build(&bodies[k], d, form, cores, memory) != 0) {
+            while (k-- > 0)
+                strbuf_free(&bodies[k].text);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int measure_cjson(const struct strbuf *body, int runs, double *median_ms)
+{
+    double t[MAX_PARSE_RUNS];
+    for (int i = 0; i < runs; i++) {
+        double t0 = now_ms();
+        cJSON *v = cJSON_ParseWithLength(body->data, body->len);
+        t[i] = now_ms() - t0;
+        if (!v)
+            return fail("cJSON_ParseWithLength failed on the Nodes-form body (invalid JSON or out of memory)");
+        cJSON_Delete(v);
+    }
+    qsort(t, (size_t)runs, sizeof(t[0]), compare_ms);
+    *median_ms = runs % 2 ? t[runs / 2] : (t[runs / 2 - 1] + t[runs / 2]) / 2;
+    return 0;
+}
+
+/* Every verb measured for one request form: filter, plus prioritize for
+ * NodeNames in bind mode. In filter mode each client thread patches its own
+ * body with fresh pod serials. */
+static int measure_form(struct run *r, const struct bench_opts *o, const struct dataset *d, enum form form,
+                        struct size_report *rep)
+{
+    struct body bodies[CLIENT_THREADS];
+    int nbodies = r->mode == MODE_FILTER ? CLIENT_THREADS : 1;
+    if (build_bodies(bodies, nbodies, d, form, r->mode) != 0)
+        return -1;
+    struct phase ph = {VERB_FILTER, form, r->mode, d->n, form == FORM_NAMES ? o->requests : o->nodes_requests,
+                       {&bodies[0], &bodies[nbodies - 1]}, {0}};
+    bool main_figures = r->mode == MODE_BIND;
+    int rc = measure_phase(r, &ph, main_figures ? (form == FORM_NAMES ? &rep->names_filter : &rep->nodes_filter)
+                                                : NULL);
+    if (rc == 0 && main_figures && form == FORM_NAMES) {
+        ph.verb = VERB_PRIORITIZE;
+        rc = measure_phase(r, &ph, NULL);
+    }
+    if (rc == 0 && main_figures && form == FORM_NODES)
+        rc = measure_cjson(&bodies[0].text, o->parse_runs, &rep->parse_ms);
+    for (int k = 0; k < nbodies; k++)
+        strbuf_free(&bodies[k].text);
+    return rc;
+}
+
+static int measure_mode(const struct bench_opts *o, const struct dataset *d, const char *state, const char *dir,
+                        enum mode mode, struct size_report *rep)
+{
+    struct run r;
+    if (start_run(&r, o->binary, state, dir, mode) != 0)
+        return -1;
+    printf("  placement %s%s: server ready %.2f s after start\n", MODE_NAME[mode],
+           mode == MODE_BIND ? " (evaluation only, nothing recorded)"
+                             : " (default; a distinct 1-core pod per request, each decision recorded)",
+           r.ready_ms / 1e3);
+    print_table_header();
+    int rc = measure_form(&r, o, d, FORM_NAMES, rep);
+    if (rc == 0)
+        rc = measure_form(&r, o, d, FORM_NODES, rep);
+    long rss = 0, hwm = 0;
+    if (finish_run(&r, &rss, &hwm) != 0)
+        rc = -1;
+    if (rc == 0)
+        printf("    server memory after the run: VmRSS %.1f MB, VmHWM %.1f MB\n", rss / 1e3, hwm / 1e3);
+    if (mode == MODE_BIND) {
+        rep->rss_kb = rss;
+        rep->hwm_kb = hwm;
+    }
+    return rc;
+}
+
+static void print_target(const char *label, double value, const char *unit, bool pass)
+{
+    printf("    %-44s %10.3f %-3s %s\n", label, value, unit, pass ? "PASS" : "MISS");
+}
+
+static void print_targets(const struct size_report *rep)
+{
+    double rss = rep->rss_kb * 1e3, hwm = rep->hwm_kb * 1e3;
+    char label[96];
+    printf("  targets (N=%d, placement bind):\n", TARGET_N);
+    snprintf(label, sizeof(label), "filter NodeNames p50 <= %.0f ms", TARGET_NAMES_P50_MS);
+    print_target(label, rep->names_filter.p50, "ms", rep->names_filter.p50 <= TARGET_NAMES_P50_MS);
+    snprintf(label, sizeof(label), "filter NodeNames p99 <= %.0f ms", TARGET_NAMES_P99_MS);
+    print_target(label, rep->names_filter.p99, "ms", rep->names_filter.p99 <= TARGET_NAMES_P99_MS);
+    snprintf(label, sizeof(label), "filter Nodes p50 < cJSON_Parse (%.3f ms)", rep->parse_ms);
+    print_target(label, rep->nodes_filter.p50, "ms", rep->nodes_filter.p50 < rep->parse_ms);
+    print_target("server VmRSS after the run <= 200 MB", rss / 1e6, "MB", rss <= TARGET_RSS_BYTES);
+    print_target("server VmHWM (peak) <= 200 MB", hwm / 1e6, "MB", hwm <= TARGET_RSS_BYTES);
+}
+
+static void print_parse(const struct size_report *rep, size_t body_len)
+{
+    char size[24];
+    format_bytes(size, sizeof(size), (double)body_len);
+    printf("  cJSON_Parse of the same Nodes-form body (%s) in this process: median %.3f ms (%.0f MB/s)\n", size,
+           rep->parse_ms, rep->parse_ms > 0 ? (double)body_len / 1e3 / rep->parse_ms : 0);
+    printf("  server filter p50, Nodes form / cJSON_Parse time = %.3f (target < 1)\n",
+           rep->parse_ms > 0 ? rep->nodes_filter.p50 / rep->parse_ms : 0);
+}
+
+static int bench_size(const struct bench_opts *o, size_t n, const char *dir)
+{
+    struct dataset d;
+    char state[512], size[24];
+    if (dataset_build(&d, n) != 0)
+        return -1;
+    snprintf(state, sizeof(state), "%s/state-%zu.json", dir, n);
+    int rc = write_state_file(&d, state);
+    format_bytes(size, sizeof(size), (double)d.state_bytes);
+    if (rc == 0)
+        printf("\n== N = %zu nodes x %d GPUs, %zu bound pods; Node objects %.2f kB each on average; state file %s\n",
+               n, GPUS_PER_NODE, n * GPUS_PER_NODE, (double)d.items.len / (double)n / 1e3, size);
+    struct size_report rep = {0};
+    if (rc == 0)
+        rc = measure_mode(o, &d, state, dir, MODE_BIND, &rep);
+    if (rc == 0)
+        print_parse(&rep, rep.nodes_filter.request_len);
+    if (rc == 0 && n == TARGET_N)
+        print_targets(&rep);
+    if (rc == 0)
+        rc = measure_mode(o, &d, state, dir, MODE_FILTER, &rep);
+    unlink(state);
+    dataset_free(&d);
+    return rc;
+}
+
+/* ---- command line --------------------------------------------------------------------------- */
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: gqa-bench --binary PATH [--sizes N,N,...] [--requests N] [--nodes-requests N] [--parse-runs N]\n"
+            "  --binary PATH        the gpu-quota-admission server binary to start (required)\n"
+            "  --sizes LIST         cluster sizes in nodes (default 100,1000,5000; each 1..%d)\n"
+            "  --requests N         measured requests per NodeNames-form row (default 200)\n"
+            "  --nodes-requests N   measured requests per Nodes-form row (default 30, at most --requests)\n"
+            "  --parse-runs N       cJSON_Parse runs for the median (default 5, at most %d)\n",
+            MAX_NODES, MAX_PARSE_RUNS);
+}
+
+static int parse_count(const char *flag, const char *text, long max, long *out)
+{
+    *out = 0;
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno || end == text || *end || v < 1 || v > max)
+        return fail("%s: expected a number 1..%ld, got \"%s\"", flag, max, text);
+    *out = v;
+    return 0;
+}
+
+static int parse_sizes(struct bench_opts *o, const char *text)
+{
+    char buf[256];
+    snprintf(buf, sizeof(buf), "%s", text);
+    o->nsizes = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        long v;
+        if (o->nsizes == MAX_SIZES)
+            return fail("--sizes: at most %d sizes", MAX_SIZES);
+        if (parse_count("--sizes", tok, MAX_NODES, &v) != 0)
+            return -1;
+        o->sizes[o->nsizes++] = (size_t)v;
+    }
+    return o->nsizes ? 0 : fail("--sizes: no size given");
+}
+
+static int apply_flag(struct bench_opts *o, const char *flag, const char *value, bool *nodes_given)
+{
+    long v;
+    if (strcmp(flag, "--binary") == 0) {
+        o->binary = value;
+        return 0;
+    }
+    if (strcmp(flag, "--sizes") == 0)
+        return parse_sizes(o, value);
+    if (strcmp(flag, "--parse-runs") == 0) {
+        int rc = parse_count(flag, value, MAX_PARSE_RUNS, &v);
+        o->parse_runs = (int)v;
+        return rc;
+    }
+    bool requests = strcmp(flag, "--requests") == 0;
+    if (!requests && strcmp(flag, "--nodes-requests") != 0)
+        return fail("unknown flag %s (see --help)", flag);
+    int rc = parse_count(flag, value, MAX_REQUESTS, &v);
+    *(requests ? &o->requests : &o->nodes_requests) = (int)v;
+    *nodes_given |= !requests;
+    return rc;
+}
+
+/* 0 to run, 1 after --help, -1 on a bad command line. */
+static int parse_args(struct bench_opts *o, int argc, char **argv)
+{
+    *o = (struct bench_opts){NULL, {100, 1000, 5000}, 3, 200, 30, 5};
+    bool nodes_given = false;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return 1;
+        }
+        if (i + 1 >= argc)
+            return fail("%s needs a value (see --help)", argv[i]);
+        if (apply_flag(o, argv[i], argv[i + 1], &nodes_given) != 0)
+            return -1;
+        i++;
+    }
+    if (!nodes_given && o->nodes_requests > o->requests)
+        o->nodes_requests = o->requests;
+    if (!o->binary)
+        return fail("--binary PATH is required (see --help)");
+    if (access(o->binary, X_OK) != 0)
+        return fail("%s is not an executable: %s", o->binary, strerror(errno));
+    return 0;
+}
+
+static void install_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+static void read_loadavg(char *buf, size_t size)
+{
+    FILE *f = fopen("/proc/loadavg", "r");
+    snprintf(buf, size, "?");
+    if (!f)
+        return;
+    if (!fgets(buf, (int)size, f))
+        snprintf(buf, size, "?");
+    fclose(f);
+    buf[strcspn(buf, "\n")] = '\0';
+}
+
+static void print_banner(const struct bench_opts *o)
+{
+    curl_version_info_data *cv = curl_version_info(CURLVERSION_NOW);
+    printf("gqa-bench: server %s, %ld CPUs online (the server uses as many HTTP threads), libcurl %s, cJSON %s\n",
+           o->binary, sysconf(_SC_NPROCESSORS_ONLN), cv ? cv->version : "?", cJSON_Version());
+    printf("latency: sequential requests on one keep-alive connection after 1 warm-up request, %d per NodeNames "
+           "row and %d per Nodes row; 2cl: the same count again over 2 client threads, one connection each\n",
+           o->requests, o->nodes_requests);
+    char load[64];
+    read_loadavg(load, sizeof(load));
+    printf("load average before the run: %s (other work on this machine skews the figures)\n", load);
+    printf("sizes in decimal units (1 kB = 1000 bytes, 1 MB = 10^6 bytes)\n");
+    fflush(stdout);
+}
+
+static int run_all(const struct bench_opts *o)
+{
+    const char *tmp = getenv("TMPDIR");
+    char dir[256];
+    snprintf(dir, sizeof(dir), "%s/gqa-bench-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir))
+        return fail("cannot create a temporary directory in %s: %s", tmp && *tmp ? tmp : "/tmp", strerror(errno));
+    int rc = 0;
+    for (int i = 0; i < o->nsizes && rc == 0; i++)
+        rc = bench_size(o, o->sizes[i], dir);
+    if (rmdir(dir) != 0)
+        fail("cannot remove %s: %s", dir, strerror(errno));
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    struct bench_opts o;
+    int prc = parse_args(&o, argc, argv);
+    if (prc != 0)
+        return prc > 0 ? 0 : 2;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    install_signals();
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        fail("curl_global_init failed");
+        return 1;
+    }
+    print_banner(&o);
+    int rc = run_all(&o);
+    curl_global_cleanup();
+    char load[64];
+    read_loadavg(load, sizeof(load));
+    printf("\nload average after the run: %s\n", load);
+    printf(rc == 0 ? "\ngqa-bench: done, every answer checked and correct\n" : "\ngqa-bench: FAILED\n");
+    return rc == 0 ? 0 : 1;
+}

@@ -26,7 +26,8 @@ struct kube_config {
     char *client_cert_file, *client_key_file;
     char *client_cert_data, *client_key_data;   /* PEM text, or NULL */
     char *token;                /* static bearer token, or NULL */
-    char *token_file;           /* re-read when its mtime/size changes, or NULL */
+    char *token_file;           /* re-read when its mtime/size changes, or NULL; when both are set the
+                                   file wins and token is used only while the file cannot be read */
     int insecure_skip_tls_verify;
     char *source;               /* "in-cluster" or the kubeconfig path, for messages */
 };
@@ -62,21 +63,27 @@ void kube_response_free(struct kube_response *r);
 
 /* One request. path starts with "/" (query included). body may be NULL.
  * content_type is for the body (e.g. "application/merge-patch+json").
- * timeout_ms bounds the whole request. Returns 0 when an HTTP answer was
- * received (any status; check r->status), -1 on transport failure (r->error set). */
+ * timeout_ms bounds the whole request (<= 0: 60 s). Returns 0 when an HTTP answer was
+ * received (any status; check r->status), -1 on transport failure (r->error set,
+ * status 0). r is overwritten, not freed: free a previous answer first. Only
+ * when memory runs out can r->body, or an error that is due, be NULL. */
 int kube_request(struct kube_client *c, const char *method, const char *path, const char *content_type,
                  const char *body, size_t body_len, long timeout_ms, struct kube_response *r);
 
 /* A watch stream: GET path (which carries watch=1 and its parameters) and
  * call on_event for every complete newline-delimited JSON line as it
- * arrives. on_event returns 0 to continue, non-zero to stop the stream.
+ * arrives (line is NUL-terminated, without its "\n"; empty lines are skipped;
+ * a line over 64 MiB fails the watch). on_event returns 0 to continue,
+ * non-zero to stop the stream.
  * Returns when the server ends the stream (timeoutSeconds), on_event stops
  * it, *stop becomes non-zero (checked at least every 500 ms), or the
  * transport fails. r receives the status and, for a non-200 answer, the
- * error (the body of a refused watch is not streamed to on_event).
+ * error (the body of a refused watch is not streamed to on_event; that case
+ * returns 0 with r->status and r->error set). A stream cut or idle after its
+ * 200 returns -1 with r->status 200 and r->error set.
  * Returns 0 on a clean end (server closed, stop, or on_event stop), -1 on a
  * transport failure. idle_timeout_ms: give up when no byte arrives for that
- * long (bookmarks keep a healthy watch busy). */
+ * long (bookmarks keep a healthy watch busy; <= 0: never). stop may be NULL. */
 typedef int (*kube_line_fn)(void *ctx, const char *line, size_t len);
 int kube_watch(struct kube_client *c, const char *path, kube_line_fn on_event, void *ctx,
                const volatile int *stop, long idle_timeout_ms, struct kube_response *r);

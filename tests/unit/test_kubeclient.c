@@ -37,15 +37,6 @@
 #define CERT_PEM "-----BEGIN CERTIFICATE-----\nMIIBclient\n-----END CERTIFICATE-----\n"
 #define KEY_PEM "-----BEGIN PRIVATE KEY-----\nMIIEkey\n-----END PRIVATE KEY-----\n"
 
-static char *make_temp_dir(void)
-{
-    char tmpl[] = "/tmp/gqa-kubeclient-XXXXXX";
-    assert_non_null(mkdtemp(tmpl));
-    char *dir = strdup(tmpl);
-    assert_non_null(dir);
-    return dir;
-}
-
 static char *path_in(const char *dir, const char *name)
 {
     size_t n = strlen(dir) + strlen(name) + 2;
@@ -82,6 +73,21 @@ static void remove_tree(char *dir)
     free(dir);
 }
 
+/* Per-test temporary directory in *state, removed even when the test fails. */
+static int temp_dir_setup(void **state)
+{
+    char tmpl[] = "/tmp/gqa-kubeclient-XXXXXX";
+    if (!mkdtemp(tmpl) || !(*state = strdup(tmpl)))
+        return -1;
+    return 0;
+}
+
+static int temp_dir_teardown(void **state)
+{
+    remove_tree(*state);
+    return 0;
+}
+
 static int64_t mono_ms(void)
 {
     struct timespec ts;
@@ -109,8 +115,7 @@ static struct kube_config *load_kc(const char *dir, const char *text, char **err
 
 static void test_kubeconfig_files_and_token(void **state)
 {
-    (void)state;
-    char *dir = make_temp_dir();
+    char *dir = *state;
     write_in(dir, "ca.crt", CA_PEM);
     write_in(dir, "client.crt", CERT_PEM);
     write_in(dir, "client.key", KEY_PEM);
@@ -147,7 +152,6 @@ static void test_kubeconfig_files_and_token(void **state)
     assert_int_equal(cfg->insecure_skip_tls_verify, 0);
     free(ca), free(crt), free(key), free(src);
     kube_config_free(cfg);
-    remove_tree(dir);
 }
 
 static void test_kubeconfig_fixture_data_fields(void **state)
@@ -177,8 +181,7 @@ static void test_kubeconfig_fixture_data_fields(void **state)
  * padding dropped. */
 static void test_kubeconfig_base64_forms(void **state)
 {
-    (void)state;
-    char *dir = make_temp_dir();
+    char *dir = *state;
     static const char *const forms[] = {
         "certificate-authority-data: |\n      LS0tLS1CRUdJTiBDRVJU\n      SUZJQ0FURS0tLS0tCk1J\n"
         "      SUJmYWtlQ0EKLS0tLS1F\n      TkQgQ0VSVElGSUNBVEUt\n      LS0tLQo=\n",
@@ -197,15 +200,13 @@ static void test_kubeconfig_base64_forms(void **state)
         assert_string_equal(cfg->ca_data, CA_PEM);
         kube_config_free(cfg);
     }
-    remove_tree(dir);
 }
 
 /* JSON (as apisim writes it), tokenFile, insecure-skip-tls-verify, a user
  * left out (anonymous), and *-data winning over the file, as in kubectl. */
 static void test_kubeconfig_json_and_precedence(void **state)
 {
-    (void)state;
-    char *dir = make_temp_dir();
+    char *dir = *state;
     write_in(dir, "tok", "abc\n");
     char text[2048];
     snprintf(text, sizeof(text),
@@ -248,14 +249,12 @@ static void test_kubeconfig_json_and_precedence(void **state)
     assert_non_null(cfg);
     assert_non_null(strstr(cfg->token_file, "/tok"));
     kube_config_free(cfg);
-    remove_tree(dir);
 }
 
 /* A kubeconfig named without a directory: its files are next to it. */
 static void test_kubeconfig_relative_to_cwd(void **state)
 {
-    (void)state;
-    char *dir = make_temp_dir();
+    char *dir = *state;
     write_in(dir, "ca.crt", CA_PEM);
     write_in(dir, "kc",
              "current-context: a\ncontexts: [{name: a, context: {cluster: k}}]\n"
@@ -270,7 +269,6 @@ static void test_kubeconfig_relative_to_cwd(void **state)
     assert_string_equal(cfg->ca_file, "./ca.crt");
     assert_string_equal(cfg->source, "kc");
     kube_config_free(cfg);
-    remove_tree(dir);
 }
 
 struct kc_error_case {
@@ -331,8 +329,7 @@ static const struct kc_error_case kc_errors[] = {
 
 static void test_kubeconfig_errors(void **state)
 {
-    (void)state;
-    char *dir = make_temp_dir();
+    char *dir = *state;
     for (size_t i = 0; i < sizeof(kc_errors) / sizeof(kc_errors[0]); i++) {
         char *err = NULL;
         struct kube_config *cfg = load_kc(dir, kc_errors[i].text, &err);
@@ -351,15 +348,13 @@ static void test_kubeconfig_errors(void **state)
     assert_string_equal(err, "kubeconfig /nonexistent/kubeconfig: No such file or directory");
     free(err);
     assert_null(kube_config_from_file("/nonexistent/kubeconfig", NULL));   /* err is optional */
-    remove_tree(dir);
 }
 
 /* ---- in-cluster ----------------------------------------------------------- */
 
 static void test_in_cluster(void **state)
 {
-    (void)state;
-    char *dir = make_temp_dir();
+    char *dir = *state;
     write_in(dir, "ca.crt", CA_PEM);
     write_in(dir, "token", "sa-token\n");
     setenv("GQA_SERVICEACCOUNT_DIR", dir, 1);
@@ -406,7 +401,6 @@ static void test_in_cluster(void **state)
     unsetenv("KUBERNETES_SERVICE_HOST");
     unsetenv("GQA_SERVICEACCOUNT_DIR");
     free(ca), free(tok);
-    remove_tree(dir);
 }
 
 /* ---- the test server ------------------------------------------------------ */
@@ -932,8 +926,7 @@ static void set_mtime(const char *path, time_t sec)
 
 static void test_token_file_rotation(void **state)
 {
-    (void)state;
-    char *dir = make_temp_dir();
+    char *dir = *state;
     char *tok = path_in(dir, "token"), *tmp = path_in(dir, "token.new");
     write_text(tok, "first-token\n");
     set_mtime(tok, 1000000);
@@ -974,7 +967,6 @@ static void test_token_file_rotation(void **state)
     kube_response_free(&r);
     kube_client_free(c);
     free(tok), free(tmp);
-    remove_tree(dir);
 }
 
 static void test_client_new(void **state)
@@ -1240,13 +1232,13 @@ static void test_escape(void **state)
 int main(void)
 {
     const struct CMUnitTest config_tests[] = {
-        cmocka_unit_test(test_kubeconfig_files_and_token),
+        cmocka_unit_test_setup_teardown(test_kubeconfig_files_and_token, temp_dir_setup, temp_dir_teardown),
         cmocka_unit_test(test_kubeconfig_fixture_data_fields),
-        cmocka_unit_test(test_kubeconfig_base64_forms),
-        cmocka_unit_test(test_kubeconfig_json_and_precedence),
-        cmocka_unit_test(test_kubeconfig_relative_to_cwd),
-        cmocka_unit_test(test_kubeconfig_errors),
-        cmocka_unit_test(test_in_cluster),
+        cmocka_unit_test_setup_teardown(test_kubeconfig_base64_forms, temp_dir_setup, temp_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_kubeconfig_json_and_precedence, temp_dir_setup, temp_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_kubeconfig_relative_to_cwd, temp_dir_setup, temp_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_kubeconfig_errors, temp_dir_setup, temp_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_in_cluster, temp_dir_setup, temp_dir_teardown),
         cmocka_unit_test(test_escape),
         cmocka_unit_test(test_client_new),
     };
@@ -1257,7 +1249,7 @@ int main(void)
         cmocka_unit_test(test_request_timeout),
         cmocka_unit_test(test_request_connection_refused),
         cmocka_unit_test(test_request_keepalive),
-        cmocka_unit_test(test_token_file_rotation),
+        cmocka_unit_test_setup_teardown(test_token_file_rotation, temp_dir_setup, temp_dir_teardown),
         cmocka_unit_test(test_watch_split_lines),
         cmocka_unit_test(test_watch_callback_stops),
         cmocka_unit_test(test_watch_stop_flag),

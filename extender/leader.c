@@ -64,6 +64,7 @@ struct leader_elector {
     char *observed_spec;        /* its spec, serialised, to notice changes */
     int64_t observed_ns;        /* when observed_spec last changed */
     int spec_changed;           /* the last read changed it (log once per change) */
+    int releasing;              /* the release at stop: best effort, short */
     uint64_t rng;
 
     /* Guarded by mu. */
@@ -210,7 +211,7 @@ int leader_parse_microtime(const char *s, int64_t *unix_us)
         return -1;
     if (mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo) || h > 23 || mi > 59 || sec > 59)
         return -1;
-    int64_t secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - east;
+    int64_t secs = days_from_civil(y, mo, d) * 86400 + (int64_t)h * 3600 + (int64_t)mi * 60 + sec - east;
     *unix_us = secs * US_PER_S + frac;
     return 0;
 }
@@ -467,10 +468,11 @@ static const char *call_error(const struct call *c)
 
 /* How long the next request may take. Capped at half the renew deadline so
  * a follower retries (and stop returns) in reasonable time; a leader's
- * request must also end by its renew deadline. 0: no time left. */
+ * request must also end by its renew deadline; the release at stop gets a
+ * retry period, as followers take over on expiry anyway. 0: no time left. */
 static long request_timeout_ms(const struct leader_elector *le)
 {
-    int64_t cap = le->deadline_ns / 2;
+    int64_t cap = le->releasing ? le->retry_ns : le->deadline_ns / 2;
     if (le->leading) {
         int64_t left = le->last_renew_ns + le->deadline_ns - mono_ns();
         if (left < cap)
@@ -478,7 +480,6 @@ static long request_timeout_ms(const struct leader_elector *le)
     }
     return cap <= 0 ? 0 : (long)((cap + NS_PER_MS - 1) / NS_PER_MS);
 }
-
 
 /* One request; send (may be NULL) is serialised as the body. A 2xx body
  * that is not a JSON object leaves obj NULL with error set. */
@@ -515,6 +516,8 @@ static void lease_call(struct leader_elector *le, const char *method, const char
 }
 
 /* ---- one election round ---- */
+
+static void stop_leading(struct leader_elector *le, enum log_level level, const char *why);
 
 enum outcome {
     HELD,           /* we hold the lease: written just now */
@@ -593,8 +596,8 @@ static enum outcome consider_lease(struct leader_elector *le)
     struct lease_view v;
     read_lease(le->lease, &v);
     if (v.malformed && le->spec_changed)
-        log_warn("leader election %s/%s: malformed lease (a spec field of the wrong type), treating it as "
-                 "held by someone else", le->ns, le->name);
+        log_warn("leader election %s/%s: malformed lease (no spec, or a field of the wrong type), treating "
+                 "it as held by someone else", le->ns, le->name);
     int64_t duration_s = effective_duration_s(le, &v);
     const char *holder = v.malformed ? "(malformed lease)" : v.holder;
     if (!leader_may_acquire(holder, le->identity, le->observed_ns, duration_s, mono_ns())) {
@@ -602,6 +605,10 @@ static enum outcome consider_lease(struct leader_elector *le)
         return OTHER;
     }
     int ours = !v.malformed && strcmp(v.holder, le->identity) == 0;
+    /* Free (someone cleared our name) is not ours either: stop deciding
+     * before racing other candidates for it. */
+    if (!ours)
+        stop_leading(le, LOG_ERROR, "the lease no longer names us");
     if (!ours && v.holder[0])
         log_info("leader election %s/%s: lease of %s expired (unchanged for %lld s), taking it over", le->ns,
                  le->name, holder, (long long)duration_s);
@@ -655,6 +662,7 @@ static enum outcome try_acquire_or_renew(struct leader_elector *le)
     lease_call(le, "GET", le->object_path, NULL, &c);
     if (c.status == 404) {
         call_free(&c);
+        stop_leading(le, LOG_ERROR, "the lease was deleted");
         return create_lease(le);
     }
     if (!c.obj) {
@@ -689,13 +697,13 @@ static void start_leading(struct leader_elector *le)
     set_view(le, VIEW_LEADER, "", "");
 }
 
-static void stop_leading(struct leader_elector *le, const char *why)
+static void stop_leading(struct leader_elector *le, enum log_level level, const char *why)
 {
     if (!le->leading)
         return;
     atomic_store(le->is_leader, 0);     /* first: stop deciding, then talk */
     le->leading = 0;
-    log_error("leader election %s/%s: no longer leader: %s", le->ns, le->name, why);
+    log_msg(level, "leader election %s/%s: no longer leader: %s", le->ns, le->name, why);
 }
 
 static void check_deadline(struct leader_elector *le)
@@ -704,7 +712,7 @@ static void check_deadline(struct leader_elector *le)
         char why[96];
         snprintf(why, sizeof why, "no successful renewal for %lld ms (renew deadline)",
                  (long long)(le->deadline_ns / NS_PER_MS));
-        stop_leading(le, why);
+        stop_leading(le, LOG_ERROR, why);
         pthread_mutex_lock(&le->mu);
         le->view = VIEW_ERROR;
         snprintf(le->view_error, sizeof le->view_error, "lost leadership: %s", why);
@@ -761,7 +769,7 @@ static void run_round(struct leader_elector *le)
         start_leading(le);
         break;
     case OTHER:
-        stop_leading(le, "the lease is held by another candidate");
+        stop_leading(le, LOG_ERROR, "the lease is held by another candidate");
         break;
     case FAILED:
         check_deadline(le);
@@ -778,6 +786,7 @@ static void release_lease(struct leader_elector *le)
     if (v.malformed || strcmp(v.holder, le->identity) != 0)
         return;
     struct spec_values sv = {"", 1, v.transitions, 1};
+    le->releasing = 1;
     cJSON *copy = cJSON_Duplicate(le->lease, 1);
     struct call c;
     memset(&c, 0, sizeof c);
@@ -799,8 +808,7 @@ static void *election_thread(void *arg)
     do {
         run_round(le);
     } while (!wait_or_stop(le, next_wait_ns(le)));
-    stop_leading(le, "stopping");
-    /* Requests of a non-leader are bounded by the cap, not the deadline. */
+    stop_leading(le, LOG_INFO, "stopping");
     if (le->lease)
         release_lease(le);
     return NULL;

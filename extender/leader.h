@@ -40,8 +40,9 @@ struct leader_elector *leader_start(const struct kube_config *kube, const struct
                                     atomic_int *is_leader, char **err);
 /* Stop the thread; a leader sets *is_leader to 0 and then releases the
  * lease (clears holderIdentity) so a follower can take over without waiting
- * for expiry. Returns within one API request timeout (renew deadline / 2)
- * plus the release request; frees le. NULL is a no-op. */
+ * for expiry. A wait is interrupted at once; a request in flight is not
+ * (it ends within renew deadline / 2), and the release is given a retry
+ * period. Frees le. NULL is a no-op. */
 void leader_stop(struct leader_elector *le);
 
 /* A description for /inspect and /readyz, one of:

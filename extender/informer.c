@@ -353,12 +353,18 @@ static int list_and_replace(struct informer *inf, struct kube_client *kc)
 struct watch_ctx {
     struct informer *inf;
     enum event_result outcome;
+    bool healthy;           /* an event or bookmark arrived on this watch */
 };
 
 static int on_line(void *arg, const char *line, size_t len)
 {
     struct watch_ctx *w = arg;
     int r = informer_apply_event(w->inf, line, len);
+    /* A watch that delivers is a recovered informer, even if it never ends. */
+    if (r == EVENT_OK && !w->healthy) {
+        w->healthy = true;
+        note_healthy(w->inf);
+    }
     if (r == EVENT_RELIST || r == EVENT_REWATCH) {
         w->outcome = (enum event_result)r;
         return 1;
@@ -388,7 +394,7 @@ static enum event_result watch_once(struct informer *inf, struct kube_client *kc
     char *path = watch_path(inf);
     if (!path)
         return EVENT_BAD;
-    struct watch_ctx w = {inf, EVENT_OK};
+    struct watch_ctx w = {inf, EVENT_OK, false};
     struct kube_response r = {0};
     long idle_ms = (long)(inf->watch_timeout_s * 2 + 60) * 1000L;
     int rc = kube_watch(kc, path, on_line, &w, &inf->stop, idle_ms, &r);

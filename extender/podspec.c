@@ -519,7 +519,8 @@ static int copy_decision(struct pod_decision *d, int n, const char *node, int64_
     d->idx_count = calloc((size_t)n, sizeof(*d->idx_count));
     if (!d->idx || !d->idx_count)
         return -1;
-    for (int i = 0; i < n; i++) {
+    /* A pod that never carried index annotations has no table at all. */
+    for (int i = 0; idx && idx_count && i < n; i++) {
         if (!idx[i] || idx_count[i] == 0)
             continue;
         d->idx[i] = malloc(sizeof(int) * (size_t)idx_count[i]);

@@ -153,6 +153,22 @@ static void test_wrong_shapes(void **state)
     pod_info_free(p);
 }
 
+/* Cloning a pod that never had decision annotations (bind of a fresh pod). */
+static void test_clone_without_decision(void **state)
+{
+    (void)state;
+    struct pod_info *p = pod_with_containers("[{'name':'a','resources':{'limits':{'nvidia.com/gpu':'1'}}}]");
+    assert_null(p->decision.idx);
+    struct pod_info *c = pod_info_clone(p);
+    assert_non_null(c);
+    assert_string_equal(c->key, "ns/p");
+    assert_null(c->decision.node);
+    assert_int_equal(c->ncontainers, 1);
+    assert_int_equal(c->containers[0].whole_gpus, 1);
+    pod_info_free(c);
+    pod_info_free(p);
+}
+
 static void test_unnamed_container(void **state)
 {
     (void)state;
@@ -617,6 +633,7 @@ int main(void)
         cmocka_unit_test(test_pod_identity),
         cmocka_unit_test(test_pod_unusable),
         cmocka_unit_test(test_wrong_shapes),
+        cmocka_unit_test(test_clone_without_decision),
         cmocka_unit_test(test_unnamed_container),
         cmocka_unit_test(test_vcuda_shared),
         cmocka_unit_test(test_vcuda_whole),

@@ -303,7 +303,16 @@ bool allocator_fit_excluding(const struct node_state *n, const struct pod_info *
                              const struct pod_entry *const *excluded, size_t nexcluded,
                              const struct alloc_policy *policy, struct fit_result *fit)
 {
-    struct fit_state st = {.node = n, .pod = pod, .policy = policy, .fit = fit};
+    /* Only the fields used are set: the GPU table (3 KB) is filled by
+     * load_free for the node's GPUs, and zeroing it per node would cost a
+     * 5000-node request megabytes of memset. */
+    struct fit_state st;
+    st.node = n;
+    st.pod = pod;
+    st.policy = policy;
+    st.fit = fit;
+    st.cores_placed = st.vmem_placed = st.mmem_placed = 0;
+    memset(&st.unattributed, 0, sizeof(st.unattributed));
     fit->reason[0] = '\0';
     fit->fits = true;
     fit->unresolvable = false;

@@ -61,6 +61,32 @@ static struct dict_entry *find_slot(const struct dict *d, const char *key, size_
     }
 }
 
+uint64_t dict_hash(const char *key, size_t len)
+{
+    return hash_bytes(key, len);
+}
+
+void dict_prefetch_slot(const struct dict *d, uint64_t h)
+{
+    __builtin_prefetch(&d->slots[h & (d->cap - 1)]);
+}
+
+/* The first probe usually is the entry: fetch its key and value too. */
+void dict_prefetch_entry(const struct dict *d, uint64_t h)
+{
+    const struct dict_entry *e = &d->slots[h & (d->cap - 1)];
+    if (e->key && e->key != DICT_TOMBSTONE && e->hash == h) {
+        __builtin_prefetch(e->key);
+        __builtin_prefetch(e->value);
+    }
+}
+
+void *dict_get_hashed(const struct dict *d, const char *key, size_t len, uint64_t h)
+{
+    struct dict_entry *e = find_slot(d, key, len, h);
+    return e ? e->value : NULL;
+}
+
 void *dict_get_n(const struct dict *d, const char *key, size_t len)
 {
     struct dict_entry *e = find_slot(d, key, len, hash_bytes(key, len));

@@ -1,5 +1,6 @@
 /* placement.c - evaluate a pod over nodes; filter-mode decisions. See placement.h. */
 #include "extender/placement.h"
+#include "admission/policy.h"
 #include "extender/log.h"
 
 #include <stdarg.h>
@@ -130,6 +131,66 @@ static void pass_all(struct evaluation *ev)
 
 static const char unknown_node_reason[] = "node is not in the extender's cache (not yet seen, or deleted)";
 
+#define LOOKUP_CHUNK 32
+
+/* Resolve a chunk of names to nodes in stages (hash and fetch slots, fetch
+ * keys and values, compare, fetch what fitting reads) so the cache misses
+ * of 32 nodes overlap; one node at a time they add up to most of a large
+ * request's time. */
+static void lookup_chunk(const struct cluster_cache *c, const struct verdict *v, size_t n,
+                         const struct node_state **out)
+{
+    uint64_t hash[LOOKUP_CHUNK];
+    size_t len[LOOKUP_CHUNK];
+    for (size_t i = 0; i < n; i++) {
+        len[i] = strlen(v[i].name);
+        hash[i] = dict_hash(v[i].name, len[i]);
+        dict_prefetch_slot(&c->nodes, hash[i]);
+    }
+    for (size_t i = 0; i < n; i++)
+        dict_prefetch_entry(&c->nodes, hash[i]);
+    for (size_t i = 0; i < n; i++) {
+        out[i] = dict_get_hashed(&c->nodes, v[i].name, len[i], hash[i]);
+        if (out[i] && out[i]->gpus) {
+            __builtin_prefetch(out[i]->gpus);
+            __builtin_prefetch((const char *)out[i]->gpus + 64);
+            __builtin_prefetch(out[i]->spec);
+        }
+    }
+}
+
+/* One node's verdict: unknown, fits (with its GPUs) or not (with the reason). */
+static int judge(struct placement *p, const struct pod_info *pod, const struct pod_entry *self,
+                 const struct node_state *n, struct evaluation *ev, struct verdict *v, struct fit_result *fit,
+                 ssize_t *unknown_first)
+{
+    if (!n || !n->present) {
+        if (*unknown_first < 0) {
+            *unknown_first = v - ev->verdicts;
+            set_reason(ev, v, unknown_node_reason, sizeof(unknown_node_reason) - 1);
+        } else {
+            share_reason(v, &ev->verdicts[*unknown_first]);
+        }
+        return 0;
+    }
+    v->known = true;
+    char *quota = NULL;
+    if (allocator_fit(n, pod, self, &p->cfg.policy, fit) &&
+        !(quota = p->policy ? policy_check_quota(p->policy, p->cache, pod, self, n) : NULL)) {
+        v->fits = true;
+        v->score = fit->score;
+        return record_gpus(ev, v, n, fit->masks);
+    }
+    if (quota) {
+        set_reason(ev, v, quota, strlen(quota));
+        free(quota);
+    } else {
+        v->unresolvable = fit->unresolvable;
+        set_reason(ev, v, fit->reason, strlen(fit->reason));
+    }
+    return 0;
+}
+
 /* Evaluate every node under the read lock: one consistent snapshot. */
 static int evaluate_locked(struct placement *p, const struct pod_info *pod, struct evaluation *ev)
 {
@@ -139,30 +200,15 @@ static int evaluate_locked(struct placement *p, const struct pod_info *pod, stru
     uint64_t *masks = pod->ncontainers <= 16 ? masks_store : calloc((size_t)pod->ncontainers, sizeof(*masks));
     struct fit_result fit = {.masks = masks};
     ssize_t unknown_first = -1;
+    const struct node_state *nodes[LOOKUP_CHUNK];
     if (!masks)
         return -1;
     const struct pod_entry *self = cache_find_pod(c, pod->key);
-    for (size_t i = 0; i < ev->count && rc == 0; i++) {
-        struct verdict *v = &ev->verdicts[i];
-        const struct node_state *n = cache_find_node(c, v->name);
-        if (!n || !n->present) {
-            if (unknown_first < 0) {
-                unknown_first = (ssize_t)i;
-                set_reason(ev, v, unknown_node_reason, sizeof(unknown_node_reason) - 1);
-            } else {
-                share_reason(v, &ev->verdicts[unknown_first]);
-            }
-            continue;
-        }
-        v->known = true;
-        if (allocator_fit(n, pod, self, &p->cfg.policy, &fit)) {
-            v->fits = true;
-            v->score = fit.score;
-            rc = record_gpus(ev, v, n, masks);
-        } else {
-            v->unresolvable = fit.unresolvable;
-            set_reason(ev, v, fit.reason, strlen(fit.reason));
-        }
+    for (size_t base = 0; base < ev->count && rc == 0; base += LOOKUP_CHUNK) {
+        size_t n = ev->count - base < LOOKUP_CHUNK ? ev->count - base : LOOKUP_CHUNK;
+        lookup_chunk(c, ev->verdicts + base, n, nodes);
+        for (size_t i = 0; i < n && rc == 0; i++)
+            rc = judge(p, pod, self, nodes[i], ev, &ev->verdicts[base + i], &fit, &unknown_first);
     }
     if (masks != masks_store)
         free(masks);
@@ -262,6 +308,7 @@ static int commit(struct placement *p, const struct pod_info *pod, struct evalua
     uint64_t *masks = calloc(n, sizeof(*masks));
     struct fit_result fit = {.masks = masks};
     int rc = -1;
+    char *quota = NULL;
     if (!idx || !count || !masks)
         goto out;
     cache_write_lock(p->cache);
@@ -275,6 +322,10 @@ static int commit(struct placement *p, const struct pod_info *pod, struct evalua
         set_reason(ev, chosen, fit.reason, strlen(fit.reason));
         chosen->fits = false;
         rc = 1;
+    } else if (p->policy && (quota = policy_check_quota(p->policy, p->cache, pod, self, node))) {
+        set_reason(ev, chosen, quota, strlen(quota));
+        chosen->fits = false;
+        rc = 1;
     } else if (record_gpus(ev, chosen, node, masks) == 0) {
         decision_indices(ev, chosen, idx, count);
         struct pod_info *assumed = pod_info_with_decision(pod, chosen->name, now_realtime_ns(), idx, count);
@@ -285,6 +336,7 @@ static int commit(struct placement *p, const struct pod_info *pod, struct evalua
     }
     cache_unlock(p->cache);
 out:
+    free(quota);
     free(idx);
     free(count);
     free(masks);
@@ -483,6 +535,7 @@ static struct pod_info *assume_on(struct placement *p, const struct pod_info *po
     int **idx = calloc(nc, sizeof(*idx));
     int *count = calloc(nc, sizeof(*count));
     struct pod_info *decided = NULL;
+    char *quota = NULL;
     if (!masks || !idx || !count) {
         *err = strdup("out of memory");
         goto out;
@@ -494,6 +547,9 @@ static struct pod_info *assume_on(struct placement *p, const struct pod_info *po
         *err = bind_error("node %s is not in the extender's cache", node);
     } else if (!allocator_fit(n, pod, cache_find_pod(p->cache, pod->key), &p->cfg.policy, &fit)) {
         *err = bind_error("node %s cannot take pod %s: %s", node, pod->key, fit.reason);
+    } else if (p->policy &&
+               (quota = policy_check_quota(p->policy, p->cache, pod, cache_find_pod(p->cache, pod->key), n))) {
+        *err = bind_error("node %s cannot take pod %s: %s", node, pod->key, quota);
     } else {
         for (int i = 0; i < pod->ncontainers; i++) {
             idx[i] = calloc((size_t)n->gpu_count + 1, sizeof(int));
@@ -511,6 +567,7 @@ static struct pod_info *assume_on(struct placement *p, const struct pod_info *po
     }
     cache_unlock(p->cache);
 out:
+    free(quota);
     for (int i = 0; idx && i < pod->ncontainers; i++)
         free(idx[i]);
     free(idx);

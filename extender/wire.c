@@ -10,11 +10,10 @@
 struct name_collector {
     struct strbuf buf;
     size_t *offsets;
-    struct jscan_span *metas;
     size_t count, cap;
 };
 
-static int collect_name(struct name_collector *nc, const struct jscan_str *name, const struct jscan_span *meta)
+static int collect_name(struct name_collector *nc, const struct jscan_str *name)
 {
     if (nc->count == nc->cap) {
         size_t cap = nc->cap ? nc->cap * 2 : 64;
@@ -22,16 +21,9 @@ static int collect_name(struct name_collector *nc, const struct jscan_str *name,
         if (!o)
             return -1;
         nc->offsets = o;
-        struct jscan_span *m = realloc(nc->metas, cap * sizeof(*m));
-        if (!m)
-            return -1;
-        nc->metas = m;
         nc->cap = cap;
     }
-    nc->offsets[nc->count] = nc->buf.len;
-    if (meta)
-        nc->metas[nc->count] = *meta;
-    nc->count++;
+    nc->offsets[nc->count++] = nc->buf.len;
     if (!name->has_escapes) {
         strbuf_append(&nc->buf, name->ptr, name->len);
     } else {
@@ -49,7 +41,6 @@ static void collector_free(struct name_collector *nc)
 {
     strbuf_free(&nc->buf);
     free(nc->offsets);
-    free(nc->metas);
 }
 
 static char *message(const char *text)
@@ -93,18 +84,17 @@ static int parse_node_names(struct jscan *s, struct name_collector *nc, char **e
         struct jscan_str name;
         if (expect(s, JSCAN_STRING, "NodeNames must be an array of node names", err) != 0)
             return -1;
-        if (jscan_string(s, &name) != 0 || collect_name(nc, &name, NULL) != 0)
+        if (jscan_string(s, &name) != 0 || collect_name(nc, &name) != 0)
             return -1;
     }
     return r;
 }
 
-/* metadata: find "name" and the exact text of the whole metadata value. */
-static int parse_item_metadata(struct jscan *s, struct jscan_str *name, struct jscan_span *span, bool *found)
+/* metadata: find "name"; everything else is validated and skipped. */
+static int parse_item_metadata(struct jscan *s, struct jscan_str *name, bool *found)
 {
     if (jscan_peek(s) != JSCAN_OBJECT)
         return jscan_skip_value(s);
-    span->ptr = s->pos;
     jscan_enter_object(s);
     struct jscan_str key;
     int r;
@@ -117,7 +107,6 @@ static int parse_item_metadata(struct jscan *s, struct jscan_str *name, struct j
             return -1;
         }
     }
-    span->len = (size_t)(s->pos - span->ptr);
     return r;
 }
 
@@ -127,11 +116,10 @@ static int parse_node_item(struct jscan *s, struct name_collector *nc, char **er
         return -1;
     jscan_enter_object(s);
     struct jscan_str key, name;
-    struct jscan_span meta = {0};
     bool found = false;
     int r;
     while ((r = jscan_next_key(s, &key)) == 1) {
-        int rc = jscan_key_is(&key, "metadata") ? parse_item_metadata(s, &name, &meta, &found) : jscan_skip_value(s);
+        int rc = jscan_key_is(&key, "metadata") ? parse_item_metadata(s, &name, &found) : jscan_skip_value(s);
         if (rc != 0)
             return -1;
     }
@@ -144,7 +132,7 @@ static int parse_node_item(struct jscan *s, struct name_collector *nc, char **er
         *err = strbuf_detach(&sb, NULL);
         return -1;
     }
-    return collect_name(nc, &name, &meta);
+    return collect_name(nc, &name);
 }
 
 static int parse_nodes(struct jscan *s, struct name_collector *nc, bool *present, char **err)
@@ -236,10 +224,6 @@ static int finish_args(struct extender_args *a, struct name_collector *nc, bool 
         return -1;
     for (size_t i = 0; i < nc->count; i++)
         a->names[i] = a->names_buf + nc->offsets[i];
-    if (has_nodes) {
-        a->metas = nc->metas;
-        nc->metas = NULL;
-    }
     return 0;
 }
 
@@ -276,7 +260,6 @@ void wire_args_free(struct extender_args *a)
     cJSON_Delete(a->pod);
     free(a->names);
     free(a->names_buf);
-    free(a->metas);
     memset(a, 0, sizeof(*a));
 }
 
@@ -287,12 +270,15 @@ static void put_kept_nodes(struct strbuf *sb, const struct extender_args *a, con
     bool first = true;
     if (a->form == ARGS_NODES) {
         strbuf_puts(sb, "\"Nodes\":{\"metadata\":{},\"items\":[");
+        /* kube-scheduler reads only each item's name back; echoing whole
+         * metadata (labels, the topology annotation) made the answer half
+         * the size of a 28 MB request for nothing. */
         for (size_t i = 0; i < ev->count; i++) {
             if (!ev->verdicts[i].fits)
                 continue;
-            strbuf_puts(sb, first ? "{\"metadata\":" : ",{\"metadata\":");
-            strbuf_append(sb, a->metas[i].ptr, a->metas[i].len);
-            strbuf_putc(sb, '}');
+            strbuf_puts(sb, first ? "{\"metadata\":{\"name\":" : ",{\"metadata\":{\"name\":");
+            strbuf_json_string(sb, ev->verdicts[i].name);
+            strbuf_puts(sb, "}}");
             first = false;
         }
         strbuf_puts(sb, "]},\"NodeNames\":null,");

@@ -10,9 +10,9 @@
  * NodeNames, and the answer must carry NodeNames. Otherwise it carries Nodes, a
  * full v1 NodeList (about 5.6 KB per node), and the answer must carry
  * Nodes.items, from which kube-scheduler reads only the names. The Nodes form
- * is walked with the jscan scanner: only each item's metadata is located and
- * its name decoded; the answer echoes each kept item's metadata text
- * byte-for-byte instead of re-serialising Node objects.
+ * is walked with the jscan scanner: only each item's metadata.name is
+ * decoded, everything else validated and skipped; the answer's items carry
+ * only {"metadata":{"name":...}} instead of re-serialised Node objects.
  */
 #ifndef GQA_WIRE_H
 #define GQA_WIRE_H
@@ -31,10 +31,9 @@ struct extender_args {
     size_t count;
     const char **names;         /* count NUL-terminated names (point into names_buf) */
     char *names_buf;
-    struct jscan_span *metas;   /* Nodes form: the text of each item's metadata (points into the body) */
 };
 
-/* Decode body[0..len). The body must outlive args (metadata spans point into it).
+/* Decode body[0..len).
  * Returns 0, or -1 with *err a malloc'd message saying what is wrong. */
 int wire_parse_args(const char *body, size_t len, struct extender_args *args, char **err);
 void wire_args_free(struct extender_args *args);

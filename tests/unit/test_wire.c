@@ -91,7 +91,6 @@ static void test_node_names_form(void **state)
     assert_string_equal(a.names[0], "gpu-0");
     assert_string_equal(a.names[1], "cpu-1");
     assert_string_equal(a.names[2], "x");
-    assert_null(a.metas);
     assert_non_null(a.pod);
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(a.pod, "metadata");
     assert_string_equal(cJSON_GetObjectItemCaseSensitive(meta, "name")->valuestring, "p");
@@ -129,15 +128,6 @@ static void test_nodes_form(void **state)
     assert_string_equal(a.names[0], "n1");
     assert_string_equal(a.names[1], "n2");
     assert_string_equal(a.names[2], "n3");
-    assert_non_null(a.metas);
-    /* Spans are the exact text of each metadata value, inside the body. */
-    const char *expect[] = {"{\"name\":\"n1\",\"labels\":{\"a\":\"b\"},\"uid\":\"u1\"}",
-                            "{ \"uid\" : \"u2\" , \"name\" : \"n2\" }", "{\"name\":\"n3\",\"name2\":\"zz\"}"};
-    for (size_t i = 0; i < 3; i++) {
-        assert_int_equal(a.metas[i].len, strlen(expect[i]));
-        assert_memory_equal(a.metas[i].ptr, expect[i], a.metas[i].len);
-        assert_true(a.metas[i].ptr > body && a.metas[i].ptr + a.metas[i].len < body + strlen(body));
-    }
     wire_args_free(&a);
     free(body);
 
@@ -166,14 +156,11 @@ static void test_escaped_names(void **state)
     wire_args_free(&a);
     free(body);
 
-    /* In the Nodes form the name is decoded, the metadata kept raw; escaped keys count. */
+    /* In the Nodes form the name is decoded; escaped keys count. */
     args_with(fixture, sizeof(fixture), "'Nodes':{'items':[{'metadata':{'n\\u0061me':'x\\/y'}}]}");
     parse_ok(fixture, &body, &a);
     assert_int_equal(a.count, 1);
     assert_string_equal(a.names[0], "x/y");
-    const char raw[] = "{\"n\\u0061me\":\"x\\/y\"}";
-    assert_int_equal(a.metas[0].len, strlen(raw));
-    assert_memory_equal(a.metas[0].ptr, raw, strlen(raw));
     wire_args_free(&a);
     free(body);
 }
@@ -366,9 +353,11 @@ static void test_filter_result_nodes(void **state)
     size_t len;
     char *text = wire_filter_result(&a, &ev, &len);
     assert_non_null(text);
-    /* Each kept item's metadata is echoed byte for byte; nothing else of the Node. */
-    assert_non_null(strstr(text, "{\"metadata\":{\"name\":\"n1\",\"labels\":{\"k\":\"v\"}}}"));
-    assert_non_null(strstr(text, "{\"metadata\":{\"uid\":\"x\",\"name\":\"n3\"}}"));
+    /* Each kept item carries only its name: kube-scheduler reads nothing else. */
+    assert_non_null(strstr(text, "{\"metadata\":{\"name\":\"n1\"}}"));
+    assert_non_null(strstr(text, "{\"metadata\":{\"name\":\"n3\"}}"));
+    assert_null(strstr(text, "labels"));
+    assert_null(strstr(text, "uid"));
     assert_null(strstr(text, "big"));
     cJSON *r = parse_answer(text, &len);
     assert_true(cJSON_IsNull(field(r, "NodeNames")));
@@ -568,7 +557,7 @@ static void test_round_trip_filter_mode(void **state)
     const cJSON *items = field(field(r, "Nodes"), "items");
     assert_int_equal(cJSON_GetArraySize(items), 1);
     expect_string_field(field(cJSON_GetArrayItem(items, 0), "metadata"), "name", "gpu-a");
-    assert_non_null(cJSON_GetObjectItemCaseSensitive(field(cJSON_GetArrayItem(items, 0), "metadata"), "labels"));
+    assert_null(cJSON_GetObjectItemCaseSensitive(field(cJSON_GetArrayItem(items, 0), "metadata"), "labels"));
     expect_string_field(field(r, "FailedNodes"), "gpu-b", "pod assigned to node gpu-a");
     expect_string_field(field(r, "FailedAndUnresolvableNodes"), "cpu", NO_GPUS);
     expect_string_field(r, "Error", "");

@@ -28,7 +28,8 @@ int cache_init(struct cluster_cache *c, const struct cache_config *cfg)
     pthread_rwlockattr_destroy(&attr);
     if (rc != 0)
         return -1;
-    if (dict_init(&c->nodes, 64) || dict_init(&c->pods, 256) || dict_init(&c->configmaps, 16)) {
+    if (dict_init(&c->nodes, 64) || dict_init(&c->pods, 256) || dict_init(&c->configmaps, 16) ||
+        dict_init(&c->usage, 16)) {
         cache_destroy(c);
         return -1;
     }
@@ -51,6 +52,7 @@ static void pod_entry_free(struct pod_entry *e)
         return;
     pod_info_free(e->info);
     free(e->slots);
+    free(e->usage_key);
     free(e);
 }
 
@@ -69,6 +71,7 @@ void cache_destroy(struct cluster_cache *c)
     dict_free(&c->pods);
     dict_free(&c->nodes);
     dict_free(&c->configmaps);
+    dict_free(&c->usage);
     pthread_rwlock_destroy(&c->lock);
 }
 
@@ -154,12 +157,74 @@ static void drop_placeholder_if_unused(struct cluster_cache *c, struct node_stat
     node_state_free(n);
 }
 
+int64_t pod_total_cores(const struct pod_info *p)
+{
+    int64_t cores = 0;
+    for (int i = 0; i < p->ncontainers; i++)
+        if (p->containers[i].family != GPU_FAMILY_NONE)
+            cores += p->containers[i].whole_gpus > 0 ? 100LL * p->containers[i].whole_gpus : p->containers[i].cores;
+    return cores;
+}
+
+static char *usage_key(const char *ns, const char *model)
+{
+    size_t n = strlen(ns) + strlen(model) + 2;
+    char *key = malloc(n);
+    if (key)
+        snprintf(key, n, "%s\x1f%s", ns, model);
+    return key;
+}
+
+int64_t cache_usage(const struct cluster_cache *c, const char *ns, const char *model)
+{
+    char *key = usage_key(ns, model ? model : "");
+    int64_t v = key ? (int64_t)(intptr_t)dict_get(&c->usage, key) : 0;
+    free(key);
+    return v;
+}
+
+/* Quota counts whole charges per namespace and node model; a missing model
+ * is counted under "" (no quota names it). */
+static int add_usage_key(struct cluster_cache *c, const char *key, int64_t delta)
+{
+    int64_t v = (int64_t)(intptr_t)dict_get(&c->usage, key) + delta;
+    if (v == 0) {
+        dict_del(&c->usage, key);
+        return 0;
+    }
+    return dict_set(&c->usage, key, (void *)(intptr_t)v, NULL);
+}
+
+static int charge_usage(struct cluster_cache *c, struct pod_entry *e, const struct node_state *n)
+{
+    const char *model = n->spec && n->spec->model ? n->spec->model : "";
+    e->usage_cores = pod_total_cores(e->info);
+    e->usage_key = usage_key(e->info->ns, model);
+    if (!e->usage_key || add_usage_key(c, e->usage_key, e->usage_cores) != 0) {
+        free(e->usage_key);
+        e->usage_key = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static void uncharge_usage(struct cluster_cache *c, struct pod_entry *e)
+{
+    if (!e->usage_key)
+        return;
+    add_usage_key(c, e->usage_key, -e->usage_cores);
+    free(e->usage_key);
+    e->usage_key = NULL;
+    e->usage_cores = 0;
+}
+
 static void uncharge(struct cluster_cache *c, struct pod_entry *e)
 {
     struct node_state *n = e->node;
     if (!n)
         return;
     apply_slots(n, e, -1);
+    uncharge_usage(c, e);
     if (e->node_prev)
         e->node_prev->node_next = e->node_next;
     else
@@ -334,7 +399,7 @@ static int charge(struct cluster_cache *c, struct pod_entry *e, int64_t now)
     apply_slots(n, e, +1);
     if (!bound)
         assumed_link(c, e);
-    return 0;
+    return charge_usage(c, e, n);
 }
 
 /* ---- nodes ---------------------------------------------------------------- */
@@ -533,6 +598,12 @@ static char *object_key(const cJSON *obj)
     return key;
 }
 
+static void configmaps_changed(struct cluster_cache *c)
+{
+    if (c->cfg.configmaps_changed)
+        c->cfg.configmaps_changed(c->cfg.ctx, c);
+}
+
 static int apply_configmap_locked(struct cluster_cache *c, cJSON *cm)
 {
     char *key = object_key(cm);
@@ -554,6 +625,7 @@ int cache_apply_configmap(struct cluster_cache *c, cJSON *cm)
 {
     cache_write_lock(c);
     int rc = apply_configmap_locked(c, cm);
+    configmaps_changed(c);
     cache_unlock(c);
     return rc;
 }
@@ -568,6 +640,8 @@ int cache_delete_configmap(struct cluster_cache *c, const char *ns, const char *
     cache_write_lock(c);
     cJSON *old = dict_del(&c->configmaps, key);
     c->generation++;
+    if (old)
+        configmaps_changed(c);
     cache_unlock(c);
     cJSON_Delete(old);
     free(key);
@@ -737,6 +811,7 @@ int cache_replace_configmaps(struct cluster_cache *c, const char *ns, const char
     for (size_t i = 0; i < n; i++)
         if (apply_configmap_locked(c, cms[i]) != 0)
             rc = -1;
+    configmaps_changed(c);
     cache_unlock(c);
     free_keys(stale, nstale);
     dict_free(&keep);

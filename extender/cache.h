@@ -78,10 +78,18 @@ struct pod_entry {
     struct node_usage unattributed;
     struct pod_entry *node_prev, *node_next;
     struct pod_entry *assumed_prev, *assumed_next;   /* cache.assumed list while assumed */
+    char *usage_key;            /* quota usage this charge added to ("ns\x1fmodel"), or NULL */
+    int64_t usage_cores;
 };
+
+struct cluster_cache;
 
 struct cache_config {
     int64_t assume_ttl_ns;
+    /* Called under the write lock after ConfigMaps changed, so state derived
+     * from them (CRLs, quota) changes atomically with them. May be NULL. */
+    void (*configmaps_changed)(void *ctx, struct cluster_cache *c);
+    void *ctx;
 };
 
 struct cluster_cache {
@@ -90,6 +98,7 @@ struct cluster_cache {
     struct dict nodes;          /* name -> struct node_state */
     struct dict pods;           /* namespace/name -> struct pod_entry */
     struct dict configmaps;     /* namespace/name -> cJSON (the whole object) */
+    struct dict usage;          /* "namespace\x1fmodel" -> cores charged (intptr_t), for quota */
     int present_nodes;
     int assumed_pods;
     struct pod_entry *assumed;  /* pods whose charge is an assumption (expires) */
@@ -136,6 +145,11 @@ void cache_expire(struct cluster_cache *c, int64_t now_ns);
 struct node_state *cache_find_node(const struct cluster_cache *c, const char *name);
 struct node_state *cache_find_node_n(const struct cluster_cache *c, const char *name, size_t len);
 struct pod_entry *cache_find_pod(const struct cluster_cache *c, const char *key);
+/* Cores (100 = one GPU) charged to namespace ns on nodes of GPU model. */
+int64_t cache_usage(const struct cluster_cache *c, const char *ns, const char *model);
+/* Cores a pod's containers ask for in all. */
+int64_t pod_total_cores(const struct pod_info *pod);
+
 /* The GPU slot of a device minor on a node, or -1. */
 int node_slot_of_minor(const struct node_state *n, int minor);
 

@@ -43,15 +43,23 @@ int app_init(struct app *app, const struct options *opts)
 {
     memset(app, 0, sizeof(*app));
     app->opts = opts;
-    struct cache_config cc = {.assume_ttl_ns = opts->assume_ttl_ns};
+    if (policy_init(&app->policy, opts->crl_namespace, opts->quota_configmap) != 0)
+        return -1;
+    nodespec_set_labels(opts->gpu_model_label, opts->gpu_pool_label);
+    struct cache_config cc = {.assume_ttl_ns = opts->assume_ttl_ns, .configmaps_changed = policy_rebuild,
+                              .ctx = &app->policy};
     struct placement_config pc = {.mode = opts->placement, .policy = opts->policy};
     snprintf(app->not_ready_reason, sizeof(app->not_ready_reason), "initial state not loaded yet");
-    if (cache_init(&app->cache, &cc) != 0)
-        return -1;
-    if (placement_init(&app->placement, &app->cache, &pc) != 0) {
-        cache_destroy(&app->cache);
+    if (cache_init(&app->cache, &cc) != 0) {
+        policy_destroy(&app->policy);
         return -1;
     }
+    if (placement_init(&app->placement, &app->cache, &pc) != 0) {
+        cache_destroy(&app->cache);
+        policy_destroy(&app->policy);
+        return -1;
+    }
+    app->placement.policy = &app->policy;
     return 0;
 }
 
@@ -59,6 +67,22 @@ void app_destroy(struct app *app)
 {
     placement_destroy(&app->placement);
     cache_destroy(&app->cache);
+    policy_destroy(&app->policy);
+}
+
+struct pod_info *app_pod_from_json(struct app *app, cJSON *pod_json, char **err)
+{
+    cache_read_lock(&app->cache);
+    char *violation = cJSON_IsObject(pod_json) ? policy_prepare_pod(&app->policy, pod_json) : NULL;
+    cache_unlock(&app->cache);
+    struct pod_info *pod = pod_info_from_json(pod_json, err);
+    if (pod && violation) {
+        free(pod->request_error);
+        pod->request_error = violation;
+        violation = NULL;
+    }
+    free(violation);
+    return pod;
 }
 
 /* ---- extender verbs ------------------------------------------------------ */
@@ -71,7 +95,7 @@ static void extender_error(struct http_response *resp, const char *msg)
 }
 
 /* Decode ExtenderArgs and its Pod. On failure the Error answer is set. */
-static struct pod_info *decode_args(const struct http_request *req, struct extender_args *args,
+static struct pod_info *decode_args(struct app *app, const struct http_request *req, struct extender_args *args,
                                     struct http_response *resp)
 {
     char *err = NULL;
@@ -81,7 +105,7 @@ static struct pod_info *decode_args(const struct http_request *req, struct exten
         free(err);
         return NULL;
     }
-    struct pod_info *pod = pod_info_from_json(args->pod, &err);
+    struct pod_info *pod = app_pod_from_json(app, args->pod, &err);
     if (!pod) {
         struct strbuf sb;
         strbuf_init(&sb);
@@ -111,7 +135,7 @@ static void extender_verb(struct app *app, const struct http_request *req, struc
                           evaluate_fn evaluate, encode_fn encode, bool count)
 {
     struct extender_args args;
-    struct pod_info *pod = decode_args(req, &args, resp);
+    struct pod_info *pod = decode_args(app, req, &args, resp);
     if (!pod)
         return;
     struct evaluation ev;
@@ -159,7 +183,7 @@ void handle_preemption(struct app *app, const struct http_request *req, struct h
     struct pod_info *pod = NULL;
     bool parsed = wire_parse_preemption(req->body ? req->body : "", req->body_len, &a, &err) == 0;
     if (parsed) {
-        pod = pod_info_from_json(a.pod, &err);
+        pod = app_pod_from_json(app, (cJSON *)a.pod, &err);
         if (pod && placement_preempt(&app->placement, pod, a.nodes, a.count) != 0)
             err = strdup("out of memory");
     }
@@ -232,9 +256,9 @@ static char *render_explain(const struct evaluation *ev, const struct pod_info *
     return strbuf_detach(&sb, NULL);
 }
 
-char *explain_pod(struct app *app, const cJSON *pod_json, int *fits_somewhere, char **err)
+char *explain_pod(struct app *app, cJSON *pod_json, int *fits_somewhere, char **err)
 {
-    struct pod_info *pod = pod_info_from_json(pod_json, err);
+    struct pod_info *pod = app_pod_from_json(app, pod_json, err);
     if (!pod)
         return NULL;
     size_t count = 0;
@@ -381,6 +405,70 @@ void handle_inspect_nodes(struct app *app, const struct http_request *req, struc
     free(nodes);
     size_t len = 0;
     char *body = nodes ? strbuf_detach(&sb, &len) : (strbuf_free(&sb), NULL);
+    http_set_body(resp, 200, CONTENT_JSON, body, len);
+}
+
+static int64_t usage_of(void *ctx, const char *ns, const char *model)
+{
+    return cache_usage(ctx, ns, model);
+}
+
+void handle_inspect_quota(struct app *app, const struct http_request *req, struct http_response *resp)
+{
+    (void)req;
+    cache_expire(&app->cache, now_realtime_ns());
+    cache_read_lock(&app->cache);
+    char *body = quota_render(app->policy.quota, app->policy.quota_error, usage_of, &app->cache);
+    cache_unlock(&app->cache);
+    http_set_body(resp, 200, CONTENT_JSON, body, body ? strlen(body) : 0);
+}
+
+static void put_crl(struct strbuf *sb, const struct crl *c)
+{
+    strbuf_puts(sb, "{\"name\":");
+    strbuf_json_string(sb, c->name);
+    strbuf_puts(sb, ",\"group\":");
+    strbuf_json_string(sb, c->group);
+    strbuf_puts(sb, ",\"key\":");
+    strbuf_json_string(sb, c->key);
+    strbuf_puts(sb, ",\"defaultValue\":");
+    strbuf_json_string(sb, c->default_value ? c->default_value : "");
+    static const char *const limits[] = {"disabled", "required", "optional"};
+    static const char *const requests[] = {"disabled", "required", "fromLimits"};
+    strbuf_printf(sb, ",\"limits\":\"%s\",\"requests\":\"%s\"}", limits[c->limits], requests[c->requests]);
+}
+
+void handle_inspect_crl(struct app *app, const struct http_request *req, struct http_response *resp)
+{
+    (void)req;
+    struct strbuf sb;
+    strbuf_init(&sb);
+    cache_read_lock(&app->cache);
+    const struct crl_registry *r = app->policy.crls;
+    strbuf_puts(&sb, "{\"namespace\":");
+    strbuf_json_string(&sb, app->policy.crl_namespace);
+    strbuf_puts(&sb, ",\"enabled\":[");
+    for (size_t i = 0; i < r->count; i++) {
+        if (i)
+            strbuf_putc(&sb, ',');
+        put_crl(&sb, r->crls[i]);
+    }
+    strbuf_puts(&sb, "],\"invalid\":[");
+    for (size_t i = 0; i < r->invalid_count; i++) {
+        strbuf_puts(&sb, i ? ",{\"name\":" : "{\"name\":");
+        strbuf_json_string(&sb, r->invalid[i].name);
+        strbuf_puts(&sb, ",\"problems\":[");
+        for (size_t k = 0; k < r->invalid[i].problems.count; k++) {
+            if (k)
+                strbuf_putc(&sb, ',');
+            strbuf_json_string(&sb, r->invalid[i].problems.items[k]);
+        }
+        strbuf_puts(&sb, "]}");
+    }
+    strbuf_puts(&sb, "]}\n");
+    cache_unlock(&app->cache);
+    size_t len = 0;
+    char *body = strbuf_detach(&sb, &len);
     http_set_body(resp, 200, CONTENT_JSON, body, len);
 }
 

@@ -11,6 +11,27 @@
 
 #define VCUDA_BLOCK_MIB 256
 
+static const char *model_label = DEFAULT_GPU_MODEL_LABEL;
+static const char *pool_label = DEFAULT_GPU_POOL_LABEL;
+
+void nodespec_set_labels(const char *model, const char *pool)
+{
+    model_label = model;
+    pool_label = pool;
+}
+
+static int read_labels(struct node_spec *s, const cJSON *meta)
+{
+    const cJSON *labels = cJSON_GetObjectItemCaseSensitive(meta, "labels");
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(labels, model_label);
+    const cJSON *pool = cJSON_GetObjectItemCaseSensitive(labels, pool_label);
+    if (cJSON_IsString(model) && *model->valuestring && !(s->model = strdup(model->valuestring)))
+        return -1;
+    if (cJSON_IsString(pool) && *pool->valuestring && !(s->pool = strdup(pool->valuestring)))
+        return -1;
+    return 0;
+}
+
 static int64_t amount(const cJSON *list, const char *resource, const char *node)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(list, resource);
@@ -118,6 +139,8 @@ struct node_spec *node_spec_from_json(const cJSON *obj, char **err)
     s->mps_core = amount(offered, RES_MPS_CORE, s->name);
     s->mps_memory = amount(offered, RES_MPS_MEMORY, s->name);
     s->nvidia_gpu = amount(offered, RES_NVIDIA_GPU, s->name);
+    if (read_labels(s, meta) != 0)
+        goto oom;
     read_topology(s, meta);
     s->gpu_count = count_gpus(s);
     if (s->gpu_count > TOPOLOGY_MAX_GPUS) {
@@ -147,5 +170,7 @@ void node_spec_free(struct node_spec *s)
     free(s->gpus);
     topology_free(s->topology);
     free(s->topology_error);
+    free(s->model);
+    free(s->pool);
     free(s);
 }

@@ -30,7 +30,15 @@ struct node_spec {
     struct node_gpu_spec *gpus;       /* gpu_count entries */
     struct gpu_topology *topology;    /* NULL when absent or unusable */
     char *topology_error;             /* why an annotation present on the node was not used */
+    char *model;                      /* --gpu-model-label value, or NULL */
+    char *pool;                       /* --gpu-pool-label value, or NULL */
 };
+
+#define DEFAULT_GPU_MODEL_LABEL "tkestack.io/gpu-model"
+#define DEFAULT_GPU_POOL_LABEL "tkestack.io/gpu-pool"
+/* The label keys read for a node's GPU model and pool (quota, DESIGN section 6).
+ * Set once at start-up, before any node is parsed. */
+void nodespec_set_labels(const char *model_label, const char *pool_label);
 
 /* Parse a Node object. NULL with *err (malloc'd) when it is not a usable Node
  * (no metadata.name) or on allocation failure. Bad quantities or a bad

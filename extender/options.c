@@ -82,6 +82,9 @@ static int set_crl_namespace(struct options *o, const char *v)
     return is_dns_label(v) ? set_string(&o->crl_namespace, v) : 1;
 }
 
+static int set_model_label(struct options *o, const char *v) { return *v ? set_string(&o->gpu_model_label, v) : 1; }
+static int set_pool_label(struct options *o, const char *v) { return *v ? set_string(&o->gpu_pool_label, v) : 1; }
+
 static int set_lease_namespace(struct options *o, const char *v)
 {
     return is_dns_label(v) ? set_string(&o->lease_namespace, v) : 1;
@@ -173,8 +176,10 @@ static const struct flag flags[] = {
     {"gpu-policy", "binpack|spread", set_gpu_policy, "order of GPUs for shared requests (default binpack; spread is refused for vcuda)", 1},
     {"node-policy", "binpack|spread", set_node_policy, "shape of node scores (default binpack)", 1},
     {"assume-ttl", "DURATION", set_assume_ttl, "how long an unbound decision holds its GPUs (default 60s)", 1},
-    {"crl-namespace", "NAMESPACE", set_crl_namespace, "namespace of the CustomResourceLimitation ConfigMaps (default kube-public)", 0},
-    {"quota-configmap", "NAMESPACE/NAME", set_quota_configmap, "the GPU quota ConfigMap (default kube-system/gpu-quota)", 0},
+    {"crl-namespace", "NAMESPACE", set_crl_namespace, "namespace of the CustomResourceLimitation ConfigMaps (default kube-public)", 1},
+    {"quota-configmap", "NAMESPACE/NAME", set_quota_configmap, "the GPU quota ConfigMap (default kube-system/gpu-quota)", 1},
+    {"gpu-model-label", "LABEL", set_model_label, "node label naming the GPU model, for quota (default tkestack.io/gpu-model)", 1},
+    {"gpu-pool-label", "LABEL", set_pool_label, "node label naming the GPU pool, for quota (default tkestack.io/gpu-pool)", 1},
     {"leader-elect", NULL, set_leader_elect, "take decisions only while holding the Lease (run several replicas)", 0},
     {"lease-namespace", "NAMESPACE", set_lease_namespace, "namespace of the leader-election Lease (default kube-system)", 0},
     {"lease-name", "NAME", set_lease_name, "name of the leader-election Lease (default gpu-quota-admission)", 0},
@@ -350,7 +355,9 @@ int options_parse(struct options *o, enum options_command cmd, int argc, char **
     set_defaults(o);
     if (set_string(&o->listen_http, "127.0.0.1:3456") != 0 || set_string(&o->crl_namespace, "kube-public") != 0 ||
         set_string(&o->quota_configmap, "kube-system/gpu-quota") != 0 ||
-        set_string(&o->lease_namespace, "kube-system") != 0 || set_string(&o->lease_name, "gpu-quota-admission") != 0) {
+        set_string(&o->lease_namespace, "kube-system") != 0 || set_string(&o->lease_name, "gpu-quota-admission") != 0 ||
+        set_string(&o->gpu_model_label, "tkestack.io/gpu-model") != 0 ||
+        set_string(&o->gpu_pool_label, "tkestack.io/gpu-pool") != 0) {
         options_free(o);
         return -1;
     }
@@ -374,6 +381,8 @@ void options_free(struct options *o)
     free(o->kubeconfig);
     free(o->crl_namespace);
     free(o->quota_configmap);
+    free(o->gpu_model_label);
+    free(o->gpu_pool_label);
     free(o->lease_namespace);
     free(o->lease_name);
     memset(o, 0, sizeof(*o));

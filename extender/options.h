@@ -25,6 +25,7 @@ struct options {
     char *kubeconfig;           /* live mode; else in-cluster when KUBERNETES_SERVICE_HOST is set */
     char *crl_namespace;        /* ConfigMaps watched for CustomResourceLimitations */
     char *quota_configmap;      /* NAMESPACE/NAME of the quota ConfigMap */
+    char *gpu_model_label, *gpu_pool_label;   /* node labels naming a node's GPU model and pool */
     int leader_elect;
     char *lease_namespace, *lease_name;
     char *pod_file;             /* simulate only */

@@ -23,6 +23,8 @@
 #include "extender/cache.h"
 #include "extender/strbuf.h"
 
+struct admission_policy;
+
 enum placement_mode { PLACEMENT_FILTER = 0, PLACEMENT_BIND };
 
 struct placement_config {
@@ -51,6 +53,7 @@ struct placement {
     pthread_mutex_t decide_lock;
     const struct decision_sink *sink;   /* NULL offline */
     const atomic_int *may_decide;       /* with leader election: 1 only while leading; NULL = always */
+    const struct admission_policy *policy;  /* quota per node; NULL = none */
 };
 
 /* Live mode: where decisions go, and the leadership flag that gates them. */

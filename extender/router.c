@@ -24,6 +24,8 @@ static const struct route routes[] = {
     {"/inspect/explain", 0, "POST", handle_explain, VERB_EXPLAIN},
     {"/inspect/nodes", 0, "GET", handle_inspect_nodes, VERB_INSPECT},
     {"/inspect/informers", 0, "GET", handle_inspect_informers, VERB_INSPECT},
+    {"/inspect/quota", 0, "GET", handle_inspect_quota, VERB_INSPECT},
+    {"/inspect/crl", 0, "GET", handle_inspect_crl, VERB_INSPECT},
     {"/inspect/nodes/", 1, "GET", handle_inspect_node, VERB_INSPECT},
     {"/healthz", 0, "GET", handle_healthz, VERB_HEALTH},
     {"/livez", 0, "GET", handle_healthz, VERB_HEALTH},

@@ -21,7 +21,7 @@ suite = g.Suite("test_cli")
 EXPECTED_FLAGS = ["listen-http", "listen-https", "tls-cert", "tls-key", "tls-client-ca", "state-file", "pod",
                   "placement", "gpu-policy", "node-policy", "assume-ttl", "threads", "max-body-bytes", "log-level",
                   "log-format", "version", "help", "kubeconfig", "crl-namespace", "quota-configmap",
-                  "leader-elect", "lease-namespace", "lease-name"]
+                  "leader-elect", "lease-namespace", "lease-name", "gpu-model-label", "gpu-pool-label"]
 
 
 def help_flags(text):
@@ -42,7 +42,7 @@ def sample(flag, placeholder, files):
         return [placeholder.split("|")[0]]
     return [{"ADDR:PORT": "127.0.0.1:3999", "FILE": files, "DURATION": "30s", "N": "3",
              "BYTES": "1Mi", "NAMESPACE/NAME": "kube-system/gpu-quota", "NAMESPACE": "kube-system",
-             "NAME": "gpu-quota-admission"}.get(placeholder, "x")]
+             "NAME": "gpu-quota-admission", "LABEL": "example.com/gpu-model"}.get(placeholder, "x")]
 
 
 def one_line_error(s, r, flag, label):

@@ -1,0 +1,155 @@
+/* admission/policy.c - CRL registry and quota derived from ConfigMaps. See policy.h. */
+#include "admission/policy.h"
+#include "extender/log.h"
+#include "extender/strbuf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int policy_init(struct admission_policy *p, const char *crl_namespace, const char *quota_configmap)
+{
+    memset(p, 0, sizeof(*p));
+    const char *slash = strchr(quota_configmap, '/');
+    if (!slash)
+        return -1;
+    p->crl_namespace = strdup(crl_namespace);
+    p->quota_namespace = strndup(quota_configmap, (size_t)(slash - quota_configmap));
+    p->quota_name = strdup(slash + 1);
+    p->crls = crl_registry_build(NULL, 0, crl_namespace);
+    if (!p->crl_namespace || !p->quota_namespace || !p->quota_name || !p->crls) {
+        policy_destroy(p);
+        return -1;
+    }
+    return 0;
+}
+
+void policy_destroy(struct admission_policy *p)
+{
+    crl_registry_free(p->crls);
+    quota_free(p->quota);
+    free(p->quota_error);
+    free(p->crl_namespace);
+    free(p->quota_namespace);
+    free(p->quota_name);
+    memset(p, 0, sizeof(*p));
+}
+
+static void rebuild_crls(struct admission_policy *p, struct cluster_cache *c)
+{
+    size_t n = 0, pos = 0;
+    const cJSON **cms = calloc(dict_size(&c->configmaps) + 1, sizeof(*cms));
+    struct dict_entry *e;
+    while (cms && (e = dict_next(&c->configmaps, &pos)))
+        cms[n++] = e->value;
+    struct crl_registry *r = cms ? crl_registry_build(cms, n, p->crl_namespace) : NULL;
+    free(cms);
+    if (!r) {
+        log_error("out of memory rebuilding the CustomResourceLimitation registry; keeping the previous one");
+        return;
+    }
+    for (size_t i = 0; i < r->invalid_count; i++)
+        log_warn("CustomResourceLimitation %s ignored: %zu problem(s), first: %s", r->invalid[i].name,
+                 r->invalid[i].problems.count,
+                 r->invalid[i].problems.count ? r->invalid[i].problems.items[0] : "");
+    crl_registry_free(p->crls);
+    p->crls = r;
+}
+
+static void rebuild_quota(struct admission_policy *p, struct cluster_cache *c)
+{
+    char key[320];
+    snprintf(key, sizeof(key), "%s/%s", p->quota_namespace, p->quota_name);
+    const cJSON *cm = dict_get(&c->configmaps, key);
+    char *err = NULL;
+    struct quota_config *q = cm ? quota_parse_configmap(cm, &err) : NULL;
+    if (cm && !q)
+        log_warn("quota ConfigMap %s ignored: %s", key, err ? err : "out of memory");
+    quota_free(p->quota);
+    free(p->quota_error);
+    p->quota = q;
+    p->quota_error = err;
+}
+
+void policy_rebuild(void *ctx, struct cluster_cache *c)
+{
+    struct admission_policy *p = ctx;
+    rebuild_crls(p, c);
+    rebuild_quota(p, c);
+}
+
+static cJSON *object_at(cJSON *parent, const char *name)
+{
+    cJSON *v = cJSON_GetObjectItemCaseSensitive(parent, name);
+    if (cJSON_IsObject(v))
+        return v;
+    if (v)
+        cJSON_DeleteItemFromObjectCaseSensitive(parent, name);
+    return cJSON_AddObjectToObject(parent, name);
+}
+
+/* Write one default into the container's limits (and requests), as the
+ * mutating webhook would have. */
+static int apply_default(cJSON *pod, const struct crl_default *d)
+{
+    cJSON *containers = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "spec"), "containers");
+    cJSON *container = cJSON_GetArrayItem(containers, d->container);
+    cJSON *resources = container ? object_at(container, "resources") : NULL;
+    cJSON *limits = resources ? object_at(resources, "limits") : NULL;
+    if (!limits)
+        return -1;
+    if (!cJSON_GetObjectItemCaseSensitive(limits, d->key) && !cJSON_AddStringToObject(limits, d->key, d->value))
+        return -1;
+    if (!d->set_request)
+        return 0;
+    cJSON *requests = object_at(resources, "requests");
+    if (!requests)
+        return -1;
+    if (!cJSON_GetObjectItemCaseSensitive(requests, d->key) && !cJSON_AddStringToObject(requests, d->key, d->value))
+        return -1;
+    return 0;
+}
+
+static char *join(const struct crl_problems *v)
+{
+    struct strbuf sb;
+    strbuf_init(&sb);
+    for (size_t i = 0; i < v->count; i++)
+        strbuf_printf(&sb, "%s%s", i ? "; " : "", v->items[i]);
+    return strbuf_detach(&sb, NULL);
+}
+
+char *policy_prepare_pod(const struct admission_policy *p, cJSON *pod)
+{
+    struct crl_problems violations = {0};
+    struct crl_defaults defaults = {0};
+    char *out = NULL;
+    if (crl_check_pod(p->crls, pod, &violations, &defaults) != 0) {
+        out = strdup("out of memory while checking CustomResourceLimitations");
+    } else if (violations.count) {
+        out = join(&violations);
+    } else {
+        for (size_t i = 0; i < defaults.count && !out; i++)
+            if (apply_default(pod, &defaults.items[i]) != 0)
+                out = strdup("out of memory while applying CustomResourceLimitation defaults");
+    }
+    crl_problems_free(&violations);
+    crl_defaults_free(&defaults);
+    return out;
+}
+
+char *policy_check_quota(const struct admission_policy *p, const struct cluster_cache *c, const struct pod_info *pod,
+                         const struct pod_entry *self, const struct node_state *n)
+{
+    const struct quota_entry *e = quota_find(p->quota, pod->ns);
+    if (!e)
+        return NULL;
+    const char *model = n->spec && n->spec->model ? n->spec->model : "";
+    int64_t used = cache_usage(c, pod->ns, model);
+    if (self && self->usage_key && strcmp(strchr(self->usage_key, '\x1f') + 1, model) == 0)
+        used -= self->usage_cores;
+    char reason[512];
+    if (quota_allows(e, model, n->spec ? n->spec->pool : NULL, used, pod_total_cores(pod), reason, sizeof(reason)))
+        return NULL;
+    return strdup(reason);
+}

@@ -1,0 +1,43 @@
+/*
+ * admission/policy.h - the admission rules in force, derived from ConfigMaps.
+ *
+ * Owns the state the filter and the webhooks enforce: the CRL registry built
+ * from the CRL namespace's ConfigMaps and the quota parsed from the quota
+ * ConfigMap. It is rebuilt by the cache's configmaps_changed hook, under the
+ * cache's write lock, so it always matches the ConfigMaps the cache holds;
+ * readers use it under the cache's read lock.
+ */
+#ifndef GQA_ADMISSION_POLICY_H
+#define GQA_ADMISSION_POLICY_H
+
+#include "admission/crl.h"
+#include "admission/quota.h"
+#include "extender/cache.h"
+
+struct admission_policy {
+    char *crl_namespace;
+    char *quota_namespace, *quota_name;
+    struct crl_registry *crls;      /* never NULL after policy_init */
+    struct quota_config *quota;     /* NULL: no quota ConfigMap (unrestricted) or invalid */
+    char *quota_error;              /* why the quota ConfigMap was not usable, or NULL */
+};
+
+/* quota_configmap is "namespace/name". 0 or -1. */
+int policy_init(struct admission_policy *p, const char *crl_namespace, const char *quota_configmap);
+void policy_destroy(struct admission_policy *p);
+/* The cache_config.configmaps_changed hook (ctx = the policy). */
+void policy_rebuild(void *ctx, struct cluster_cache *c);
+
+/* Prepare a pod for placement under the read lock: check it against the
+ * enabled CRLs and write the CRL defaults into the pod object (so a shared
+ * vcuda container without vcuda-memory takes the default). Returns NULL when
+ * the pod complies, else the violations as one message (malloc'd). */
+char *policy_prepare_pod(const struct admission_policy *p, cJSON *pod);
+
+/* Quota verdict for a pod on a node under the read lock: NULL when allowed,
+ * else the reason (malloc'd). self is the pod's own entry (its charge is not
+ * counted against it). */
+char *policy_check_quota(const struct admission_policy *p, const struct cluster_cache *c, const struct pod_info *pod,
+                         const struct pod_entry *self, const struct node_state *n);
+
+#endif

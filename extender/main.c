@@ -11,6 +11,7 @@
 #include "extender/options.h"
 #include "extender/server.h"
 #include "extender/statefile.h"
+#include "extender/webhooks.h"
 #include "version.h"
 
 #include <malloc.h>
@@ -123,6 +124,8 @@ int main(int argc, char **argv)
     block_signals();
     if (argc > 1 && strcmp(argv[1], "simulate") == 0)
         return simulate_main(argc - 2, argv + 2);
+    if (argc > 1 && strcmp(argv[1], "validate-crl") == 0)
+        return validate_crl_main(argc - 2, argv + 2);
     struct options opts;
     if (options_parse(&opts, CMD_SERVE, argc - 1, argv + 1, stderr) != 0)
         return 2;

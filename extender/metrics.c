@@ -3,7 +3,7 @@
 
 #include <stdatomic.h>
 
-static const char *const verb_names[VERB_COUNT] = {"filter", "prioritize", "bind", "preemption", "explain", "inspect",
+static const char *const verb_names[VERB_COUNT] = {"filter", "prioritize", "bind", "preemption", "admission", "explain", "inspect",
                                                    "health", "version", "metrics", "other"};
 
 /* Status classes kept per verb: the codes this service answers. */

@@ -19,6 +19,7 @@ enum metric_verb {
     VERB_PRIORITIZE,
     VERB_BIND,
     VERB_PREEMPTION,
+    VERB_ADMISSION,
     VERB_EXPLAIN,
     VERB_INSPECT,
     VERB_HEALTH,

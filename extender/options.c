@@ -394,6 +394,8 @@ void options_print_help(FILE *out)
             "Usage: gpu-quota-admission [flags]                       serve the extender\n"
             "       gpu-quota-admission simulate --state-file F --pod POD.yaml [flags]\n"
             "                                                        print where the pod would go, exit 1 if nowhere\n"
+            "       gpu-quota-admission validate-crl [--crl-namespace NS] FILE...\n"
+            "                                                        check CustomResourceLimitation ConfigMaps, exit 1 if any is invalid\n"
             "\nFlags (each also settable as GQA_<NAME>, e.g. GQA_LISTEN_HTTP):\n");
     for (size_t i = 0; i < NFLAGS; i++) {
         char left[64];

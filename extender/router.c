@@ -1,5 +1,6 @@
 /* router.c - endpoint table. See router.h. */
 #include "extender/router.h"
+#include "extender/webhooks.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -21,6 +22,8 @@ static const struct route routes[] = {
     {"/scheduler/prioritize", 0, "POST", handle_prioritize, VERB_PRIORITIZE},
     {"/scheduler/bind", 0, "POST", handle_bind, VERB_BIND},
     {"/scheduler/preemption", 0, "POST", handle_preemption, VERB_PREEMPTION},
+    {"/admission/validate", 0, "POST", handle_admission_validate, VERB_ADMISSION},
+    {"/admission/mutate", 0, "POST", handle_admission_mutate, VERB_ADMISSION},
     {"/inspect/explain", 0, "POST", handle_explain, VERB_EXPLAIN},
     {"/inspect/nodes", 0, "GET", handle_inspect_nodes, VERB_INSPECT},
     {"/inspect/informers", 0, "GET", handle_inspect_informers, VERB_INSPECT},

@@ -1,5 +1,6 @@
 /* allocator.c - fit one pod on one node. See allocator.h. */
 #include "extender/allocator.h"
+#include "topology/select.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -203,17 +204,29 @@ static int reserved_whole(const struct fit_state *st)
     return cores <= 0 ? 0 : (int)((cores + 99) / 100);
 }
 
-/* Idle GPUs are taken in device order. Topology-aware selection (DESIGN
- * section 5) replaces this choice; the interface stays the same. */
+/* Whole GPUs: the best-connected set of idle GPUs on the node's shape
+ * (topology/select.c), which also leaves the best-connected sets free. */
 static void choose_whole(struct fit_state *st, int ci, int want)
 {
-    for (int s = 0; s < st->node->gpu_count && want > 0; s++) {
-        struct free_gpu *g = &st->gpus[s];
-        if (!gpu_idle(g))
-            continue;
-        take(st, ci, s, 100, g->vmem_total, g->mmem_total);
-        want--;
+    const struct gpu_topology *shape = st->node->spec->shape;
+    uint64_t idle = 0;
+    for (int s = 0; s < st->node->gpu_count; s++)
+        if (gpu_idle(&st->gpus[s]))
+            idle |= 1ULL << s;
+    int64_t score = 0;
+    uint64_t set = shape && shape->count == st->node->gpu_count ? topology_best_set(shape, idle, want, &score) : 0;
+    if (!set) {
+        /* No usable shape: device order. */
+        for (int s = 0; s < st->node->gpu_count && __builtin_popcountll(set) < want; s++)
+            if (idle >> s & 1)
+                set |= 1ULL << s;
+    } else {
+        st->fit->set_score += score;
+        st->fit->set_best += topology_best_possible(shape, want);
     }
+    for (int s = 0; s < st->node->gpu_count; s++)
+        if (set >> s & 1)
+            take(st, ci, s, 100, st->gpus[s].vmem_total, st->gpus[s].mmem_total);
 }
 
 static bool place_whole(struct fit_state *st, int ci)
@@ -268,7 +281,11 @@ static bool check_unattributed(struct fit_state *st)
                 u->pods, u->pods == 1 ? "" : "s", u->pods == 1 ? "uses" : "use", u->cores, u->vmem, u->mmem, cores_left, vmem_left, mmem_left);
 }
 
-static int score_node(const struct fit_state *st)
+/* Weight of an NVSwitch A100 pair (NV12): the yardstick of a well-connected
+ * pair across node shapes. */
+#define IDEAL_PAIR_WEIGHT 340
+
+static int policy_score(const struct fit_state *st)
 {
     int64_t capacity = 100LL * st->node->gpu_count, used = st->unattributed.cores;
     for (int s = 0; s < st->node->gpu_count; s++)
@@ -277,6 +294,35 @@ static int score_node(const struct fit_state *st)
         used = capacity;
     int util = capacity ? (int)(used * FIT_SCORE_MAX / capacity) : 0;
     return st->policy->node == POLICY_SPREAD ? FIT_SCORE_MAX - util : util;
+}
+
+static int64_t whole_pairs(const struct pod_info *pod)
+{
+    int64_t pairs = 0;
+    for (int i = 0; i < pod->ncontainers; i++) {
+        int64_t k = pod->containers[i].whole_gpus;
+        pairs += k * (k - 1) / 2;
+    }
+    return pairs;
+}
+
+/* DESIGN section 5: for whole GPUs the score combines the chosen sets'
+ * quality relative to the best this node's shape allows (a DGX-1 whose
+ * NVLinked quads are broken scores below an intact one), a smaller absolute
+ * term (so an NVLinked node beats a PCIe-only one whose best is poor), and
+ * the node policy. Shares use the node policy alone. */
+static int score_node(const struct fit_state *st)
+{
+    int policy = policy_score(st);
+    const struct fit_result *f = st->fit;
+    if (f->set_best <= 0 && f->set_score <= 0)
+        return policy;
+    double rel = f->set_best > 0 ? (double)f->set_score / (double)f->set_best : 1.0;
+    int64_t pairs = whole_pairs(st->pod);
+    double abs_q = pairs > 0 ? (double)f->set_score / (double)(pairs * IDEAL_PAIR_WEIGHT) : 1.0;
+    rel = rel > 1.0 ? 1.0 : rel;
+    abs_q = abs_q > 1.0 ? 1.0 : abs_q;
+    return (int)(500.0 * rel + 300.0 * abs_q + 0.2 * policy + 0.5);
 }
 
 static bool check_node_kind(struct fit_state *st)
@@ -314,6 +360,7 @@ bool allocator_fit_excluding(const struct node_state *n, const struct pod_info *
     st.cores_placed = st.vmem_placed = st.mmem_placed = 0;
     memset(&st.unattributed, 0, sizeof(st.unattributed));
     fit->reason[0] = '\0';
+    fit->set_score = fit->set_best = 0;
     fit->fits = true;
     fit->unresolvable = false;
     for (int i = 0; i < pod->ncontainers; i++)

@@ -223,7 +223,8 @@ static void put_explain_node(struct strbuf *sb, const struct evaluation *ev, con
             g += count;
         }
     }
-    strbuf_puts(sb, "},\"reason\":");
+    strbuf_printf(sb, "},\"gpuSetScore\":%lld,\"gpuSetBest\":%lld,\"reason\":", (long long)v->set_score,
+                  (long long)v->set_best);
     strbuf_json_string_n(sb, verdict_reason(ev, v), v->reason_len);
     strbuf_putc(sb, '}');
 }

@@ -104,6 +104,29 @@ static void check_topology_fits(struct node_spec *s)
     s->topology_error = strdup(msg);
 }
 
+/* DESIGN section 5: a node without the annotation is all-SYS with unknown
+ * NUMA, and still schedules; the set search then only breaks ties. */
+static struct gpu_topology *all_sys_shape(int count)
+{
+    struct gpu_topology *t = calloc(1, sizeof(*t));
+    if (!t)
+        return NULL;
+    t->version = 1;
+    t->count = count;
+    t->gpus = calloc((size_t)count, sizeof(*t->gpus));
+    t->links = calloc((size_t)count * (size_t)count, sizeof(*t->links));
+    if (!t->gpus || !t->links) {
+        topology_free(t);
+        return NULL;
+    }
+    for (int i = 0; i < count; i++) {
+        t->gpus[i] = (struct topo_gpu){.index = i, .minor = i, .numa = -1};
+        for (int j = 0; j < count; j++)
+            t->links[i * count + j] = (struct topo_link){i == j ? TOPO_LINK_SELF : TOPO_LINK_SYS, 0};
+    }
+    return t;
+}
+
 static void fill_gpus(struct node_spec *s)
 {
     int n = s->gpu_count;
@@ -153,6 +176,9 @@ struct node_spec *node_spec_from_json(const cJSON *obj, char **err)
         if (!s->gpus)
             goto oom;
         fill_gpus(s);
+        s->shape = s->topology ? s->topology : all_sys_shape(s->gpu_count);
+        if (!s->shape)
+            goto oom;
     }
     return s;
 oom:
@@ -168,6 +194,8 @@ void node_spec_free(struct node_spec *s)
         return;
     free(s->name);
     free(s->gpus);
+    if (s->shape != s->topology)
+        topology_free(s->shape);
     topology_free(s->topology);
     free(s->topology_error);
     free(s->model);

@@ -29,6 +29,7 @@ struct node_spec {
     int gpu_count;
     struct node_gpu_spec *gpus;       /* gpu_count entries */
     struct gpu_topology *topology;    /* NULL when absent or unusable */
+    struct gpu_topology *shape;       /* what selection uses: topology, or all-SYS with unknown NUMA */
     char *topology_error;             /* why an annotation present on the node was not used */
     char *model;                      /* --gpu-model-label value, or NULL */
     char *pool;                       /* --gpu-pool-label value, or NULL */

@@ -179,6 +179,8 @@ static int judge(struct placement *p, const struct pod_info *pod, const struct p
         !(quota = p->policy ? policy_check_quota(p->policy, p->cache, pod, self, n) : NULL)) {
         v->fits = true;
         v->score = fit->score;
+        v->set_score = fit->set_score;
+        v->set_best = fit->set_best;
         return record_gpus(ev, v, n, fit->masks);
     }
     if (quota) {

@@ -66,6 +66,8 @@ struct verdict {
     bool fits;
     bool unresolvable;
     int score;              /* 0..FIT_SCORE_MAX */
+    int64_t set_score;      /* topology score of the whole-GPU sets chosen (0 for shares) */
+    int64_t set_best;       /* the best those sets could score on this node's shape */
     size_t reason_off;      /* into evaluation.text; reason_len 0 = no reason */
     size_t reason_len;
     size_t gpus_off;        /* into evaluation.gpus: per container, count then minors */

@@ -285,8 +285,8 @@ static void test_exclusive_100_200(void **state)
     add_bound(c, "a", "n", "0", VC(10, 1));
     /* GPU 0 is not completely free; whole GPUs are taken in device order. */
     expect_fit(c, "n", VCW(100), 0x2, 275);
-    expect_fit(c, "n", VCW(200), 0x6, 525);
-    expect_fit(c, "n", VCW(300), 0xe, 775);
+    expect_fit(c, "n", VCW(200), 0x6, 614);
+    expect_fit(c, "n", VCW(300), 0xe, 664);
     expect_misfit(c, "n", VCW(400), false,
                   "container \"main\" needs 4 whole GPUs (tencent.com/vcuda-core 400); 3 are completely free "
                   "(GPUs 1,2,3)");
@@ -296,7 +296,7 @@ static void test_exclusive_800(void **state)
 {
     struct cluster_cache *c = *state;
     add_vcuda_node(c, "n8", 8, 320);
-    expect_fit(c, "n8", VCW(800), 0xff, 1000);
+    expect_fit(c, "n8", VCW(800), 0xff, 709);
     expect_misfit(c, "n8", VCW(900), true,
                   "container \"main\" needs 9 whole GPUs (tencent.com/vcuda-core 900); 8 are completely free "
                   "(GPUs 0,1,2,3,4,5,6,7)");
@@ -305,10 +305,10 @@ static void test_exclusive_800(void **state)
     expect_misfit(c, "n8", VCW(800), false,
                   "container \"main\" needs 8 whole GPUs (tencent.com/vcuda-core 800); 7 are completely free "
                   "(GPUs 0,1,2,3,4,6,7)");
-    expect_fit(c, "n8", VCW(700), 0xdf, 887);
+    expect_fit(c, "n8", VCW(700), 0xdf, 686);
 
     assert_int_equal(cache_delete_pod(c, "t/small"), 0);
-    expect_fit(c, "n8", VCW(800), 0xff, 1000);
+    expect_fit(c, "n8", VCW(800), 0xff, 709);
     add_bound(c, "w", "n8", "0,1,2,3,4,5,6", VCW(700));
     expect_misfit(c, "n8", VCW(200), false,
                   "container \"main\" needs 2 whole GPUs (tencent.com/vcuda-core 200); 1 is completely free (GPUs 7)");
@@ -324,7 +324,7 @@ static void test_exclusive_pgpu(void **state)
     struct cluster_cache *c = *state;
     add_gpu_node(c, "v", RES_NVIDIA_GPU, NULL, 8, 0, NULL);
     add_bound(c, "r", "v", "0,3", "{'nvidia.com/gpu':'2'}");
-    expect_fit(c, "v", "{'nvidia.com/gpu':'2'}", 0x6, 500);
+    expect_fit(c, "v", "{'nvidia.com/gpu':'2'}", 0x6, 609);   /* 500 x set quality 1 + 300 x 10/340 + 0.2 x utilisation 500 */
     expect_misfit(c, "v", "{'nvidia.com/gpu':'7'}", false,
                   "container \"main\" needs 7 whole GPUs (nvidia.com/gpu 7); 6 are completely free (GPUs 1,2,4,5,6,7)");
     expect_misfit(c, "v", "{'nvidia.com/gpu':'9'}", true,
@@ -380,7 +380,7 @@ static void test_multi_container_exclusive(void **state)
     assert_true(binpack(c, "n", p, &out));
     assert_int_equal(out.masks[0], 0x1);
     assert_int_equal(out.masks[1], 0x6);
-    assert_int_equal(out.r.score, 1000);
+    assert_int_equal(out.r.score, 709);   /* whole GPUs: 500 + 300 x 10/340 + 0.2 x 1000 */
     pod_info_free(p);
 
     /* A third container finds nothing left. */
@@ -504,6 +504,54 @@ static void test_spread_mps(void **state)
 static const char minor_topology[] =
     "{\\'version\\':1,\\'gpus\\':[{\\'index\\':0,\\'minor\\':3,\\'memoryMiB\\':10240},"
     "{\\'index\\':1,\\'minor\\':5,\\'memoryMiB\\':10240},{\\'index\\':2,\\'minor\\':0,\\'memoryMiB\\':10240}]}";
+
+/* DGX-1 (8x V100, hybrid cube-mesh), as nvidia-smi topo -m prints it. */
+static const char dgx1_topology[] =
+    "{\\'version\\':1,\\'gpus\\':["
+    "{\\'index\\':0,\\'numa\\':0},{\\'index\\':1,\\'numa\\':0},{\\'index\\':2,\\'numa\\':0},{\\'index\\':3,\\'numa\\':0},"
+    "{\\'index\\':4,\\'numa\\':1},{\\'index\\':5,\\'numa\\':1},{\\'index\\':6,\\'numa\\':1},{\\'index\\':7,\\'numa\\':1}],"
+    "\\'links\\':["
+    "[\\'X\\',\\'NV1\\',\\'NV1\\',\\'NV2\\',\\'NV2\\',\\'SYS\\',\\'SYS\\',\\'SYS\\'],"
+    "[\\'NV1\\',\\'X\\',\\'NV2\\',\\'NV1\\',\\'SYS\\',\\'NV2\\',\\'SYS\\',\\'SYS\\'],"
+    "[\\'NV1\\',\\'NV2\\',\\'X\\',\\'NV2\\',\\'SYS\\',\\'SYS\\',\\'NV1\\',\\'SYS\\'],"
+    "[\\'NV2\\',\\'NV1\\',\\'NV2\\',\\'X\\',\\'SYS\\',\\'SYS\\',\\'SYS\\',\\'NV1\\'],"
+    "[\\'NV2\\',\\'SYS\\',\\'SYS\\',\\'SYS\\',\\'X\\',\\'NV1\\',\\'NV1\\',\\'NV2\\'],"
+    "[\\'SYS\\',\\'NV2\\',\\'SYS\\',\\'SYS\\',\\'NV1\\',\\'X\\',\\'NV2\\',\\'NV1\\'],"
+    "[\\'SYS\\',\\'SYS\\',\\'NV1\\',\\'SYS\\',\\'NV1\\',\\'NV2\\',\\'X\\',\\'NV2\\'],"
+    "[\\'SYS\\',\\'SYS\\',\\'SYS\\',\\'NV1\\',\\'NV2\\',\\'NV1\\',\\'NV2\\',\\'X\\']]}";
+
+/* DESIGN section 5 with real link tables: an empty DGX-1 gives 4 GPUs as a
+ * fully NVLinked quad; with GPU 0 busy a pair takes an NV2 link; a node whose
+ * quads are all broken scores below an intact one. */
+static void test_topology_sets(void **state)
+{
+    struct cluster_cache *c = *state;
+    add_gpu_node(c, "dgx", RES_NVIDIA_GPU, NULL, 8, 0, dgx1_topology);
+    struct pod_info *quad = pod_limits("{'nvidia.com/gpu':'4'}");
+    struct fit_out out;
+    assert_true(binpack(c, "dgx", quad, &out));
+    assert_true(out.masks[0] == 0x0f || out.masks[0] == 0xf0);
+    int intact = out.r.score;
+    assert_int_equal(out.r.set_score, out.r.set_best);
+
+    add_bound(c, "busy", "dgx", "0", "{'nvidia.com/gpu':'1'}");
+    struct pod_info *pair = pod_limits("{'nvidia.com/gpu':'2'}");
+    assert_true(binpack(c, "dgx", pair, &out));
+    /* The NV2 pairs without GPU 0: 1-2, 1-5, 2-3, 4-7, 5-6, 6-7. */
+    assert_true(out.masks[0] == 0x06 || out.masks[0] == 0x22 || out.masks[0] == 0x0c || out.masks[0] == 0x90 ||
+                out.masks[0] == 0x60 || out.masks[0] == 0xc0);
+    assert_int_equal(out.r.set_score, out.r.set_best);
+
+    /* One busy GPU in each quad: no NVLinked quad is left. */
+    add_gpu_node(c, "broken", RES_NVIDIA_GPU, NULL, 8, 0, dgx1_topology);
+    add_bound(c, "b1", "broken", "0", "{'nvidia.com/gpu':'1'}");
+    add_bound(c, "b2", "broken", "4", "{'nvidia.com/gpu':'1'}");
+    assert_true(binpack(c, "broken", quad, &out));
+    assert_true(out.r.set_score < out.r.set_best);
+    assert_true(out.r.score < intact);
+    pod_info_free(pair);
+    pod_info_free(quad);
+}
 
 static void test_minors_differ_from_indices(void **state)
 {
@@ -806,6 +854,7 @@ int main(void)
         T(test_self_charge_excluded),
         T(test_self_unattributed_excluded),
         T(test_node_score_order),
+        T(test_topology_sets),
         T(test_non_gpu_and_helpers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,6 +3,7 @@
 #include "extender/log.h"
 #include "extender/router.h"
 #include "extender/strbuf.h"
+#include "extender/tlscreds.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -33,7 +34,7 @@ struct server {
     struct app *app;
     int64_t max_body;
     struct listener http, https;
-    char *cert_pem, *key_pem, *ca_pem;
+    char *ca_pem;
     atomic_int in_flight;
 };
 
@@ -262,8 +263,10 @@ static int start_listener(struct server *s, struct listener *l, const struct ser
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024),
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-        l->tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, s->cert_pem,
-        MHD_OPTION_HTTPS_MEM_KEY, s->key_pem,
+        /* The options after this point apply to TLS only: for plain HTTP
+         * the list ends here. The certificate comes from a callback so a
+         * renewed one is served without a restart (tlscreds.c). */
+        l->tls ? MHD_OPTION_HTTPS_CERT_CALLBACK : MHD_OPTION_END, tls_creds_retrieve,
         MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES,
         s->ca_pem ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, s->ca_pem,
         MHD_OPTION_END);
@@ -281,7 +284,7 @@ static int start_listener(struct server *s, struct listener *l, const struct ser
 
 static int load_tls(struct server *s, const struct server_config *cfg, char **err)
 {
-    if (!(s->cert_pem = read_file(cfg->tls_cert_file, err)) || !(s->key_pem = read_file(cfg->tls_key_file, err)))
+    if (tls_creds_init(cfg->tls_cert_file, cfg->tls_key_file, err) != 0)
         return -1;
     if (cfg->tls_client_ca_file && !(s->ca_pem = read_file(cfg->tls_client_ca_file, err)))
         return -1;
@@ -292,12 +295,8 @@ static int load_tls(struct server *s, const struct server_config *cfg, char **er
 
 static void free_server(struct server *s)
 {
-    free(s->cert_pem);
-    if (s->key_pem) {
-        /* Do not leave the private key in freed memory. */
-        memset(s->key_pem, 0, strlen(s->key_pem));
-        free(s->key_pem);
-    }
+    if (s->https.tls)
+        tls_creds_shutdown();
     free(s->ca_pem);
     free(s);
 }

@@ -550,6 +550,37 @@ void handle_version(struct app *app, const struct http_request *req, struct http
     http_set_body(resp, 200, CONTENT_JSON, body, len);
 }
 
+/* Admission state: CRLs in force and refused, quota against usage. */
+static void render_policy_metrics(struct app *app, struct strbuf *sb)
+{
+    cache_read_lock(&app->cache);
+    const struct crl_registry *r = app->policy.crls;
+    strbuf_printf(sb,
+                  "# HELP gqa_crl_enabled CustomResourceLimitations in force.\n# TYPE gqa_crl_enabled gauge\n"
+                  "gqa_crl_enabled %zu\n"
+                  "# HELP gqa_crl_invalid CustomResourceLimitation ConfigMaps ignored because of problems.\n"
+                  "# TYPE gqa_crl_invalid gauge\ngqa_crl_invalid %zu\n"
+                  "# HELP gqa_quota_valid 1 when the quota ConfigMap is absent or usable, 0 when it is ignored.\n"
+                  "# TYPE gqa_quota_valid gauge\ngqa_quota_valid %d\n",
+                  r->count, r->invalid_count, app->policy.quota_error ? 0 : 1);
+    const struct quota_config *q = app->policy.quota;
+    strbuf_puts(sb, "# HELP gqa_quota_gpus GPU quota per namespace and model (whole GPUs).\n"
+                    "# TYPE gqa_quota_gpus gauge\n");
+    for (size_t i = 0; q && i < q->count; i++)
+        for (size_t k = 0; k < q->entries[i].nmodels; k++)
+            strbuf_printf(sb, "gqa_quota_gpus{namespace=\"%s\",model=\"%s\"} %lld\n", q->entries[i].namespace_,
+                          q->entries[i].models[k].model, (long long)q->entries[i].models[k].gpus);
+    strbuf_puts(sb, "# HELP gqa_quota_used_gpus GPUs in use (or assumed) per quota namespace and model.\n"
+                    "# TYPE gqa_quota_used_gpus gauge\n");
+    for (size_t i = 0; q && i < q->count; i++)
+        for (size_t k = 0; k < q->entries[i].nmodels; k++)
+            strbuf_printf(sb, "gqa_quota_used_gpus{namespace=\"%s\",model=\"%s\"} %.2f\n", q->entries[i].namespace_,
+                          q->entries[i].models[k].model,
+                          (double)cache_usage(&app->cache, q->entries[i].namespace_, q->entries[i].models[k].model) /
+                              100.0);
+    cache_unlock(&app->cache);
+}
+
 void handle_metrics(struct app *app, const struct http_request *req, struct http_response *resp)
 {
     (void)req;
@@ -557,6 +588,7 @@ void handle_metrics(struct app *app, const struct http_request *req, struct http
     strbuf_init(&sb);
     cache_expire(&app->cache, now_realtime_ns());    /* gqa_assumed_pods counts unexpired ones */
     metrics_render(&sb, &app->cache);
+    render_policy_metrics(app, &sb);
     if (app->live)
         live_render_metrics(app->live, &sb);
     size_t len = 0;

@@ -1,0 +1,328 @@
+#!/usr/bin/env bash
+# Certificates for gpu-quota-admission's admission webhooks (OpenSSL):
+# a CA and a serving certificate for the Service gpu-quota-admission-webhook,
+# stored in the Secret the Deployment mounts, and the CA written into the
+# webhook configurations' caBundle.
+#
+#   scripts/gen-certs.sh                 cluster mode: make the certificates,
+#                                        apply the Secret and patch caBundle
+#                                        with kubectl (run it after
+#                                        `kubectl apply -k manifests/`)
+#   scripts/gen-certs.sh --out DIR       offline: write the files, the Secret
+#                                        and a kustomization to DIR, touch no
+#                                        cluster (then `kubectl apply -k DIR`)
+#   scripts/gen-certs.sh --out DIR --apply
+#                                        both: keep the files (and the CA) in
+#                                        DIR and update the cluster
+#
+# The CA is kept when DIR already holds ca.crt and ca.key (and it outlives the
+# new certificate), so re-running renews only the serving certificate and
+# caBundle stays the same. In cluster mode, when the CA does change, the
+# previous CA stays in caBundle next to the new one, so the API server trusts
+# both the old certificate (still served until the pods see the new Secret)
+# and the new one.
+set -euo pipefail
+
+NAMESPACE=kube-system
+SERVICE=gpu-quota-admission-webhook
+SECRET=gpu-quota-admission-webhook-tls
+WEBHOOK_CONFIG=gpu-quota-admission
+CLUSTER_DOMAIN=cluster.local
+DAYS=365
+CA_DAYS=3650
+KEY_BITS=2048
+# The webhooks in manifests/webhooks.yaml (tests/install/test_certs.py checks
+# that these match), for the offline caBundle patch.
+VALIDATING_WEBHOOKS="crl-configmaps.gpu-admission.io pods.gpu-admission.io"
+MUTATING_WEBHOOKS="pod-defaults.gpu-admission.io"
+
+usage() {
+    cat <<'EOF'
+Usage: scripts/gen-certs.sh [--out DIR] [--apply] [options]
+
+  --out DIR             write ca.crt, ca.key, tls.crt, tls.key, secret.yaml,
+                        webhook-cabundle-patch.yaml and kustomization.yaml to DIR;
+                        without --apply nothing else happens (no cluster needed)
+  --apply               also apply the Secret and patch caBundle with kubectl
+                        (the default when --out is not given)
+  --namespace NS        namespace of the Service and Secret (default kube-system)
+  --service NAME        webhook Service (default gpu-quota-admission-webhook)
+  --secret NAME         Secret the Deployment mounts (default gpu-quota-admission-webhook-tls)
+  --webhook-config NAME name of the Validating/MutatingWebhookConfiguration (default gpu-quota-admission)
+  --cluster-domain D    cluster DNS domain (default cluster.local)
+  --days N              validity of the serving certificate (default 365)
+  --ca-days N           validity of a new CA (default 3650)
+  --new-ca              make a new CA even when DIR has one
+  --manifests DIR       the manifests the generated kustomization builds on
+                        (default: manifests/ of this repository)
+  --kubectl CMD         kubectl to use (default: $KUBECTL or kubectl)
+  -h, --help            this help
+
+The Secret holds the private key: do not commit DIR to version control
+(or seal/encrypt secret.yaml first).
+EOF
+}
+
+die() {
+    echo "gen-certs.sh: $*" >&2
+    exit 2
+}
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+manifests="$here/../manifests"
+out=""
+apply=""
+new_ca=0
+kubectl_cmd="${KUBECTL:-kubectl}"
+
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --out) [ $# -ge 2 ] || die "--out needs a value"; out="$2"; shift 2 ;;
+    --out=*) out="${1#*=}"; shift ;;
+    --apply) apply=1; shift ;;
+    --namespace) [ $# -ge 2 ] || die "--namespace needs a value"; NAMESPACE="$2"; shift 2 ;;
+    --namespace=*) NAMESPACE="${1#*=}"; shift ;;
+    --service) [ $# -ge 2 ] || die "--service needs a value"; SERVICE="$2"; shift 2 ;;
+    --service=*) SERVICE="${1#*=}"; shift ;;
+    --secret) [ $# -ge 2 ] || die "--secret needs a value"; SECRET="$2"; shift 2 ;;
+    --secret=*) SECRET="${1#*=}"; shift ;;
+    --webhook-config) [ $# -ge 2 ] || die "--webhook-config needs a value"; WEBHOOK_CONFIG="$2"; shift 2 ;;
+    --webhook-config=*) WEBHOOK_CONFIG="${1#*=}"; shift ;;
+    --cluster-domain) [ $# -ge 2 ] || die "--cluster-domain needs a value"; CLUSTER_DOMAIN="$2"; shift 2 ;;
+    --cluster-domain=*) CLUSTER_DOMAIN="${1#*=}"; shift ;;
+    --days) [ $# -ge 2 ] || die "--days needs a value"; DAYS="$2"; shift 2 ;;
+    --days=*) DAYS="${1#*=}"; shift ;;
+    --ca-days) [ $# -ge 2 ] || die "--ca-days needs a value"; CA_DAYS="$2"; shift 2 ;;
+    --ca-days=*) CA_DAYS="${1#*=}"; shift ;;
+    --new-ca) new_ca=1; shift ;;
+    --manifests) [ $# -ge 2 ] || die "--manifests needs a value"; manifests="$2"; shift 2 ;;
+    --manifests=*) manifests="${1#*=}"; shift ;;
+    --kubectl) [ $# -ge 2 ] || die "--kubectl needs a value"; kubectl_cmd="$2"; shift 2 ;;
+    --kubectl=*) kubectl_cmd="${1#*=}"; shift ;;
+    -h | --help) usage; exit 0 ;;
+    *) die "unknown argument: $1 (see --help)" ;;
+    esac
+done
+
+dns1123='^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'
+[[ "$NAMESPACE" =~ $dns1123 ]] || die "--namespace \"$NAMESPACE\" is not a valid namespace name"
+[[ "$SERVICE" =~ $dns1123 ]] || die "--service \"$SERVICE\" is not a valid Service name"
+[[ "$SECRET" =~ ^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$ ]] || die "--secret \"$SECRET\" is not a valid Secret name"
+[[ "$CLUSTER_DOMAIN" =~ ^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$ ]] || die "--cluster-domain \"$CLUSTER_DOMAIN\" is not a DNS name"
+[[ "$DAYS" =~ ^[1-9][0-9]*$ ]] || die "--days must be a positive number"
+[[ "$CA_DAYS" =~ ^[1-9][0-9]*$ ]] || die "--ca-days must be a positive number"
+if [ -z "$apply" ]; then
+    # Offline when a directory is given, cluster mode otherwise.
+    if [ -n "$out" ]; then apply=0; else apply=1; fi
+fi
+command -v openssl >/dev/null 2>&1 || die "openssl is not installed"
+
+umask 077
+if [ -n "$out" ]; then
+    mkdir -p "$out"
+    dir="$(cd "$out" && pwd)"
+else
+    dir="$(mktemp -d)"
+fi
+rel=""
+
+kube() {
+    # shellcheck disable=SC2086
+    $kubectl_cmd "$@"
+}
+
+b64() {
+    base64 <"$1" | tr -d '\n'
+}
+
+fqdn="$SERVICE.$NAMESPACE.svc"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"; [ -n "$out" ] || rm -rf "$dir"' EXIT
+
+cat >"$work/openssl.cnf" <<EOF
+[req]
+distinguished_name = dn_ca
+prompt = no
+[dn_ca]
+CN = $SERVICE-ca
+[dn_server]
+CN = $fqdn
+[v3_ca]
+basicConstraints = critical,CA:TRUE
+keyUsage = critical,keyCertSign,cRLSign
+subjectKeyIdentifier = hash
+authorityKeyIdentifier = keyid:always
+[v3_server]
+basicConstraints = critical,CA:FALSE
+keyUsage = critical,digitalSignature,keyEncipherment
+extendedKeyUsage = serverAuth
+subjectKeyIdentifier = hash
+authorityKeyIdentifier = keyid,issuer
+subjectAltName = @alt_names
+[alt_names]
+DNS.1 = $SERVICE
+DNS.2 = $SERVICE.$NAMESPACE
+DNS.3 = $fqdn
+DNS.4 = $fqdn.$CLUSTER_DOMAIN
+EOF
+sed -e 's/^distinguished_name = dn_ca$/distinguished_name = dn_server/' "$work/openssl.cnf" >"$work/server.cnf"
+
+# --- CA: keep the one in DIR when it is usable --------------------------------
+reuse_ca=0
+if [ "$new_ca" = 0 ] && [ -s "$dir/ca.crt" ] && [ -s "$dir/ca.key" ]; then
+    if ! openssl x509 -noout -checkend $((DAYS * 86400)) -in "$dir/ca.crt" >/dev/null 2>&1; then
+        echo "gen-certs.sh: the CA in $dir expires within $DAYS days: making a new one" >&2
+    elif [ "$(openssl x509 -noout -pubkey -in "$dir/ca.crt" | openssl sha256)" != \
+        "$(openssl pkey -pubout -in "$dir/ca.key" | openssl sha256)" ]; then
+        die "$dir/ca.key does not belong to $dir/ca.crt"
+    else
+        reuse_ca=1
+    fi
+fi
+if [ "$reuse_ca" = 0 ]; then
+    openssl req -x509 -new -config "$work/openssl.cnf" -extensions v3_ca -sha256 \
+        -newkey "rsa:$KEY_BITS" -nodes -keyout "$work/ca.key" -out "$work/ca.crt" -days "$CA_DAYS" 2>/dev/null ||
+        die "openssl could not make the CA"
+    mv -f "$work/ca.key" "$dir/ca.key"
+    mv -f "$work/ca.crt" "$dir/ca.crt"
+fi
+
+# --- serving certificate --------------------------------------------------------
+openssl req -new -config "$work/server.cnf" -sha256 \
+    -newkey "rsa:$KEY_BITS" -nodes -keyout "$work/tls.key" -out "$work/tls.csr" 2>/dev/null ||
+    die "openssl could not make the serving key"
+openssl x509 -req -in "$work/tls.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" \
+    -set_serial "0x$(openssl rand -hex 16)" -days "$DAYS" -sha256 \
+    -extfile "$work/server.cnf" -extensions v3_server -out "$work/tls.crt" 2>/dev/null ||
+    die "openssl could not sign the serving certificate"
+openssl verify -CAfile "$dir/ca.crt" -purpose sslserver "$work/tls.crt" >/dev/null ||
+    die "the new serving certificate does not verify against $dir/ca.crt"
+mv -f "$work/tls.key" "$dir/tls.key"
+mv -f "$work/tls.crt" "$dir/tls.crt"
+chmod 600 "$dir/ca.key" "$dir/tls.key"
+chmod 644 "$dir/ca.crt" "$dir/tls.crt"
+
+# --- the Secret the Deployment mounts ----------------------------------------------
+cat >"$dir/secret.yaml" <<EOF
+# Serving certificate of the $SERVICE Service (made by scripts/gen-certs.sh).
+# It holds a private key: do not commit it unencrypted.
+apiVersion: v1
+kind: Secret
+metadata:
+  name: $SECRET
+  namespace: $NAMESPACE
+  labels:
+    app.kubernetes.io/name: gpu-quota-admission
+    app.kubernetes.io/part-of: gpu-quota-admission
+type: kubernetes.io/tls
+data:
+  tls.crt: $(b64 "$dir/tls.crt")
+  tls.key: $(b64 "$dir/tls.key")
+  ca.crt: $(b64 "$dir/ca.crt")
+EOF
+
+# --- offline: caBundle patch and a kustomization that builds on manifests/ ---------
+ca_bundle="$(b64 "$dir/ca.crt")"
+{
+    echo "# caBundle of the webhook configurations (made by scripts/gen-certs.sh)."
+    echo "apiVersion: admissionregistration.k8s.io/v1"
+    echo "kind: ValidatingWebhookConfiguration"
+    echo "metadata:"
+    echo "  name: $WEBHOOK_CONFIG"
+    echo "webhooks:"
+    for w in $VALIDATING_WEBHOOKS; do
+        printf -- '- name: %s\n  clientConfig:\n    caBundle: %s\n' "$w" "$ca_bundle"
+    done
+    echo "---"
+    echo "apiVersion: admissionregistration.k8s.io/v1"
+    echo "kind: MutatingWebhookConfiguration"
+    echo "metadata:"
+    echo "  name: $WEBHOOK_CONFIG"
+    echo "webhooks:"
+    for w in $MUTATING_WEBHOOKS; do
+        printf -- '- name: %s\n  clientConfig:\n    caBundle: %s\n' "$w" "$ca_bundle"
+    done
+} >"$dir/webhook-cabundle-patch.yaml"
+
+if [ -n "$out" ]; then
+    manifests_abs="$(cd "$manifests" 2>/dev/null && pwd)" || die "--manifests $manifests: no such directory"
+    case "$dir/" in
+    "$manifests_abs"/*)
+        echo "gen-certs.sh: $dir is inside $manifests_abs: not writing kustomization.yaml" \
+            "(a kustomization cannot build on a directory that contains it)" >&2
+        rm -f "$dir/kustomization.yaml"
+        ;;
+    *)
+        rel="$(realpath --relative-to="$dir" "$manifests_abs")"
+        cat >"$dir/kustomization.yaml" <<EOF
+# gpu-quota-admission with the certificates of this directory
+# (made by scripts/gen-certs.sh): kubectl apply -k $out
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- $rel
+- secret.yaml
+patches:
+- path: webhook-cabundle-patch.yaml
+EOF
+        ;;
+    esac
+fi
+
+echo "gen-certs.sh: $([ "$reuse_ca" = 1 ] && echo "kept the CA" || echo "made a new CA"), made a serving certificate for" \
+    "$SERVICE, $SERVICE.$NAMESPACE, $fqdn and $fqdn.$CLUSTER_DOMAIN valid for $DAYS days" >&2
+[ -z "$out" ] || echo "gen-certs.sh: wrote $dir/{ca.crt,ca.key,tls.crt,tls.key,secret.yaml,webhook-cabundle-patch.yaml${rel:+,kustomization.yaml}}" >&2
+
+[ "$apply" = 1 ] || exit 0
+
+# --- cluster mode ---------------------------------------------------------------------
+command -v "${kubectl_cmd%% *}" >/dev/null 2>&1 || die "\"$kubectl_cmd\" is not available (use --out DIR to work offline)"
+kube get namespace "$NAMESPACE" -o name >/dev/null || die "cannot reach the cluster, or namespace $NAMESPACE is missing"
+
+# caBundle first, then the Secret: the API server must trust the new CA before
+# a pod serves a certificate signed by it. Keep the previous CA in the bundle
+# when the CA changed, so the certificate still being served stays trusted.
+patched=0
+for kind in validatingwebhookconfiguration mutatingwebhookconfiguration; do
+    if ! kube get "$kind" "$WEBHOOK_CONFIG" -o name >/dev/null 2>&1; then
+        echo "gen-certs.sh: no $kind/$WEBHOOK_CONFIG yet: apply the manifests, then run this again" >&2
+        continue
+    fi
+    names="$(kube get "$kind" "$WEBHOOK_CONFIG" -o jsonpath='{range .webhooks[*]}{.name}{"\n"}{end}')"
+    old="$(kube get "$kind" "$WEBHOOK_CONFIG" -o jsonpath='{.webhooks[0].clientConfig.caBundle}')"
+    cp "$dir/ca.crt" "$work/bundle.pem"
+    if [ -n "$old" ]; then
+        printf '%s' "$old" | base64 -d >"$work/old.pem" 2>/dev/null || : >"$work/old.pem"
+        # The first certificate of the old bundle: the CA in use until now.
+        awk '/-----BEGIN CERTIFICATE-----/{n++} n==1{print} /-----END CERTIFICATE-----/{if(n==1) exit}' \
+            "$work/old.pem" >"$work/prev.pem"
+        if [ -s "$work/prev.pem" ] && openssl x509 -noout -in "$work/prev.pem" >/dev/null 2>&1 &&
+            ! cmp -s <(openssl x509 -outform der -in "$work/prev.pem") <(openssl x509 -outform der -in "$dir/ca.crt") &&
+            openssl x509 -noout -checkend 0 -in "$work/prev.pem" >/dev/null 2>&1; then
+            cat "$work/prev.pem" >>"$work/bundle.pem"
+        fi
+    fi
+    bundle="$(b64 "$work/bundle.pem")"
+    patch="["
+    i=0
+    while IFS= read -r n; do
+        [ -n "$n" ] || continue
+        [ "$i" = 0 ] || patch+=","
+        patch+="{\"op\":\"add\",\"path\":\"/webhooks/$i/clientConfig/caBundle\",\"value\":\"$bundle\"}"
+        i=$((i + 1))
+    done <<<"$names"
+    patch+="]"
+    [ "$i" -gt 0 ] || continue
+    kube patch "$kind" "$WEBHOOK_CONFIG" --type=json -p "$patch" >/dev/null ||
+        die "could not patch caBundle of $kind/$WEBHOOK_CONFIG"
+    echo "gen-certs.sh: caBundle of $kind/$WEBHOOK_CONFIG updated ($i webhooks)" >&2
+    patched=$((patched + 1))
+done
+
+# Server-side apply: no last-applied-configuration annotation repeating the key.
+kube apply --server-side --force-conflicts --field-manager=gen-certs -f "$dir/secret.yaml" >/dev/null ||
+    die "could not apply Secret $NAMESPACE/$SECRET"
+echo "gen-certs.sh: Secret $NAMESPACE/$SECRET applied; the kubelet refreshes the mounted files within" \
+    "about a minute and the service reloads them (pods that are not running yet start with them)" >&2
+[ "$patched" -gt 0 ] || echo "gen-certs.sh: note: no webhook configuration was patched" >&2
+exit 0

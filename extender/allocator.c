@@ -306,23 +306,25 @@ static int64_t whole_pairs(const struct pod_info *pod)
     return pairs;
 }
 
-/* DESIGN section 5: for whole GPUs the score combines the chosen sets'
- * quality relative to the best this node's shape allows (a DGX-1 whose
- * NVLinked quads are broken scores below an intact one), a smaller absolute
- * term (so an NVLinked node beats a PCIe-only one whose best is poor), and
- * the node policy. Shares use the node policy alone. */
+/* DESIGN section 5: for sets of whole GPUs the score combines the chosen
+ * sets' quality relative to the best this node's shape allows (a DGX-1
+ * whose NVLinked quads are broken scores below an intact one), an absolute
+ * term weighted higher (so an NVLinked node beats a PCIe-only or unknown
+ * one even when binpack prefers the other), and a little of the node
+ * policy. Shares and single whole GPUs have no locality to gain: they use
+ * the node policy alone. Weights: 300 + 600 + 0.1 x 1000 = 1000 at most. */
 static int score_node(const struct fit_state *st)
 {
     int policy = policy_score(st);
     const struct fit_result *f = st->fit;
-    if (f->set_best <= 0 && f->set_score <= 0)
+    int64_t pairs = whole_pairs(st->pod);
+    if (pairs == 0)
         return policy;
     double rel = f->set_best > 0 ? (double)f->set_score / (double)f->set_best : 1.0;
-    int64_t pairs = whole_pairs(st->pod);
-    double abs_q = pairs > 0 ? (double)f->set_score / (double)(pairs * IDEAL_PAIR_WEIGHT) : 1.0;
+    double abs_q = (double)f->set_score / (double)(pairs * IDEAL_PAIR_WEIGHT);
     rel = rel > 1.0 ? 1.0 : rel;
     abs_q = abs_q > 1.0 ? 1.0 : abs_q;
-    return (int)(500.0 * rel + 300.0 * abs_q + 0.2 * policy + 0.5);
+    return (int)(300.0 * rel + 600.0 * abs_q + 0.1 * policy + 0.5);
 }
 
 static bool check_node_kind(struct fit_state *st)

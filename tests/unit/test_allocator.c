@@ -285,8 +285,8 @@ static void test_exclusive_100_200(void **state)
     add_bound(c, "a", "n", "0", VC(10, 1));
     /* GPU 0 is not completely free; whole GPUs are taken in device order. */
     expect_fit(c, "n", VCW(100), 0x2, 275);
-    expect_fit(c, "n", VCW(200), 0x6, 614);
-    expect_fit(c, "n", VCW(300), 0xe, 664);
+    expect_fit(c, "n", VCW(200), 0x6, 370);
+    expect_fit(c, "n", VCW(300), 0xe, 395);
     expect_misfit(c, "n", VCW(400), false,
                   "container \"main\" needs 4 whole GPUs (tencent.com/vcuda-core 400); 3 are completely free "
                   "(GPUs 1,2,3)");
@@ -296,7 +296,7 @@ static void test_exclusive_800(void **state)
 {
     struct cluster_cache *c = *state;
     add_vcuda_node(c, "n8", 8, 320);
-    expect_fit(c, "n8", VCW(800), 0xff, 709);
+    expect_fit(c, "n8", VCW(800), 0xff, 418);
     expect_misfit(c, "n8", VCW(900), true,
                   "container \"main\" needs 9 whole GPUs (tencent.com/vcuda-core 900); 8 are completely free "
                   "(GPUs 0,1,2,3,4,5,6,7)");
@@ -305,10 +305,10 @@ static void test_exclusive_800(void **state)
     expect_misfit(c, "n8", VCW(800), false,
                   "container \"main\" needs 8 whole GPUs (tencent.com/vcuda-core 800); 7 are completely free "
                   "(GPUs 0,1,2,3,4,6,7)");
-    expect_fit(c, "n8", VCW(700), 0xdf, 686);
+    expect_fit(c, "n8", VCW(700), 0xdf, 406);
 
     assert_int_equal(cache_delete_pod(c, "t/small"), 0);
-    expect_fit(c, "n8", VCW(800), 0xff, 709);
+    expect_fit(c, "n8", VCW(800), 0xff, 418);
     add_bound(c, "w", "n8", "0,1,2,3,4,5,6", VCW(700));
     expect_misfit(c, "n8", VCW(200), false,
                   "container \"main\" needs 2 whole GPUs (tencent.com/vcuda-core 200); 1 is completely free (GPUs 7)");
@@ -324,7 +324,7 @@ static void test_exclusive_pgpu(void **state)
     struct cluster_cache *c = *state;
     add_gpu_node(c, "v", RES_NVIDIA_GPU, NULL, 8, 0, NULL);
     add_bound(c, "r", "v", "0,3", "{'nvidia.com/gpu':'2'}");
-    expect_fit(c, "v", "{'nvidia.com/gpu':'2'}", 0x6, 609);   /* 500 x set quality 1 + 300 x 10/340 + 0.2 x utilisation 500 */
+    expect_fit(c, "v", "{'nvidia.com/gpu':'2'}", 0x6, 368);   /* 300 x set quality 1 + 600 x 10/340 + 0.1 x utilisation 500 */
     expect_misfit(c, "v", "{'nvidia.com/gpu':'7'}", false,
                   "container \"main\" needs 7 whole GPUs (nvidia.com/gpu 7); 6 are completely free (GPUs 1,2,4,5,6,7)");
     expect_misfit(c, "v", "{'nvidia.com/gpu':'9'}", true,
@@ -380,7 +380,7 @@ static void test_multi_container_exclusive(void **state)
     assert_true(binpack(c, "n", p, &out));
     assert_int_equal(out.masks[0], 0x1);
     assert_int_equal(out.masks[1], 0x6);
-    assert_int_equal(out.r.score, 709);   /* whole GPUs: 500 + 300 x 10/340 + 0.2 x 1000 */
+    assert_int_equal(out.r.score, 418);   /* whole GPUs: 300 + 600 x 10/340 + 0.1 x 1000 */
     pod_info_free(p);
 
     /* A third container finds nothing left. */
@@ -549,6 +549,19 @@ static void test_topology_sets(void **state)
     assert_true(binpack(c, "broken", quad, &out));
     assert_true(out.r.set_score < out.r.set_best);
     assert_true(out.r.score < intact);
+    int broken = out.r.score;
+
+    /* A full 4-GPU node without topology (all SYS) ranks below even the
+     * broken DGX-1, though binpack alone would prefer it. */
+    add_gpu_node(c, "plain", RES_NVIDIA_GPU, NULL, 4, 0, NULL);
+    assert_true(binpack(c, "plain", quad, &out));
+    assert_true(out.r.score < broken);
+
+    /* One whole GPU has no locality to gain: the node policy alone. */
+    struct pod_info *one = pod_limits("{'nvidia.com/gpu':'1'}");
+    assert_true(binpack(c, "dgx", one, &out));
+    assert_int_equal(out.r.score, 250);   /* binpack: 2 of 8 GPUs busy after placing it */
+    pod_info_free(one);
     pod_info_free(pair);
     pod_info_free(quad);
 }

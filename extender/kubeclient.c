@@ -39,20 +39,6 @@
 
 /* ---- small helpers -------------------------------------------------------- */
 
-static char *fmt_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* A malloc'd message, or NULL when memory ran out. */
-static char *fmt_msg(const char *fmt, ...)
-{
-    struct strbuf sb;
-    strbuf_init(&sb);
-    va_list ap;
-    va_start(ap, fmt);
-    strbuf_vprintf(&sb, fmt, ap);
-    va_end(ap);
-    return strbuf_detach(&sb, NULL);
-}
-
 static void set_err(char **err, char *msg)
 {
     if (err)
@@ -246,7 +232,7 @@ static int kc_named(struct kc_parse *p, const cJSON *root, const char *list, con
 static int kc_path(struct kc_parse *p, const char *where, const char *field, const char *value, char **out)
 {
     char *path = value[0] == '/' ? strdup(value)
-                                 : fmt_msg("%s%s%s", p->dir, p->dir[strlen(p->dir) - 1] == '/' ? "" : "/", value);
+                                 : strbuf_format("%s%s%s", p->dir, p->dir[strlen(p->dir) - 1] == '/' ? "" : "/", value);
     if (!path)
         return kc_oom(p);
     if (access(path, R_OK) != 0) {
@@ -309,13 +295,13 @@ static int kc_server(struct kc_parse *p, const char *server, struct kube_config 
     while (len > 0 && server[len - 1] == '/')
         len--;
     const char *scheme = strstr(server, "://") ? "" : "https://";
-    cfg->server = fmt_msg("%s%.*s", scheme, (int)len, server);
+    cfg->server = strbuf_format("%s%.*s", scheme, (int)len, server);
     return cfg->server ? 0 : kc_oom(p);
 }
 
 static int kc_cluster(struct kc_parse *p, const char *name, const cJSON *cluster, struct kube_config *cfg)
 {
-    char *where = fmt_msg("cluster \"%s\"", name);
+    char *where = strbuf_format("cluster \"%s\"", name);
     if (!where)
         return kc_oom(p);
     const char *server;
@@ -367,7 +353,7 @@ static int kc_token(struct kc_parse *p, const cJSON *user, const char *where, st
 
 static int kc_user(struct kc_parse *p, const char *name, const cJSON *user, struct kube_config *cfg)
 {
-    char *where = fmt_msg("user \"%s\"", name);
+    char *where = strbuf_format("user \"%s\"", name);
     if (!where)
         return kc_oom(p);
     int rc = kc_unsupported_auth(p, user, where);
@@ -400,7 +386,7 @@ static int kc_context(struct kc_parse *p, const cJSON *root, const char **cluste
         return kc_fail(p, "current-context \"%s\" not found in contexts", ctx_name);
     if (found < 0)
         return -1;
-    char *where = fmt_msg("context \"%s\"", ctx_name);
+    char *where = strbuf_format("context \"%s\"", ctx_name);
     if (!where)
         return kc_oom(p);
     int rc = kc_string(p, ctx, "cluster", where, cluster_name);
@@ -497,7 +483,7 @@ static int readable_or_err(const char *path, char **err)
     if (access(path, R_OK) == 0)
         return 0;
     int e = errno;
-    set_err(err, fmt_msg("in-cluster config: %s: %s", path, strerror(e)));
+    set_err(err, strbuf_format("in-cluster config: %s: %s", path, strerror(e)));
     return -1;
 }
 
@@ -517,9 +503,9 @@ struct kube_config *kube_config_in_cluster(char **err)
     struct kube_config *cfg = config_new("in-cluster");
     int v6 = strchr(host, ':') && host[0] != '[';   /* an IPv6 literal needs brackets in a URL */
     if (cfg) {
-        cfg->server = fmt_msg("https://%s%s%s:%s", v6 ? "[" : "", host, v6 ? "]" : "", port);
-        cfg->ca_file = fmt_msg("%s/ca.crt", dir);
-        cfg->token_file = fmt_msg("%s/token", dir);
+        cfg->server = strbuf_format("https://%s%s%s:%s", v6 ? "[" : "", host, v6 ? "]" : "", port);
+        cfg->ca_file = strbuf_format("%s/ca.crt", dir);
+        cfg->token_file = strbuf_format("%s/token", dir);
     }
     if (!cfg || !cfg->server || !cfg->ca_file || !cfg->token_file) {
         set_err(err, strdup("in-cluster config: out of memory"));
@@ -663,7 +649,7 @@ struct kube_client *kube_client_new(const struct kube_config *cfg, char **err)
     }
     pthread_once(&global_once, global_init);
     if (global_rc != CURLE_OK) {
-        set_err(err, fmt_msg("kube client: libcurl initialisation failed: %s", curl_easy_strerror(global_rc)));
+        set_err(err, strbuf_format("kube client: libcurl initialisation failed: %s", curl_easy_strerror(global_rc)));
         return NULL;
     }
     struct kube_client *c = calloc(1, sizeof(*c));
@@ -676,7 +662,7 @@ struct kube_client *kube_client_new(const struct kube_config *cfg, char **err)
     if (rc == CURLE_OK)
         rc = set_tls_options(c->curl, cfg);
     if (rc != CURLE_OK) {
-        set_err(err, fmt_msg("kube client for %s: %s", cfg->server, curl_easy_strerror(rc)));
+        set_err(err, strbuf_format("kube client for %s: %s", cfg->server, curl_easy_strerror(rc)));
         kube_client_free(c);
         return NULL;
     }
@@ -729,7 +715,7 @@ static int token_fallback(struct kube_client *c, const char *why, const char **t
         *token = old;
         return 0;
     }
-    *err = fmt_msg("token file %s: %s", c->token_file, why);
+    *err = strbuf_format("token file %s: %s", c->token_file, why);
     return -1;
 }
 
@@ -779,11 +765,11 @@ static struct curl_slist *build_headers(struct kube_client *c, const char *conte
     int failed = 0;
     struct curl_slist *h = add_header(NULL, "Accept: application/json", &failed);
     h = add_header(h, "Expect:", &failed);
-    char *line = content_type ? fmt_msg("Content-Type: %s", content_type) : NULL;
+    char *line = content_type ? strbuf_format("Content-Type: %s", content_type) : NULL;
     if (content_type)
         h = line ? add_header(h, line, &failed) : (failed = 1, h);
     free(line);
-    line = token ? fmt_msg("Authorization: Bearer %s", token) : NULL;
+    line = token ? strbuf_format("Authorization: Bearer %s", token) : NULL;
     if (token)
         h = line ? add_header(h, line, &failed) : (failed = 1, h);
     free(line);
@@ -915,7 +901,7 @@ static CURLcode prepare(struct xfer *x, const char *method, const char *path, st
 {
     CURL *h = x->c->curl;
     x->c->errbuf[0] = '\0';
-    char *url = fmt_msg("%s%s", x->c->server, path);
+    char *url = strbuf_format("%s%s", x->c->server, path);
     if (!url)
         return CURLE_OUT_OF_MEMORY;
     CURLcode rc = curl_easy_setopt(h, CURLOPT_URL, url);
@@ -1039,7 +1025,7 @@ static char *status_error(const char *method, const char *path, long status, con
 {
     char *msg = body_message(body, len);
     const char *reason = reason_phrase(status);
-    char *err = fmt_msg("%s %s: %ld%s%s%s%s", method, path, status, reason ? " " : "", reason ? reason : "",
+    char *err = strbuf_format("%s %s: %ld%s%s%s%s", method, path, status, reason ? " " : "", reason ? reason : "",
                         msg ? ": " : "", msg ? msg : "");
     free(msg);
     return err;
@@ -1048,13 +1034,13 @@ static char *status_error(const char *method, const char *path, long status, con
 static char *transport_error(const struct xfer *x, const char *method, const char *path, CURLcode rc)
 {
     if (x->oom)
-        return fmt_msg("%s %s: out of memory while receiving the answer", method, path);
+        return strbuf_format("%s %s: out of memory while receiving the answer", method, path);
     if (x->too_long)
-        return fmt_msg("%s %s: a watch event is larger than %zu MiB", method, path, KUBE_MAX_LINE >> 20);
+        return strbuf_format("%s %s: a watch event is larger than %zu MiB", method, path, KUBE_MAX_LINE >> 20);
     if (x->idle)
-        return fmt_msg("%s %s: no data from the API server for %ld ms", method, path, x->idle_timeout_ms);
+        return strbuf_format("%s %s: no data from the API server for %ld ms", method, path, x->idle_timeout_ms);
     const char *detail = x->c->errbuf;
-    return fmt_msg("%s %s: %s%s%s", method, path, curl_easy_strerror(rc), *detail ? ": " : "", detail);
+    return strbuf_format("%s %s: %s%s%s", method, path, curl_easy_strerror(rc), *detail ? ": " : "", detail);
 }
 
 void kube_response_free(struct kube_response *r)
@@ -1104,7 +1090,7 @@ static struct curl_slist *start(struct xfer *x, const char *method, const char *
         why = strdup(curl_easy_strerror(rc));
     }
     if (!headers) {
-        r->error = fmt_msg("%s %s: %s", method, path, why ? why : "out of memory");
+        r->error = strbuf_format("%s %s: %s", method, path, why ? why : "out of memory");
         r->body = strdup("");
     }
     free(why);

@@ -77,20 +77,6 @@ struct leader_elector {
     char view_error[512];
 };
 
-/* A malloc'd message (NULL when out of memory). */
-static char *format_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static char *format_msg(const char *fmt, ...)
-{
-    struct strbuf sb;
-    strbuf_init(&sb);
-    va_list ap;
-    va_start(ap, fmt);
-    strbuf_vprintf(&sb, fmt, ap);
-    va_end(ap);
-    return strbuf_detach(&sb, NULL);
-}
-
 /* ---- time ---- */
 
 static int64_t mono_ns(void)
@@ -489,7 +475,7 @@ static void lease_call(struct leader_elector *le, const char *method, const char
     memset(out, 0, sizeof *out);
     long timeout = request_timeout_ms(le);
     if (timeout == 0) {
-        out->error = format_msg("%s %s: renew deadline reached before the request", method, path);
+        out->error = strbuf_format("%s %s: renew deadline reached before the request", method, path);
         return;
     }
     char *body = send ? cJSON_PrintUnformatted(send) : NULL;
@@ -502,14 +488,14 @@ static void lease_call(struct leader_elector *le, const char *method, const char
     free(body);
     out->status = rc == 0 ? r.status : 0;
     if (rc != 0 || r.status >= 400 || r.status < 200) {
-        out->error = r.error ? r.error : format_msg("%s %s: HTTP %ld", method, path, r.status);
+        out->error = r.error ? r.error : strbuf_format("%s %s: HTTP %ld", method, path, r.status);
         r.error = NULL;
     } else {
         out->obj = cJSON_ParseWithLength(r.body ? r.body : "", r.body_len);
         if (!cJSON_IsObject(out->obj)) {
             cJSON_Delete(out->obj);
             out->obj = NULL;
-            out->error = format_msg("%s %s: the answer is not a JSON object", method, path);
+            out->error = strbuf_format("%s %s: the answer is not a JSON object", method, path);
         }
     }
     kube_response_free(&r);
@@ -846,7 +832,7 @@ static char *check_config(const struct leader_config *cfg, const atomic_int *is_
     else if (cfg->retry_period_ms <= 0 || cfg->retry_period_ms >= cfg->renew_deadline_ms ||
              cfg->retry_period_ms * 6 >= cfg->renew_deadline_ms * 5)
         why = "the retry period (with 20% jitter) must be shorter than the renew deadline";
-    return why ? format_msg("leader election: %s", why) : NULL;
+    return why ? strbuf_format("leader election: %s", why) : NULL;
 }
 
 static void elector_free(struct leader_elector *le)
@@ -931,25 +917,25 @@ struct leader_elector *leader_start(const struct kube_config *kube, const struct
         err = &scratch;     /* the caller does not want the message */
     char *bad = check_config(cfg, is_leader);
     if (bad || !kube) {
-        *err = bad ? bad : format_msg("leader election: no API server configuration");
+        *err = bad ? bad : strbuf_format("leader election: no API server configuration");
         return NULL;
     }
     atomic_store(is_leader, 0);
     struct leader_elector *le = elector_new(cfg, is_leader);
     if (!le) {
-        *err = format_msg("leader election: out of memory");
+        *err = strbuf_format("leader election: out of memory");
         return NULL;
     }
     char *why = NULL;
     le->client = kube_client_new(kube, &why);
     if (!le->client) {
-        *err = format_msg("leader election: %s", why ? why : "cannot make an API client");
+        *err = strbuf_format("leader election: %s", why ? why : "cannot make an API client");
         free(why);
         elector_free(le);
         return NULL;
     }
     if (pthread_create(&le->thread, NULL, election_thread, le)) {
-        *err = format_msg("leader election: cannot start its thread");
+        *err = strbuf_format("leader election: cannot start its thread");
         elector_free(le);
         return NULL;
     }

@@ -515,19 +515,6 @@ void free_names(char **names, size_t count)
 
 /* ---- bind ----------------------------------------------------------------- */
 
-static char *bind_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static char *bind_error(const char *fmt, ...)
-{
-    struct strbuf sb;
-    strbuf_init(&sb);
-    va_list ap;
-    va_start(ap, fmt);
-    strbuf_vprintf(&sb, fmt, ap);
-    va_end(ap);
-    return strbuf_detach(&sb, NULL);
-}
-
 /* Fit and assume `pod` on `node` under the write lock; the decided pod
  * (with its annotations' facts) is returned for recording. */
 static struct pod_info *assume_on(struct placement *p, const struct pod_info *pod, const char *node, char **err)
@@ -546,12 +533,12 @@ static struct pod_info *assume_on(struct placement *p, const struct pod_info *po
     cache_write_lock(p->cache);
     const struct node_state *n = cache_find_node(p->cache, node);
     if (!n || !n->present) {
-        *err = bind_error("node %s is not in the extender's cache", node);
+        *err = strbuf_format("node %s is not in the extender's cache", node);
     } else if (!allocator_fit(n, pod, cache_find_pod(p->cache, pod->key), &p->cfg.policy, &fit)) {
-        *err = bind_error("node %s cannot take pod %s: %s", node, pod->key, fit.reason);
+        *err = strbuf_format("node %s cannot take pod %s: %s", node, pod->key, fit.reason);
     } else if (p->policy &&
                (quota = policy_check_quota(p->policy, p->cache, pod, cache_find_pod(p->cache, pod->key), n))) {
-        *err = bind_error("node %s cannot take pod %s: %s", node, pod->key, quota);
+        *err = strbuf_format("node %s cannot take pod %s: %s", node, pod->key, quota);
     } else {
         for (int i = 0; i < pod->ncontainers; i++) {
             idx[i] = calloc((size_t)n->gpu_count + 1, sizeof(int));
@@ -611,9 +598,9 @@ static int record_and_bind(struct placement *p, const struct pod_info *pod, cons
     char *why = NULL;
     int rc = -1;
     if (decided && p->sink && p->sink->record(p->sink->ctx, decided, &why) != 0) {
-        *err = bind_error("recording the decision on pod %s failed: %s", pod->key, why ? why : "unknown error");
+        *err = strbuf_format("recording the decision on pod %s failed: %s", pod->key, why ? why : "unknown error");
     } else if (p->sink && p->sink->bind(p->sink->ctx, decided ? decided : pod, node, &why) != 0) {
-        *err = bind_error("binding pod %s to %s failed: %s", pod->key, node, why ? why : "unknown error");
+        *err = strbuf_format("binding pod %s to %s failed: %s", pod->key, node, why ? why : "unknown error");
         free(why);
         why = NULL;
         if (decided && p->sink->clear(p->sink->ctx, pod, &why) != 0)
@@ -636,24 +623,24 @@ static int bind_locked(struct placement *p, const char *ns, const char *name, co
         char *why = NULL;
         pod = p->sink->fetch(p->sink->ctx, ns, name, &why);
         if (!pod)
-            *err = bind_error("pod %s: %s", key, why ? why : "cannot be read");
+            *err = strbuf_format("pod %s: %s", key, why ? why : "cannot be read");
         free(why);
         if (!pod)
             return -1;
     }
     if (!pod) {
-        *err = bind_error("pod %s is not in the extender's cache", key);
+        *err = strbuf_format("pod %s is not in the extender's cache", key);
         return -1;
     }
     int rc = -1;
     struct pod_info *decided = NULL;
     if (uid && *uid && pod->uid && strcmp(uid, pod->uid) != 0) {
-        *err = bind_error("pod %s has UID %s, the binding names %s", key, pod->uid, uid);
+        *err = strbuf_format("pod %s has UID %s, the binding names %s", key, pod->uid, uid);
     } else if (pod->node_name) {
         /* Binding twice to the same node is not an error; elsewhere it is. */
         rc = strcmp(pod->node_name, node) == 0 ? 0 : -1;
         if (rc != 0)
-            *err = bind_error("pod %s is already bound to %s", key, pod->node_name);
+            *err = strbuf_format("pod %s is already bound to %s", key, pod->node_name);
     } else if (assumed_here || (decided = assume_on(p, pod, node, err))) {
         rc = record_and_bind(p, pod, decided, node, err);
         if (rc != 0 && decided)
@@ -668,7 +655,7 @@ int placement_bind(struct placement *p, const char *ns, const char *name, const 
                    char **err)
 {
     *err = NULL;
-    char *key = bind_error("%s/%s", ns && *ns ? ns : "default", name);
+    char *key = strbuf_format("%s/%s", ns && *ns ? ns : "default", name);
     if (!key) {
         *err = strdup("out of memory");
         return -1;

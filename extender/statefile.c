@@ -24,19 +24,6 @@ char *read_whole_file(const char *path, size_t *len, char **err)
     return strbuf_detach(&sb, len);
 }
 
-static char *format_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static char *format_error(const char *fmt, ...)
-{
-    struct strbuf sb;
-    strbuf_init(&sb);
-    va_list ap;
-    va_start(ap, fmt);
-    strbuf_vprintf(&sb, fmt, ap);
-    va_end(ap);
-    return strbuf_detach(&sb, NULL);
-}
-
 struct loader {
     struct cluster_cache *cache;
     const char *path;
@@ -56,7 +43,7 @@ static int load_item(struct loader *ld, const cJSON *obj, char **err)
     char *why = NULL;
     int rc = cache_apply_object(ld->cache, obj, ld->now, &why);
     if (rc < 0) {
-        *err = format_error("%s: item %zu (%s): %s", ld->path, ld->index, kind_of(obj), why ? why : "out of memory");
+        *err = strbuf_format("%s: item %zu (%s): %s", ld->path, ld->index, kind_of(obj), why ? why : "out of memory");
         free(why);
         return -1;
     }
@@ -82,7 +69,7 @@ static int load_value(struct loader *ld, const cJSON *v, char **err)
         return 0;
     }
     if (!cJSON_IsObject(v)) {
-        *err = format_error("%s: expected a Kubernetes object or a kind: List", ld->path);
+        *err = strbuf_format("%s: expected a Kubernetes object or a kind: List", ld->path);
         return -1;
     }
     const cJSON *items = cJSON_GetObjectItemCaseSensitive(v, "items");
@@ -120,7 +107,7 @@ static int load_json_stream(struct loader *ld, const char *text, size_t len, cha
                 break;
             cJSON *item = cJSON_ParseWithLength(span.ptr, span.len);
             if (!item) {
-                *err = format_error("%s: item %zu: out of memory", ld->path, ld->index);
+                *err = strbuf_format("%s: item %zu: out of memory", ld->path, ld->index);
                 return -1;
             }
             int rc = load_item(ld, item, err);
@@ -140,13 +127,13 @@ static int load_json_stream(struct loader *ld, const char *text, size_t len, cha
         break;
     }
     if (s.error) {
-        *err = format_error("%s: malformed JSON at byte %zu: %s", ld->path, s.error_offset, s.error);
+        *err = strbuf_format("%s: malformed JSON at byte %zu: %s", ld->path, s.error_offset, s.error);
         return -1;
     }
 whole:;
     cJSON *v = cJSON_ParseWithLength(text, len);
     if (!v) {
-        *err = format_error("%s: malformed JSON", ld->path);
+        *err = strbuf_format("%s: malformed JSON", ld->path);
         return -1;
     }
     int rc = load_value(ld, v, err);
@@ -166,7 +153,7 @@ cJSON *parse_object_text(const char *text, size_t len, char **err)
     char *why = NULL;
     v = yaml_to_json(text, len, &why);
     if (!v)
-        *err = format_error("malformed JSON (and not YAML either: %s)", why ? why : "out of memory");
+        *err = strbuf_format("malformed JSON (and not YAML either: %s)", why ? why : "out of memory");
     free(why);
     return v;
 }
@@ -199,7 +186,7 @@ int statefile_load(struct cluster_cache *cache, const char *path, struct state_c
         char *why = NULL;
         cJSON *v = yaml_to_json(text, len, &why);
         if (!v) {
-            *err = format_error("%s: %s", path, why ? why : "out of memory");
+            *err = strbuf_format("%s: %s", path, why ? why : "out of memory");
             rc = -1;
         } else {
             rc = load_value(&ld, v, err);

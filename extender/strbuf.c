@@ -94,6 +94,17 @@ void strbuf_printf(struct strbuf *sb, const char *fmt, ...)
     va_end(ap);
 }
 
+char *strbuf_format(const char *fmt, ...)
+{
+    struct strbuf sb;
+    strbuf_init(&sb);
+    va_list ap;
+    va_start(ap, fmt);
+    strbuf_vprintf(&sb, fmt, ap);
+    va_end(ap);
+    return strbuf_detach(&sb, NULL);
+}
+
 void strbuf_put_i64(struct strbuf *sb, int64_t v)
 {
     char tmp[24];

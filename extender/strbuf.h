@@ -34,6 +34,8 @@ void strbuf_put_i64(struct strbuf *sb, int64_t v);
 /* Append s as a JSON string literal, quotes included. */
 void strbuf_json_string(struct strbuf *sb, const char *s);
 void strbuf_json_string_n(struct strbuf *sb, const char *s, size_t len);
+/* A malloc'd formatted string (for error messages), NULL when memory ran out. */
+char *strbuf_format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Append the whole content of a file. 0, or -1 with errno set (the buffer
  * keeps what it had). */
 int strbuf_read_file(struct strbuf *sb, const char *path);

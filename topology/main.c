@@ -330,20 +330,6 @@ static bool pause_ms(long ms)
 
 /* ------------------------------------------------------------------ messages */
 
-static char *fmt_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* A malloc'd message, NULL when memory ran out. */
-static char *fmt_msg(const char *fmt, ...)
-{
-    struct strbuf sb;
-    strbuf_init(&sb);
-    va_list ap;
-    va_start(ap, fmt);
-    strbuf_vprintf(&sb, fmt, ap);
-    va_end(ap);
-    return strbuf_detach(&sb, NULL);
-}
-
 /* The first non-blank line of text, trimmed, at most 300 bytes. */
 static void first_line(const char *text, char *out, size_t size)
 {
@@ -400,7 +386,7 @@ static int run_command(const char *prog, const char *what, char *const args[], i
 {
     char *argv[8];
     if (nargs > 6)
-        return *err = fmt_msg("%s: too many arguments", what), -1;
+        return *err = strbuf_format("%s: too many arguments", what), -1;
     argv[0] = (char *)prog;
     for (int i = 0; i < nargs; i++)
         argv[i + 1] = args[i];
@@ -413,7 +399,7 @@ static int run_command(const char *prog, const char *what, char *const args[], i
             if (po[i] >= 0)
                 close(po[i]);
         }
-        *err = fmt_msg("%s: cannot make a pipe: %s", what, strerror(e));
+        *err = strbuf_format("%s: cannot make a pipe: %s", what, strerror(e));
         return -1;
     }
     posix_spawn_file_actions_t fa;
@@ -426,7 +412,7 @@ static int run_command(const char *prog, const char *what, char *const args[], i
     }
     if (rc != 0) {
         close(po[0]), close(po[1]), close(pe[0]), close(pe[1]);
-        *err = fmt_msg("%s: %s", what, strerror(rc));
+        *err = strbuf_format("%s: %s", what, strerror(rc));
         return -1;
     }
     sigset_t none, dfl;
@@ -461,7 +447,7 @@ static int run_command(const char *prog, const char *what, char *const args[], i
     if (rc != 0) {
         close(po[0]);
         close(pe[0]);
-        *err = fmt_msg("%s: cannot run %s: %s", what, prog, strerror(rc));
+        *err = strbuf_format("%s: cannot run %s: %s", what, prog, strerror(rc));
         return -1;
     }
 
@@ -511,20 +497,20 @@ static int run_command(const char *prog, const char *what, char *const args[], i
     char line[320];
     first_line(errtext.data && errtext.len ? errtext.data : out->data, line, sizeof(line));
     if (stopped)
-        *err = fmt_msg("%s: interrupted by a stop signal", what);
+        *err = strbuf_format("%s: interrupted by a stop signal", what);
     else if (timed_out)
-        *err = fmt_msg("%s: no answer within %lld ms (killed)", what, (long long)(timeout_ns / 1000000LL));
+        *err = strbuf_format("%s: no answer within %lld ms (killed)", what, (long long)(timeout_ns / 1000000LL));
     else if (strbuf_failed(out) || strbuf_failed(&errtext))
-        *err = fmt_msg("out of memory");
+        *err = strbuf_format("out of memory");
     else if (overflow)
-        *err = fmt_msg("%s: output larger than %zu bytes", what, MAX_SMI_OUTPUT);
+        *err = strbuf_format("%s: output larger than %zu bytes", what, MAX_SMI_OUTPUT);
     else if (WIFSIGNALED(status))
-        *err = fmt_msg("%s: killed by signal %d%s%s", what, WTERMSIG(status), line[0] ? ": " : "", line);
+        *err = strbuf_format("%s: killed by signal %d%s%s", what, WTERMSIG(status), line[0] ? ": " : "", line);
     else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        *err = fmt_msg("%s: exited with status %d%s%s", what, WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+        *err = strbuf_format("%s: exited with status %d%s%s", what, WIFEXITED(status) ? WEXITSTATUS(status) : -1,
                        line[0] ? ": " : "", line);
     else if (terminate(out) != 0)
-        *err = fmt_msg("out of memory");
+        *err = strbuf_format("out of memory");
     else
         result = 0;
     strbuf_free(&errtext);
@@ -726,11 +712,11 @@ struct runner {
 static int read_input_file(const char *path, struct strbuf *sb, char **err)
 {
     if (strbuf_read_file(sb, path) != 0) {
-        *err = fmt_msg("%s: %s", path, strerror(errno));
+        *err = strbuf_format("%s: %s", path, strerror(errno));
         return -1;
     }
     if (terminate(sb) != 0) {
-        *err = fmt_msg("out of memory");
+        *err = strbuf_format("out of memory");
         return -1;
     }
     return 0;
@@ -772,7 +758,7 @@ static char *build_annotation(const struct config *cfg, char **err)
         const char *src = !why || strcmp(why, "out of memory") == 0 ? NULL
                           : strncmp(why, "query CSV", 9) == 0 ? query_src
                           : strncmp(why, "annotation:", 11) == 0 ? NULL : topo_src;
-        *err = why ? (src ? fmt_msg("%s: %s", src, why) : fmt_msg("%s", why)) : fmt_msg("out of memory");
+        *err = why ? (src ? strbuf_format("%s: %s", src, why) : strbuf_format("%s", why)) : strbuf_format("out of memory");
         free(why);
         goto done;
     }
@@ -780,7 +766,7 @@ static char *build_annotation(const struct config *cfg, char **err)
         int minors[TOPOLOGY_MAX_GPUS];
         int got = read_minors(cfg->proc_dir, t, minors);
         if (got < 0) {
-            *err = fmt_msg("out of memory");
+            *err = strbuf_format("out of memory");
             goto done;
         }
         bool differ = false;
@@ -795,7 +781,7 @@ static char *build_annotation(const struct config *cfg, char **err)
                 log_warn("device minors from %s not used (%s): minors are the indices", cfg->proc_dir, why);
             } else {
                 free(why);
-                *err = fmt_msg("out of memory");
+                *err = strbuf_format("out of memory");
                 goto done;
             }
             free(why);
@@ -804,7 +790,7 @@ static char *build_annotation(const struct config *cfg, char **err)
     }
     text = topology_serialize(t);
     if (!text)
-        *err = fmt_msg("out of memory");
+        *err = strbuf_format("out of memory");
 done:
     topology_free(t);
     strbuf_free(&topo);
@@ -833,7 +819,7 @@ static int api_request(struct runner *rn, const char *method, const char *path, 
         kube_response_free(r);
         if (pause_ms(API_BACKOFF_MS << (attempt - 1))) {
             memset(r, 0, sizeof(*r));
-            r->error = fmt_msg("%s %s: interrupted by a stop signal", method, path);
+            r->error = strbuf_format("%s %s: interrupted by a stop signal", method, path);
             return -1;
         }
     }
@@ -841,27 +827,27 @@ static int api_request(struct runner *rn, const char *method, const char *path, 
 
 static char *response_error(const struct kube_response *r, const char *fallback)
 {
-    return r->error ? fmt_msg("%s", r->error) : fmt_msg("%s", fallback);
+    return r->error ? strbuf_format("%s", r->error) : strbuf_format("%s", fallback);
 }
 
 /* GET the Node; PATCH its annotation when it differs. 0, or -1 with *err. */
 static int publish(struct runner *rn, const char *value, bool repeat, char **err)
 {
     const char *node = rn->cfg->patch_node;
-    char *path = fmt_msg("/api/v1/nodes/%s", node);
+    char *path = strbuf_format("/api/v1/nodes/%s", node);
     if (!path)
-        return *err = fmt_msg("out of memory"), -1;
+        return *err = strbuf_format("out of memory"), -1;
     struct kube_response r;
     int result = -1;
     cJSON *obj = NULL, *patch = NULL;
     char *body = NULL;
     if (api_request(rn, "GET", path, NULL, &r) != 0 || r.status != 200) {
-        *err = r.status == 404 ? fmt_msg("node %s not found", node) : response_error(&r, "GET failed");
+        *err = r.status == 404 ? strbuf_format("node %s not found", node) : response_error(&r, "GET failed");
         goto done;
     }
     obj = cJSON_ParseWithLength(r.body ? r.body : "", r.body ? r.body_len : 0);
     if (!obj || !cJSON_IsObject(obj)) {
-        *err = fmt_msg("GET %s: the answer is not a JSON object", path);
+        *err = strbuf_format("GET %s: the answer is not a JSON object", path);
         goto done;
     }
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
@@ -883,11 +869,11 @@ static int publish(struct runner *rn, const char *value, bool repeat, char **err
     cJSON *pann = pmeta ? cJSON_AddObjectToObject(pmeta, "annotations") : NULL;
     body = pann && cJSON_AddStringToObject(pann, TOPOLOGY_ANNOTATION, value) ? cJSON_PrintUnformatted(patch) : NULL;
     if (!body) {
-        *err = fmt_msg("out of memory");
+        *err = strbuf_format("out of memory");
         goto done;
     }
     if (api_request(rn, "PATCH", path, body, &r) != 0 || r.status != 200) {
-        *err = r.status == 404 ? fmt_msg("node %s not found", node) : response_error(&r, "PATCH failed");
+        *err = r.status == 404 ? strbuf_format("node %s not found", node) : response_error(&r, "PATCH failed");
         goto done;
     }
     log_info("node %s: %s %s", node, TOPOLOGY_ANNOTATION, had ? "updated" : "added");

@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+struct crl_default;
+static int apply_default(cJSON *pod, const struct crl_default *d);
+
 int policy_init(struct admission_policy *p, const char *crl_namespace, const char *quota_configmap)
 {
     memset(p, 0, sizeof(*p));
@@ -138,16 +141,45 @@ char *policy_prepare_pod(const struct admission_policy *p, cJSON *pod)
     return out;
 }
 
+void policy_apply_defaults(void *ctx, cJSON *pod)
+{
+    const struct admission_policy *p = ctx;
+    struct crl_problems violations = {0};
+    struct crl_defaults defaults = {0};
+    if (crl_check_pod(p->crls, pod, &violations, &defaults) == 0)
+        for (size_t i = 0; i < defaults.count; i++)
+            if (apply_default(pod, &defaults.items[i]) != 0)
+                log_error("out of memory applying CustomResourceLimitation defaults");
+    crl_problems_free(&violations);
+    crl_defaults_free(&defaults);
+}
+
+/* Does an excluded pod's quota usage count against (ns, model)? */
+static bool same_usage(const struct pod_entry *e, const char *ns, const char *model)
+{
+    if (!e || !e->usage_key || strcmp(e->info->ns, ns) != 0)
+        return false;
+    return strcmp(strchr(e->usage_key, '\x1f') + 1, model) == 0;
+}
+
 char *policy_check_quota(const struct admission_policy *p, const struct cluster_cache *c, const struct pod_info *pod,
                          const struct pod_entry *self, const struct node_state *n)
+{
+    return policy_check_quota_excluding(p, c, pod, &self, 1, n);
+}
+
+char *policy_check_quota_excluding(const struct admission_policy *p, const struct cluster_cache *c,
+                                   const struct pod_info *pod, const struct pod_entry *const *excluded,
+                                   size_t nexcluded, const struct node_state *n)
 {
     const struct quota_entry *e = quota_find(p->quota, pod->ns);
     if (!e)
         return NULL;
     const char *model = n->spec && n->spec->model ? n->spec->model : "";
     int64_t used = cache_usage(c, pod->ns, model);
-    if (self && self->usage_key && strcmp(strchr(self->usage_key, '\x1f') + 1, model) == 0)
-        used -= self->usage_cores;
+    for (size_t i = 0; i < nexcluded; i++)
+        if (same_usage(excluded[i], pod->ns, model))
+            used -= excluded[i]->usage_cores;
     char reason[512];
     if (quota_allows(e, model, n->spec ? n->spec->pool : NULL, used, pod_total_cores(pod), reason, sizeof(reason)))
         return NULL;

@@ -34,10 +34,19 @@ void policy_rebuild(void *ctx, struct cluster_cache *c);
  * the pod complies, else the violations as one message (malloc'd). */
 char *policy_prepare_pod(const struct admission_policy *p, cJSON *pod);
 
+/* The cache_config.prepare_pod hook (ctx = the policy): write CRL defaults
+ * into a pod the cache is about to hold. Violations are not judged here: a
+ * pod already in the cluster holds its GPUs whatever it breaks. */
+void policy_apply_defaults(void *ctx, cJSON *pod);
+
 /* Quota verdict for a pod on a node under the read lock: NULL when allowed,
  * else the reason (malloc'd). self is the pod's own entry (its charge is not
  * counted against it). */
 char *policy_check_quota(const struct admission_policy *p, const struct cluster_cache *c, const struct pod_info *pod,
                          const struct pod_entry *self, const struct node_state *n);
+/* The same with several pods' charges not counted (preemption victims). */
+char *policy_check_quota_excluding(const struct admission_policy *p, const struct cluster_cache *c,
+                                   const struct pod_info *pod, const struct pod_entry *const *excluded,
+                                   size_t nexcluded, const struct node_state *n);
 
 #endif

@@ -153,9 +153,11 @@ struct quota_config *quota_parse_configmap(const cJSON *cm, char **err)
     return q;
 }
 
+/* A namespace named twice: the last entry wins, as Go's json.Unmarshal
+ * (tkestack gpu-admission) decodes it. */
 const struct quota_entry *quota_find(const struct quota_config *q, const char *ns)
 {
-    for (size_t i = 0; q && i < q->count; i++)
+    for (size_t i = q ? q->count : 0; i-- > 0;)
         if (strcmp(q->entries[i].namespace_, ns) == 0)
             return &q->entries[i];
     return NULL;
@@ -175,7 +177,7 @@ static const struct quota_model *find_model(const struct quota_entry *e, const c
     return NULL;
 }
 
-/* Cores as GPUs for messages: 350 -> "3.5". */
+/* Cores as GPUs for messages: 350 -> "3.50", 300 -> "3". */
 static void gpus_text(int64_t cores, char *buf, size_t size)
 {
     if (cores % 100 == 0)

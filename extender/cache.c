@@ -650,7 +650,17 @@ int cache_delete_configmap(struct cluster_cache *c, const char *ns, const char *
 
 /* ---- loaders -------------------------------------------------------------- */
 
-int cache_apply_object(struct cluster_cache *c, const cJSON *obj, int64_t now, char **err)
+struct pod_info *cache_pod_from_json(struct cluster_cache *c, cJSON *pod, char **err)
+{
+    if (c->cfg.prepare_pod && cJSON_IsObject(pod)) {
+        cache_read_lock(c);
+        c->cfg.prepare_pod(c->cfg.ctx, pod);
+        cache_unlock(c);
+    }
+    return pod_info_from_json(pod, err);
+}
+
+int cache_apply_object(struct cluster_cache *c, cJSON *obj, int64_t now, char **err)
 {
     const cJSON *kind = cJSON_GetObjectItemCaseSensitive(obj, "kind");
     const char *k = cJSON_IsString(kind) ? kind->valuestring : "";
@@ -659,7 +669,7 @@ int cache_apply_object(struct cluster_cache *c, const cJSON *obj, int64_t now, c
         return !spec ? -1 : cache_apply_node(c, spec) == 0 ? 1 : -1;
     }
     if (strcmp(k, "Pod") == 0) {
-        struct pod_info *pod = pod_info_from_json(obj, err);
+        struct pod_info *pod = cache_pod_from_json(c, obj, err);
         return !pod ? -1 : cache_apply_pod(c, pod, now) == 0 ? 1 : -1;
     }
     if (strcmp(k, "ConfigMap") == 0) {

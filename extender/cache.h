@@ -89,6 +89,10 @@ struct cache_config {
     /* Called under the write lock after ConfigMaps changed, so state derived
      * from them (CRLs, quota) changes atomically with them. May be NULL. */
     void (*configmaps_changed)(void *ctx, struct cluster_cache *c);
+    /* Called under the read lock before a pod object is parsed for the
+     * cache: writes the CustomResourceLimitation defaults into it, so a
+     * share relying on a default memory is charged that memory. May be NULL. */
+    void (*prepare_pod)(void *ctx, cJSON *pod);
     void *ctx;
 };
 
@@ -126,7 +130,10 @@ int cache_delete_configmap(struct cluster_cache *c, const char *ns, const char *
 /* Convenience for loaders: parse and apply a Node, Pod or ConfigMap object by
  * its kind. Returns 1 when applied, 0 when the kind is not one the cache keeps,
  * -1 with *err set when the object is unusable. */
-int cache_apply_object(struct cluster_cache *c, const cJSON *obj, int64_t now_ns, char **err);
+int cache_apply_object(struct cluster_cache *c, cJSON *obj, int64_t now_ns, char **err);
+/* Parse a pod object for the cache: the prepare_pod hook (CRL defaults)
+ * first, then pod_info_from_json. The object may be modified. */
+struct pod_info *cache_pod_from_json(struct cluster_cache *c, cJSON *pod, char **err);
 
 /* Relist: make the cache hold exactly these objects of one kind, in one
  * write-locked step, so readers never see a half-replaced set and no object

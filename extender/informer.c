@@ -105,7 +105,7 @@ static const char *meta_string(const cJSON *obj, const char *field)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-static int apply_object(struct informer *inf, const cJSON *obj)
+static int apply_object(struct informer *inf, cJSON *obj)
 {
     char *err = NULL;
     int rc = -1;
@@ -116,7 +116,7 @@ static int apply_object(struct informer *inf, const cJSON *obj)
         break;
     }
     case INFORMER_PODS: {
-        struct pod_info *pod = pod_info_from_json(obj, &err);
+        struct pod_info *pod = cache_pod_from_json(inf->cache, obj, &err);
         rc = pod ? cache_apply_pod(inf->cache, pod, now_realtime_ns()) : -1;
         break;
     }
@@ -173,7 +173,7 @@ int informer_apply_event(struct informer *inf, const char *line, size_t len)
 {
     cJSON *ev = cJSON_ParseWithLength(line, len);
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(ev, "type");
-    const cJSON *obj = cJSON_GetObjectItemCaseSensitive(ev, "object");
+    cJSON *obj = cJSON_GetObjectItemCaseSensitive(ev, "object");
     enum event_result result = EVENT_OK;
     if (!cJSON_IsString(type) || !cJSON_IsObject(obj)) {
         log_warn("informer %s: malformed watch event skipped", inf->name);
@@ -228,7 +228,7 @@ static void *convert_item(struct informer *inf, cJSON *obj, bool *owned)
     if (inf->kind == INFORMER_NODES)
         out = node_spec_from_json(obj, &err);
     else if (inf->kind == INFORMER_PODS)
-        out = pod_info_from_json(obj, &err);
+        out = cache_pod_from_json(inf->cache, obj, &err);
     else {
         out = obj;
         *owned = true;
@@ -432,9 +432,36 @@ static long next_backoff(long *backoff)
     return *backoff - jitter + (jitter ? rand() % (2 * jitter + 1) : 0);
 }
 
+void informer_after(struct informer *inf, struct informer **others, size_t n)
+{
+    inf->after = others;
+    inf->nafter = n;
+}
+
+static bool others_synced(struct informer *inf)
+{
+    for (size_t i = 0; i < inf->nafter; i++)
+        if (!atomic_load(&inf->after[i]->synced))
+            return false;
+    return true;
+}
+
+static void wait_for_others(struct informer *inf)
+{
+    long waited = 0;
+    while (!inf->stop && !others_synced(inf) && waited < INFORMER_AFTER_WAIT_S * 1000L) {
+        pause_ms(inf, 50);
+        waited += 50;
+    }
+    if (!inf->stop && !others_synced(inf))
+        log_warn("informer %s: listing without waiting longer for the ConfigMaps (CRL defaults may be missed "
+                 "for pods listed now)", inf->name);
+}
+
 static void *informer_main(void *arg)
 {
     struct informer *inf = arg;
+    wait_for_others(inf);
     struct kube_client *kc = NULL;
     bool listed = false;
     long backoff = 0;

@@ -31,6 +31,8 @@ struct informer {
     struct cluster_cache *cache;
     const struct kube_config *kube;
     int watch_timeout_s;        /* server-side timeoutSeconds, jittered per watch */
+    struct informer **after;    /* list only once these have synced (bounded wait) */
+    size_t nafter;
 
     /* state */
     pthread_t thread;
@@ -50,6 +52,10 @@ struct informer {
 struct informer *informer_new(const char *name, enum informer_kind kind, const char *list_path,
                               const char *cm_namespace, const char *cm_name, struct cluster_cache *cache,
                               const struct kube_config *kube);
+/* Make inf's first list wait (at most INFORMER_AFTER_WAIT_S) for others to
+ * sync: pods wait for the CRL ConfigMaps, whose defaults their charges use. */
+#define INFORMER_AFTER_WAIT_S 30
+void informer_after(struct informer *inf, struct informer **others, size_t n);
 int informer_start(struct informer *inf);
 /* Stop the thread (prompt: the watch checks the stop flag) and free. */
 void informer_free(struct informer *inf);

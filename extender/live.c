@@ -66,6 +66,9 @@ static int make_informers(struct live *l, const struct options *o)
                                    NULL, NULL, &l->app->cache, l->kube);
     l->informers[2] = configmap_informer(l, o->crl_namespace, NULL);
     l->informers[3] = configmap_informer(l, quota_ns, quota_name + 1);
+    /* Pods are charged with CRL defaults: list them after the CRLs. */
+    if (l->informers[1])
+        informer_after(l->informers[1], &l->informers[2], 2);
     for (int i = 0; i < NINFORMERS; i++)
         if (!l->informers[i] || informer_start(l->informers[i]) != 0)
             return -1;

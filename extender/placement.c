@@ -688,11 +688,16 @@ static const struct pod_entry *victim_on(const struct node_state *n, const char 
     return NULL;
 }
 
-static bool fits_without(const struct node_state *n, const struct pod_info *pod, const struct pod_entry **out,
-                         size_t nout, const struct alloc_policy *policy, uint64_t *masks)
+/* Would the pod fit, GPUs and quota, with these pods' charges gone? */
+static bool fits_without(const struct placement *p, const struct node_state *n, const struct pod_info *pod,
+                         const struct pod_entry **out, size_t nout, uint64_t *masks)
 {
     struct fit_result fit = {.masks = masks};
-    return allocator_fit_excluding(n, pod, out, nout, policy, &fit);
+    if (!allocator_fit_excluding(n, pod, out, nout, &p->cfg.policy, &fit))
+        return false;
+    char *quota = p->policy ? policy_check_quota_excluding(p->policy, p->cache, pod, out, nout, n) : NULL;
+    free(quota);
+    return quota == NULL;
 }
 
 /* Victims are tried for sparing from the last one kube-scheduler listed. */
@@ -711,11 +716,11 @@ static void preempt_node(struct placement *p, const struct pod_info *pod, const 
         if (v)
             out[nout++] = v;
     }
-    if (fits_without(n, pod, out, 1, &p->cfg.policy, masks)) {
+    if (fits_without(p, n, pod, out, 1, masks)) {
         pn->keep = pn->nvictims > 0;   /* GPU is not what blocks the pod here */
         return;
     }
-    if (!fits_without(n, pod, out, nout, &p->cfg.policy, masks))
+    if (!fits_without(p, n, pod, out, nout, masks))
         return;
     pn->keep = true;
     for (size_t i = pn->nvictims; i-- > 0;) {
@@ -726,7 +731,7 @@ static void preempt_node(struct placement *p, const struct pod_info *pod, const 
         if (!v || at == nout)
             continue;
         out[at] = out[--nout];
-        if (fits_without(n, pod, out, nout, &p->cfg.policy, masks))
+        if (fits_without(p, n, pod, out, nout, masks))
             pn->keep_victim[i] = false;
         else
             out[nout++] = v;

@@ -24,12 +24,17 @@ char *read_whole_file(const char *path, size_t *len, char **err)
     return strbuf_detach(&sb, len);
 }
 
+/* ConfigMaps go first: CustomResourceLimitation defaults they carry apply
+ * to the pods loaded after them. */
+enum load_pass { PASS_CONFIGMAPS, PASS_OTHERS };
+
 struct loader {
     struct cluster_cache *cache;
     const char *path;
     struct state_counts *counts;
     int64_t now;
     size_t index;           /* position of the current item, for messages */
+    enum load_pass pass;
 };
 
 static const char *kind_of(const cJSON *obj)
@@ -38,8 +43,15 @@ static const char *kind_of(const cJSON *obj)
     return cJSON_IsString(k) ? k->valuestring : "";
 }
 
-static int load_item(struct loader *ld, const cJSON *obj, char **err)
+static bool in_pass(const struct loader *ld, const char *kind)
 {
+    return (strcmp(kind, "ConfigMap") == 0) == (ld->pass == PASS_CONFIGMAPS);
+}
+
+static int load_item(struct loader *ld, cJSON *obj, char **err)
+{
+    if (!in_pass(ld, kind_of(obj)))
+        return 0;
     char *why = NULL;
     int rc = cache_apply_object(ld->cache, obj, ld->now, &why);
     if (rc < 0) {
@@ -60,10 +72,10 @@ static int load_item(struct loader *ld, const cJSON *obj, char **err)
 }
 
 /* A List (or XList) carries items; anything else is one object. */
-static int load_value(struct loader *ld, const cJSON *v, char **err)
+static int load_value(struct loader *ld, cJSON *v, char **err)
 {
     if (cJSON_IsArray(v)) {
-        for (const cJSON *doc = v->child; doc; doc = doc->next)
+        for (cJSON *doc = v->child; doc; doc = doc->next)
             if (load_value(ld, doc, err) != 0)
                 return -1;
         return 0;
@@ -72,16 +84,33 @@ static int load_value(struct loader *ld, const cJSON *v, char **err)
         *err = strbuf_format("%s: expected a Kubernetes object or a kind: List", ld->path);
         return -1;
     }
-    const cJSON *items = cJSON_GetObjectItemCaseSensitive(v, "items");
+    cJSON *items = cJSON_GetObjectItemCaseSensitive(v, "items");
     if (!cJSON_IsArray(items)) {
         int rc = load_item(ld, v, err);
         ld->index++;
         return rc;
     }
-    for (const cJSON *item = items->child; item; item = item->next, ld->index++)
+    for (cJSON *item = items->child; item; item = item->next, ld->index++)
         if (load_item(ld, item, err) != 0)
             return -1;
     return 0;
+}
+
+/* The item's top-level "kind", read without building a tree. */
+static bool item_kind_is_configmap(const struct jscan_span *span)
+{
+    struct jscan s;
+    struct jscan_str key, value;
+    jscan_init(&s, span->ptr, span->len);
+    if (jscan_enter_object(&s) != 0)
+        return false;
+    while (jscan_next_key(&s, &key) == 1) {
+        if (jscan_key_is(&key, "kind") && jscan_peek(&s) == JSCAN_STRING)
+            return jscan_string(&s, &value) == 0 && value.len == 9 && memcmp(value.ptr, "ConfigMap", 9) == 0;
+        if (jscan_skip_value(&s) != 0)
+            return false;
+    }
+    return false;
 }
 
 /* JSON: only each element of "items" is turned into a cJSON tree. */
@@ -105,6 +134,10 @@ static int load_json_stream(struct loader *ld, const char *text, size_t len, cha
             struct jscan_span span;
             if (jscan_value_span(&s, &span) != 0)
                 break;
+            if (item_kind_is_configmap(&span) != (ld->pass == PASS_CONFIGMAPS)) {
+                ld->index++;
+                continue;
+            }
             cJSON *item = cJSON_ParseWithLength(span.ptr, span.len);
             if (!item) {
                 *err = strbuf_format("%s: item %zu: out of memory", ld->path, ld->index);
@@ -158,6 +191,42 @@ cJSON *parse_object_text(const char *text, size_t len, char **err)
     return v;
 }
 
+/* Both passes over an already parsed value. */
+static int load_tree(struct loader *ld, cJSON *v, char **err)
+{
+    for (ld->pass = PASS_CONFIGMAPS;; ld->pass = PASS_OTHERS) {
+        ld->index = 0;
+        if (load_value(ld, v, err) != 0)
+            return -1;
+        if (ld->pass == PASS_OTHERS)
+            return 0;
+    }
+}
+
+/* Both passes over JSON text, item by item. */
+static int load_json(struct loader *ld, const char *text, size_t len, char **err)
+{
+    for (ld->pass = PASS_CONFIGMAPS;; ld->pass = PASS_OTHERS) {
+        ld->index = 0;
+        if (load_json_stream(ld, text, len, err) != 0)
+            return -1;
+        if (ld->pass == PASS_OTHERS)
+            return 0;
+    }
+}
+
+static int load_yaml(struct loader *ld, const char *text, size_t len, char **err)
+{
+    char *why = NULL;
+    cJSON *v = yaml_to_json(text, len, &why);
+    int rc = v ? load_tree(ld, v, err) : -1;
+    if (!v)
+        *err = strbuf_format("%s: %s", ld->path, why ? why : "out of memory");
+    free(why);
+    cJSON_Delete(v);
+    return rc;
+}
+
 int statefile_load(struct cluster_cache *cache, const char *path, struct state_counts *counts, char **err)
 {
     memset(counts, 0, sizeof(*counts));
@@ -165,34 +234,26 @@ int statefile_load(struct cluster_cache *cache, const char *path, struct state_c
     char *text = read_whole_file(path, &len, err);
     if (!text)
         return -1;
-    struct loader ld = {cache, path, counts, now_realtime_ns(), 0};
+    struct loader ld = {cache, path, counts, now_realtime_ns(), 0, PASS_CONFIGMAPS};
     int rc;
-    if (text_looks_like_json(text, len)) {
-        rc = load_json_stream(&ld, text, len, err);
+    if (!text_looks_like_json(text, len)) {
+        rc = load_yaml(&ld, text, len, err);
+    } else {
+        rc = load_json(&ld, text, len, err);
+        /* Not JSON from the very first item on: maybe flow-style YAML. Keep
+         * the JSON message if YAML cannot read it either. A syntax error in
+         * a later item is a JSON error, not YAML. */
         if (rc != 0 && ld.index == 0 && counts->nodes + counts->pods + counts->configmaps == 0) {
-            /* Nothing loaded yet: maybe flow-style YAML. Keep the JSON
-             * message if YAML cannot read it either. */
             char *why = NULL;
             cJSON *v = yaml_to_json(text, len, &why);
             if (v) {
                 free(*err);
                 *err = NULL;
-                rc = load_value(&ld, v, err);
+                rc = load_tree(&ld, v, err);
                 cJSON_Delete(v);
             }
             free(why);
         }
-    } else {
-        char *why = NULL;
-        cJSON *v = yaml_to_json(text, len, &why);
-        if (!v) {
-            *err = strbuf_format("%s: %s", path, why ? why : "out of memory");
-            rc = -1;
-        } else {
-            rc = load_value(&ld, v, err);
-        }
-        free(why);
-        cJSON_Delete(v);
     }
     free(text);
     return rc;

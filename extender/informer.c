@@ -359,6 +359,13 @@ struct watch_ctx {
 static int on_line(void *arg, const char *line, size_t len)
 {
     struct watch_ctx *w = arg;
+    if (len == 0) {
+        /* Accepted by the server: a resumed watch is a recovered informer,
+         * even if nothing happens in the cluster for a while. */
+        w->healthy = true;
+        note_healthy(w->inf);
+        return 0;
+    }
     int r = informer_apply_event(w->inf, line, len);
     /* A watch that delivers is a recovered informer, even if it never ends. */
     if (r == EVENT_OK && !w->healthy) {
@@ -449,6 +456,12 @@ static bool others_synced(struct informer *inf)
 static void wait_for_others(struct informer *inf)
 {
     long waited = 0;
+    if (!others_synced(inf) && inf->nafter) {
+        pthread_mutex_lock(&inf->lock);
+        snprintf(inf->last_error, sizeof(inf->last_error), "waiting for informer %s to sync first",
+                 inf->after[0]->name);
+        pthread_mutex_unlock(&inf->lock);
+    }
     while (!inf->stop && !others_synced(inf) && waited < INFORMER_AFTER_WAIT_S * 1000L) {
         pause_ms(inf, 50);
         waited += 50;

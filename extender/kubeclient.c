@@ -870,10 +870,23 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *arg)
 
 static size_t on_header(char *data, size_t size, size_t nmemb, void *arg)
 {
-    (void)data;
     struct xfer *x = arg;
+    size_t len = size * nmemb;
     x->last_byte_ms = now_ms();
-    return size * nmemb;
+    /* The blank line ends the headers: a watch answered 200 is open now,
+     * and its caller hears so before the first event (a zero-length line). */
+    if (x->on_line && x->mode == 0 && len <= 2 && (len == 0 || data[0] == '\r' || data[0] == '\n')) {
+        long code = 0;
+        curl_easy_getinfo(x->c->curl, CURLINFO_RESPONSE_CODE, &code);
+        if (code == 200) {
+            x->mode = 1;
+            if (x->on_line(x->ctx, "", 0) != 0) {
+                x->stopped = 1;
+                return 0;
+            }
+        }
+    }
+    return len;
 }
 
 /* The method and body. curl's method options interact (POSTFIELDS means

@@ -84,6 +84,8 @@ int kube_request(struct kube_client *c, const char *method, const char *path, co
  * Returns 0 on a clean end (server closed, stop, or on_event stop), -1 on a
  * transport failure. idle_timeout_ms: give up when no byte arrives for that
  * long (bookmarks keep a healthy watch busy; <= 0: never). stop may be NULL. */
+/* on_event is also called once with len 0 (line "") when the server has
+ * accepted the watch (200 and its headers complete), before any event. */
 typedef int (*kube_line_fn)(void *ctx, const char *line, size_t len);
 int kube_watch(struct kube_client *c, const char *path, kube_line_fn on_event, void *ctx,
                const volatile int *stop, long idle_timeout_ms, struct kube_response *r);

@@ -1000,12 +1000,20 @@ struct events {
     size_t count;
     size_t stop_after;          /* on_event returns 1 after this many (0: never) */
     size_t big_len;             /* a line longer than 1 KiB: only its length is kept */
+    int opened;                 /* zero-length "watch accepted" calls seen */
 };
 
 static int collect(void *ctx, const char *line, size_t len)
 {
     struct events *e = ctx;
     assert_int_equal(strlen(line), len);   /* NUL-terminated, no embedded NUL */
+    if (len == 0) {
+        /* The open notification: once, before any event. */
+        assert_int_equal(e->opened, 0);
+        assert_int_equal(e->count, 0);
+        e->opened++;
+        return 0;
+    }
     if (len > 1024) {
         e->big_len = len;
         assert_true(line[0] == 'x' && line[len - 1] == 'x');
@@ -1030,6 +1038,7 @@ static void test_watch_split_lines(void **state)
     struct kube_response r;
     volatile int stop = 0;
     assert_int_equal(kube_watch(c, "/watch/split?watch=1", collect, &e, &stop, 5000, &r), 0);
+    assert_int_equal(e.opened, 1);
     assert_int_equal(r.status, 200);
     assert_null(r.error);
     assert_string_equal(r.body, "");
@@ -1150,6 +1159,7 @@ static void test_watch_refused(void **state)
     assert_int_equal(kube_watch(c, "/watch/gone?watch=1&resourceVersion=1", collect, &e, NULL, 5000, &r), 0);
     assert_int_equal(r.status, 410);
     assert_int_equal(e.count, 0);
+    assert_int_equal(e.opened, 0);   /* a refused watch never opened */
     assert_string_equal(r.body, STATUS_410);
     assert_string_equal(r.error, "GET /watch/gone?watch=1&resourceVersion=1: 410 Gone: too old resource version: 1 (5)");
     kube_response_free(&r);

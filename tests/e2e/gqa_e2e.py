@@ -353,8 +353,12 @@ class Server:
         self.stop()
         return False
 
+    def cluster_flags(self):
+        """Where the cluster comes from: the state file (LiveServer: a kubeconfig)."""
+        return ["--state-file", self.state_file]
+
     def command(self):
-        cmd = [self.suite.binary, "--state-file", self.state_file]
+        cmd = [self.suite.binary] + self.cluster_flags()
         cmd += ["--listen-http", "127.0.0.1:%d" % self.port if self.want_http else ""]
         if self.https:
             cmd += ["--listen-https", "127.0.0.1:%d" % self.https_port,
@@ -415,11 +419,14 @@ class Server:
             time.sleep(0.02)
         return False, "not ready after %.0fs" % READY_TIMEOUT_S
 
+    # start() waits for 200 from this path (LiveServer may wait for /healthz only).
+    ready_path = "/readyz"
+
     def ready_probe(self):
         if self.want_http:
-            return http_request("127.0.0.1", self.port, "GET", "/readyz", timeout=2)
+            return http_request("127.0.0.1", self.port, "GET", self.ready_path, timeout=2)
         ctx = self.tls.client_context(with_cert=self.client_ca)
-        return http_request("127.0.0.1", self.https_port, "GET", "/readyz", tls_context=ctx, timeout=2)
+        return http_request("127.0.0.1", self.https_port, "GET", self.ready_path, tls_context=ctx, timeout=2)
 
     def _kill(self):
         if self.proc and self.proc.poll() is None:
@@ -820,3 +827,176 @@ def ranked_ok(answer):
     """Is an explain answer ordered best node first (fits, then score, then name)?"""
     key = [(not n["fits"], -n["score"], n["node"]) for n in answer["nodes"]]
     return key == sorted(key)
+
+
+# ---------------------------------------------------------------------------
+# Live mode: the Kubernetes API simulator (tests/apisim) and the binary
+# following it through a kubeconfig (tests/e2e/test_live_*.py)
+# ---------------------------------------------------------------------------
+
+def import_apisim(suite):
+    """The simulator module, tests/apisim/apisim.py (standard library only)."""
+    d = suite.path("tests", "apisim")
+    if d not in sys.path:
+        sys.path.insert(0, d)
+    import apisim  # noqa: E402
+    return apisim
+
+
+def live_pki(suite):
+    """The simulator's certificates (apisim.make_pki), made once per suite."""
+    pki = getattr(suite, "_live_pki", None)
+    if pki is None:
+        pki = suite.tempdir("apisim-pki")
+        import_apisim(suite).make_pki(pki)
+        suite._live_pki = pki
+    return pki
+
+
+def wait_until(fn, timeout=10.0, interval=0.05):
+    """Call fn until it returns something truthy or timeout passes; returns
+    the last value (falsy on timeout). Exceptions count as falsy."""
+    deadline = time.monotonic() + timeout
+    value = None
+    while True:
+        try:
+            value = fn()
+        except (OSError, ValueError, KeyError, http.client.HTTPException):
+            value = None
+        if value or time.monotonic() >= deadline:
+            return value
+        time.sleep(interval)
+
+
+class Cluster:
+    """An in-process API simulator over HTTPS with bearer tokens, and
+    kubeconfigs pointing at it. Use as a context manager:
+
+        with Cluster(suite) as c:
+            c.sim.create("nodes", node("n1", vcuda(200, 128)))
+            with LiveServer(suite, c.kubeconfig()) as srv:
+                ...
+
+    down_at_start: the port is reserved but nothing listens until
+    c.sim.up(). Extra keyword arguments are simulator settings
+    (graceful_delete, default_watch_timeout, ...)."""
+
+    def __init__(self, suite, tokens=("live-token-1",), down_at_start=False, bookmark_interval=1.0,
+                 history_size=20000, **settings):
+        self.suite = suite
+        self.apisim = import_apisim(suite)
+        self.pki = live_pki(suite)
+        self.tokens = list(tokens)
+        self.down_at_start = down_at_start
+        self.dir = suite.tempdir("cluster")
+        self.sim = self.apisim.APISim(tokens=self.tokens, tls_cert=os.path.join(self.pki, "server.crt"),
+                                      tls_key=os.path.join(self.pki, "server.key"),
+                                      bookmark_interval=bookmark_interval, history_size=history_size, **settings)
+
+    @property
+    def ca_file(self):
+        return os.path.join(self.pki, "ca.crt")
+
+    def start(self):
+        self.sim.start(down_seconds=-1 if self.down_at_start else None)
+        return self
+
+    def stop(self):
+        self.sim.stop()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    def kubeconfig(self, token=None, token_file=None, name="kubeconfig.json"):
+        """A kubeconfig (JSON) for the simulator: a static token (default the
+        first one), or tokenFile, which the service re-reads when it changes."""
+        path = os.path.join(self.dir, name)
+        if token_file is None:
+            return self.sim.write_kubeconfig(path, token=token or self.tokens[0], ca_file=self.ca_file)
+        cfg = {"apiVersion": "v1", "kind": "Config", "current-context": "apisim",
+               "clusters": [{"name": "apisim", "cluster": {"server": self.sim.url,
+                                                            "certificate-authority": self.ca_file}}],
+               "users": [{"name": "apisim", "user": {"tokenFile": os.path.abspath(token_file)}}],
+               "contexts": [{"name": "apisim", "context": {"cluster": "apisim", "user": "apisim"}}]}
+        with open(path, "w") as f:
+            json.dump(cfg, f, indent=1)
+        return path
+
+    # -- objects --------------------------------------------------------------
+    def add_node(self, obj):
+        return self.sim.create("nodes", json.loads(json.dumps(obj)))
+
+    def create_pod(self, obj, node=None, phase=None):
+        """Create a pod as a client would (the uid and status are the
+        server's). node: create it already bound; phase: then set its phase
+        through pods/status (e.g. "Running")."""
+        obj = json.loads(json.dumps(obj))
+        m = obj["metadata"]
+        for k in ("uid", "resourceVersion", "creationTimestamp"):
+            m.pop(k, None)
+        obj.pop("status", None)
+        if node:
+            obj["spec"]["nodeName"] = node
+        out = self.sim.create("pods", obj, ns=m.get("namespace", "default"))
+        if phase:
+            out = self.sim.set_pod_phase(m.get("namespace", "default"), m["name"], phase)
+        return out
+
+    def get_pod(self, name, ns="default"):
+        return self.sim.get("pods", name, ns)
+
+    def annotations(self, name, ns="default"):
+        return dict(self.get_pod(name, ns)["metadata"].get("annotations") or {})
+
+    def patch_pod(self, name, patch, ns="default"):
+        return self.sim.patch("pods", name, "merge", patch, ns=ns)
+
+    def delete_pod(self, name, ns="default"):
+        return self.sim.delete("pods", name, ns)
+
+    def requests_since(self, seq):
+        return self.sim.requests(seq)
+
+    def last_seq(self):
+        reqs = self.sim.requests(0)
+        return reqs[-1]["seq"] if reqs else 0
+
+
+class LiveServer(Server):
+    """The binary in live mode: --kubeconfig instead of --state-file.
+    wait_ready=False waits only until it serves (/healthz), for replicas that
+    are meant to stay unready (followers, an API server that is down)."""
+
+    def __init__(self, suite, kubeconfig, flags=(), wait_ready=True, **kw):
+        super().__init__(suite, flags=flags, **kw)
+        self.kubeconfig = kubeconfig
+        if not wait_ready:
+            self.ready_path = "/healthz"
+
+    def cluster_flags(self):
+        return ["--kubeconfig", self.kubeconfig]
+
+    def informers(self):
+        """/inspect/informers as {name: state}."""
+        r = self.get("/inspect/informers", timeout=5)
+        self.suite.require(r.status == 200, "GET /inspect/informers answers 200", r)
+        return {i["name"]: i for i in r.json()}
+
+    def cores(self):
+        """Per-GPU coreUsed from /inspect/nodes: {node: [coreUsed of GPU 0, 1, ...]}."""
+        return {n["node"]: [g["coreUsed"] for g in n["gpus"]] for n in self.inspect()}
+
+    def pods_on(self):
+        """Per-GPU pods from /inspect/nodes: {node: [[pods on GPU 0], ...]}."""
+        return {n["node"]: [sorted(g["pods"]) for g in n["gpus"]] for n in self.inspect()}
+
+    def metric_value(self, name, **labels):
+        samples, _types, _bad = parse_metrics(self.metrics().text)
+        return metric(samples, name, **labels)
+
+    def readyz(self):
+        return self.get("/readyz", timeout=5)

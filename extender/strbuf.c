@@ -105,6 +105,20 @@ char *strbuf_format(const char *fmt, ...)
     return strbuf_detach(&sb, NULL);
 }
 
+int strbuf_set_error(char **err, const char *fmt, ...)
+{
+    if (!err)
+        return -1;
+    struct strbuf sb;
+    strbuf_init(&sb);
+    va_list ap;
+    va_start(ap, fmt);
+    strbuf_vprintf(&sb, fmt, ap);
+    va_end(ap);
+    *err = strbuf_detach(&sb, NULL);
+    return -1;
+}
+
 void strbuf_put_i64(struct strbuf *sb, int64_t v)
 {
     char tmp[24];

@@ -1,6 +1,8 @@
 /* annotation.c - the `gpu-admission.io/topology` node annotation; see annotation.h. */
 #include "topology/annotation.h"
 
+#include "extender/strbuf.h"
+
 #include <limits.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,40 +18,13 @@
  * annotation cannot blow up log lines and Kubernetes events. */
 #define TOKEN_ECHO_MAX 32
 
-#ifdef __GNUC__
-#define PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
-#else
-#define PRINTF_LIKE(f, a)
-#endif
 
 /* ---------------------------------------------------------------- errors */
 
-/* Stores a malloc'd message in *err (if err is given) and returns -1, so
- * validation code can say `return set_error(...)`. Only the first error is
- * ever reported: every caller stops at its first failure. If even the
- * message cannot be allocated, *err stays NULL. */
-PRINTF_LIKE(2, 3)
-static int set_error(char **err, const char *fmt, ...)
-{
-    if (!err)
-        return -1;
-    va_list ap;
-    va_start(ap, fmt);
-    int len = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    char *msg = len >= 0 ? malloc((size_t)len + 1) : NULL;
-    if (msg) {
-        va_start(ap, fmt);
-        vsnprintf(msg, (size_t)len + 1, fmt, ap);
-        va_end(ap);
-    }
-    *err = msg;
-    return -1;
-}
 
 static int out_of_memory(char **err)
 {
-    return set_error(err, "out of memory");
+    return strbuf_set_error(err, "out of memory");
 }
 
 static const char *plural(int n, const char *one, const char *many)
@@ -137,7 +112,7 @@ static int member(const cJSON *obj, const char *prefix, const char *key,
         if (!child->string || strcmp(child->string, key) != 0)
             continue;
         if (found)
-            return set_error(err, "%s%s: duplicate key", prefix, key);
+            return strbuf_set_error(err, "%s%s: duplicate key", prefix, key);
         found = child;
     }
     *out = cJSON_IsNull(found) ? NULL : found;
@@ -171,7 +146,7 @@ static int field_int(const cJSON *obj, const char *prefix, const char *key, int 
     if (!item)
         return 0;
     if (json_to_int(item, min, out) < 0)
-        return set_error(err, "%s%s: must be %s", prefix, key, expect);
+        return strbuf_set_error(err, "%s%s: must be %s", prefix, key, expect);
     return 1;
 }
 
@@ -194,7 +169,7 @@ static int field_string(const cJSON *obj, const char *prefix, const char *key,
     if (!item)
         return 0;
     if (!cJSON_IsString(item))
-        return set_error(err, "%s%s: must be a string", prefix, key);
+        return strbuf_set_error(err, "%s%s: must be a string", prefix, key);
     *out = dup_string(item->valuestring);
     return *out ? 1 : out_of_memory(err);
 }
@@ -207,9 +182,9 @@ static int parse_version(const cJSON *root, struct gpu_topology *t, char **err)
     if (rc < 0)
         return -1;
     if (rc == 0)
-        return set_error(err, "version: required");
+        return strbuf_set_error(err, "version: required");
     if (t->version != 1)
-        return set_error(err, "version: unsupported version %d (expected 1)", t->version);
+        return strbuf_set_error(err, "version: unsupported version %d (expected 1)", t->version);
     return 0;
 }
 
@@ -222,10 +197,10 @@ static int parse_gpu_index(const cJSON *obj, const char *prefix, int pos, char *
     if (rc < 0)
         return -1;
     if (rc == 0)
-        return set_error(err, "%sindex: required", prefix);
+        return strbuf_set_error(err, "%sindex: required", prefix);
     /* gpus[i].index == i is what lets callers index gpus[] directly. */
     if (index != pos)
-        return set_error(err, "%sindex: must be %d (its position in gpus), got %d",
+        return strbuf_set_error(err, "%sindex: must be %d (its position in gpus), got %d",
                          prefix, pos, index);
     return 0;
 }
@@ -249,7 +224,7 @@ static int parse_gpu(const cJSON *obj, int pos, struct topo_gpu *gpu, char **err
     char prefix[32];
     snprintf(prefix, sizeof prefix, "gpus[%d].", pos);
     if (!cJSON_IsObject(obj))
-        return set_error(err, "gpus[%d]: must be an object", pos);
+        return strbuf_set_error(err, "gpus[%d]: must be an object", pos);
     if (parse_gpu_index(obj, prefix, pos, err) < 0)
         return -1;
     gpu->index = pos;
@@ -267,7 +242,7 @@ static int check_minors_unique(const struct gpu_topology *t, char **err)
     for (int i = 1; i < t->count; i++)
         for (int j = 0; j < i; j++)
             if (t->gpus[i].minor == t->gpus[j].minor)
-                return set_error(err, "gpus[%d].minor: %d is already used by gpus[%d]",
+                return strbuf_set_error(err, "gpus[%d].minor: %d is already used by gpus[%d]",
                                  i, t->gpus[i].minor, j);
     return 0;
 }
@@ -288,14 +263,14 @@ static int parse_gpus(const cJSON *root, struct gpu_topology *t, char **err)
     if (member(root, "", "gpus", &gpus, err) < 0)
         return -1;
     if (!gpus)
-        return set_error(err, "gpus: required");
+        return strbuf_set_error(err, "gpus: required");
     if (!cJSON_IsArray(gpus))
-        return set_error(err, "gpus: must be an array");
+        return strbuf_set_error(err, "gpus: must be an array");
     int n = cJSON_GetArraySize(gpus);
     if (n == 0)
-        return set_error(err, "gpus: must not be empty");
+        return strbuf_set_error(err, "gpus: must not be empty");
     if (n > TOPOLOGY_MAX_GPUS)
-        return set_error(err, "gpus: %d entries, at most %d are supported", n,
+        return strbuf_set_error(err, "gpus: %d entries, at most %d are supported", n,
                          TOPOLOGY_MAX_GPUS);
     if (alloc_arrays(t, n) < 0)
         return out_of_memory(err);
@@ -324,24 +299,24 @@ static void default_links(struct gpu_topology *t)
 static int parse_link_cell(const cJSON *cell, int i, int j, struct topo_link *out, char **err)
 {
     if (!cJSON_IsString(cell))
-        return set_error(err, "links[%d][%d]: must be a string", i, j);
+        return strbuf_set_error(err, "links[%d][%d]: must be a string", i, j);
     if (topology_parse_link(cell->valuestring, out) < 0)
-        return set_error(err, "links[%d][%d]: unknown link \"%.*s\"", i, j, TOKEN_ECHO_MAX,
+        return strbuf_set_error(err, "links[%d][%d]: unknown link \"%.*s\"", i, j, TOKEN_ECHO_MAX,
                          cell->valuestring);
     if (i == j && out->cls != TOPO_LINK_SELF)
-        return set_error(err, "links[%d][%d]: must be \"X\" on the diagonal", i, j);
+        return strbuf_set_error(err, "links[%d][%d]: must be \"X\" on the diagonal", i, j);
     if (i != j && out->cls == TOPO_LINK_SELF)
-        return set_error(err, "links[%d][%d]: \"X\" is only allowed on the diagonal", i, j);
+        return strbuf_set_error(err, "links[%d][%d]: \"X\" is only allowed on the diagonal", i, j);
     return 0;
 }
 
 static int parse_link_row(const cJSON *row, int i, struct gpu_topology *t, char **err)
 {
     if (!cJSON_IsArray(row))
-        return set_error(err, "links[%d]: must be an array", i);
+        return strbuf_set_error(err, "links[%d]: must be an array", i);
     int n = cJSON_GetArraySize(row);
     if (n != t->count)
-        return set_error(err, "links[%d]: %d %s for %d %s", i, n, plural(n, "entry", "entries"),
+        return strbuf_set_error(err, "links[%d]: %d %s for %d %s", i, n, plural(n, "entry", "entries"),
                          t->count, plural(t->count, "GPU", "GPUs"));
     int j = 0;
     const cJSON *cell;
@@ -366,7 +341,7 @@ static int check_symmetry(const struct gpu_topology *t, char **err)
             char ta[8], tb[8];
             topology_format_link(a, ta, sizeof ta);
             topology_format_link(b, tb, sizeof tb);
-            return set_error(err, "links[%d][%d] is %s but links[%d][%d] is %s: "
+            return strbuf_set_error(err, "links[%d][%d] is %s but links[%d][%d] is %s: "
                                   "the matrix must be symmetric", i, j, ta, j, i, tb);
         }
     }
@@ -383,10 +358,10 @@ static int parse_links(const cJSON *root, struct gpu_topology *t, char **err)
         return 0;
     }
     if (!cJSON_IsArray(links))
-        return set_error(err, "links: must be an array");
+        return strbuf_set_error(err, "links: must be an array");
     int rows = cJSON_GetArraySize(links);
     if (rows != t->count)
-        return set_error(err, "links: %d %s for %d %s", rows, plural(rows, "row", "rows"),
+        return strbuf_set_error(err, "links: %d %s for %d %s", rows, plural(rows, "row", "rows"),
                          t->count, plural(t->count, "GPU", "GPUs"));
     int i = 0;
     const cJSON *row;
@@ -405,11 +380,11 @@ struct gpu_topology *topology_from_json(const cJSON *value, char **err)
     if (err)
         *err = NULL;
     if (!value) {
-        set_error(err, "annotation: missing");
+        strbuf_set_error(err, "annotation: missing");
         return NULL;
     }
     if (!cJSON_IsObject(value)) {
-        set_error(err, "annotation: must be a JSON object");
+        strbuf_set_error(err, "annotation: must be a JSON object");
         return NULL;
     }
     struct gpu_topology *t = calloc(1, sizeof(*t));
@@ -432,7 +407,7 @@ struct gpu_topology *topology_parse(const char *text, char **err)
     if (err)
         *err = NULL;
     if (!text) {
-        set_error(err, "annotation: missing");
+        strbuf_set_error(err, "annotation: missing");
         return NULL;
     }
     /* ParseWithOpts reports the error position through `end` rather than
@@ -440,7 +415,7 @@ struct gpu_topology *topology_parse(const char *text, char **err)
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
     if (!root) {
-        set_error(err, "annotation: not valid JSON (at byte %td)", end ? end - text : (ptrdiff_t)0);
+        strbuf_set_error(err, "annotation: not valid JSON (at byte %td)", end ? end - text : (ptrdiff_t)0);
         return NULL;
     }
     struct gpu_topology *t = topology_from_json(root, err);

@@ -40,6 +40,8 @@
  */
 #include "topology/smi.h"
 
+#include "extender/strbuf.h"
+
 #include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -56,32 +58,6 @@
 #define ECHO_MAX 32
 #define UNKNOWN_NUMA (-1)
 
-#ifdef __GNUC__
-#define PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
-#else
-#define PRINTF_LIKE(f, a)
-#endif
-
-/* Stores a malloc'd message in *err (if err is given) and returns -1.
- * If the message cannot be allocated, *err stays NULL. */
-PRINTF_LIKE(2, 3)
-static int set_error(char **err, const char *fmt, ...)
-{
-    if (!err)
-        return -1;
-    va_list ap;
-    va_start(ap, fmt);
-    int len = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    char *msg = len >= 0 ? malloc((size_t)len + 1) : NULL;
-    if (msg) {
-        va_start(ap, fmt);
-        vsnprintf(msg, (size_t)len + 1, fmt, ap);
-        va_end(ap);
-    }
-    *err = msg;
-    return -1;
-}
 
 /* ----------------------------------------------------------------- lines */
 
@@ -240,7 +216,7 @@ static int add_value_column(struct matrix *m, const struct line *ln, const struc
 {
     for (int i = 0; i < m->nvalues; i++)
         if (m->values[i] == kind)
-            return set_error(err, "line %d, column %d: column \"%s\" appears twice", ln->no, t->col,
+            return strbuf_set_error(err, "line %d, column %d: column \"%s\" appears twice", ln->no, t->col,
                              value_columns[kind].name);
     m->values[m->nvalues++] = kind;
     return 0;
@@ -250,14 +226,14 @@ static int add_device_column(struct matrix *m, const struct line *ln, const stru
                              char **err)
 {
     if (m->nvalues > 0)
-        return set_error(err, "line %d, column %d: unexpected column \"%.*s\" after \"%s\"", ln->no,
+        return strbuf_set_error(err, "line %d, column %d: unexpected column \"%.*s\" after \"%s\"", ln->no,
                          t->col, echo_len(t), t->s, value_columns[m->values[m->nvalues - 1]].name);
     int g = gpu_label(t);
     if (g >= 0 && g != m->ngpu)
-        return set_error(err, "line %d, column %d: expected column GPU%d, got \"%.*s\"", ln->no,
+        return strbuf_set_error(err, "line %d, column %d: expected column GPU%d, got \"%.*s\"", ln->no,
                          t->col, m->ngpu, echo_len(t), t->s);
     if (g >= 0 && m->ngpu == TOPOLOGY_MAX_GPUS)
-        return set_error(err, "line %d, column %d: more than %d GPUs", ln->no, t->col,
+        return strbuf_set_error(err, "line %d, column %d: more than %d GPUs", ln->no, t->col,
                          TOPOLOGY_MAX_GPUS);
     if (g >= 0)
         m->ngpu++;
@@ -270,9 +246,9 @@ static int parse_header(struct matrix *m, const struct line *ln, char **err)
     struct token tok[MAX_TOKENS];
     int n = tokenize(ln, tok, MAX_TOKENS);
     if (n < 0)
-        return set_error(err, "line %d: more than %d columns", ln->no, MAX_TOKENS);
+        return strbuf_set_error(err, "line %d: more than %d columns", ln->no, MAX_TOKENS);
     if (n == 0 || !token_is(&tok[0], "GPU0"))
-        return set_error(err, "line %d, column %d: expected the header row of `nvidia-smi topo -m` "
+        return strbuf_set_error(err, "line %d, column %d: expected the header row of `nvidia-smi topo -m` "
                               "(GPU0 GPU1 ... CPU Affinity), got \"%.*s\"",
                          ln->no, n ? tok[0].col : 1, n ? echo_len(&tok[0]) : 0, n ? tok[0].s : "");
     m->header_line = ln->no;
@@ -307,10 +283,10 @@ static int check_diagonal(const struct line *ln, const struct token *t, int g, i
                           struct topo_link link, char **err)
 {
     if (g == j && link.cls != TOPO_LINK_SELF)
-        return set_error(err, "line %d, column %d: GPU%d to itself must be \"X\", got \"%.*s\"",
+        return strbuf_set_error(err, "line %d, column %d: GPU%d to itself must be \"X\", got \"%.*s\"",
                          ln->no, t->col, g, echo_len(t), t->s);
     if (g != j && link.cls == TOPO_LINK_SELF)
-        return set_error(err, "line %d, column %d: \"X\" between GPU%d and GPU%d (only the diagonal is X)",
+        return strbuf_set_error(err, "line %d, column %d: \"X\" between GPU%d and GPU%d (only the diagonal is X)",
                          ln->no, t->col, g, j);
     return 0;
 }
@@ -327,7 +303,7 @@ static int check_symmetry(const struct matrix *m, const struct line *ln, const s
     char mine[8], theirs[8];
     topology_format_link(link, mine, sizeof mine);
     topology_format_link(other, theirs, sizeof theirs);
-    return set_error(err, "line %d, column %d: GPU%d to GPU%d is %s but GPU%d to GPU%d is %s "
+    return strbuf_set_error(err, "line %d, column %d: GPU%d to GPU%d is %s but GPU%d to GPU%d is %s "
                           "(line %d, column %d); the matrix must be symmetric",
                      ln->no, t->col, g, j, mine, j, g, theirs, m->row_line[j],
                      m->cell_col[j * TOPOLOGY_MAX_GPUS + g]);
@@ -340,7 +316,7 @@ static int parse_link_cells(struct matrix *m, const struct line *ln, const struc
         const struct token *t = &cells[d];
         struct topo_link link;
         if (parse_cell(t, &link) < 0)
-            return set_error(err, "line %d, column %d: unknown link \"%.*s\"", ln->no, t->col,
+            return strbuf_set_error(err, "line %d, column %d: unknown link \"%.*s\"", ln->no, t->col,
                              echo_len(t), t->s);
         int j = m->dev_gpu[d];
         if (j < 0)
@@ -359,7 +335,7 @@ static int parse_values(struct matrix *m, const struct line *ln, const struct to
                         int g, char **err)
 {
     if (n > m->nvalues)
-        return set_error(err, "line %d, column %d: unexpected \"%.*s\" after the last column",
+        return strbuf_set_error(err, "line %d, column %d: unexpected \"%.*s\" after the last column",
                          ln->no, vals[m->nvalues].col, echo_len(&vals[m->nvalues]),
                          vals[m->nvalues].s);
     for (int i = 0; i < n; i++)
@@ -376,16 +352,16 @@ static int parse_row(struct matrix *m, const struct line *ln, const struct token
     if (g < 0)
         return 0;
     if (g >= m->ngpu)
-        return set_error(err, "line %d, column %d: row GPU%d, but the header has %d GPU %s", ln->no,
+        return strbuf_set_error(err, "line %d, column %d: row GPU%d, but the header has %d GPU %s", ln->no,
                          tok[0].col, g, m->ngpu, m->ngpu == 1 ? "column" : "columns");
     if (g < *next_gpu)
-        return set_error(err, "line %d, column %d: a second row for GPU%d (the first is on line %d)",
+        return strbuf_set_error(err, "line %d, column %d: a second row for GPU%d (the first is on line %d)",
                          ln->no, tok[0].col, g, m->row_line[g]);
     if (g != *next_gpu)
-        return set_error(err, "line %d, column %d: expected the row of GPU%d, got GPU%d", ln->no,
+        return strbuf_set_error(err, "line %d, column %d: expected the row of GPU%d, got GPU%d", ln->no,
                          tok[0].col, *next_gpu, g);
     if (n - 1 < m->ndev)
-        return set_error(err, "line %d, column %d: row GPU%d has %d link %s, the header has %d",
+        return strbuf_set_error(err, "line %d, column %d: row GPU%d has %d link %s, the header has %d",
                          ln->no, end_column(tok, n), g, n - 1, n - 1 == 1 ? "entry" : "entries",
                          m->ndev);
     m->row_line[g] = ln->no;
@@ -406,7 +382,7 @@ static int parse_rows(struct matrix *m, const char **pos, struct line *ln, char 
     while (next_line(pos, ln)) {
         int n = tokenize(ln, tok, MAX_TOKENS);
         if (n < 0)
-            return set_error(err, "line %d: more than %d columns", ln->no, MAX_TOKENS);
+            return strbuf_set_error(err, "line %d: more than %d columns", ln->no, MAX_TOKENS);
         end = ln->no + 1;
         if (n == 0 || token_is(&tok[0], "Legend:")) {
             end = ln->no;
@@ -416,7 +392,7 @@ static int parse_rows(struct matrix *m, const char **pos, struct line *ln, char 
             return -1;
     }
     if (next_gpu < m->ngpu)
-        return set_error(err, "line %d: the matrix has no row for GPU%d", end, next_gpu);
+        return strbuf_set_error(err, "line %d: the matrix has no row for GPU%d", end, next_gpu);
     return 0;
 }
 
@@ -430,7 +406,7 @@ static int parse_matrix(struct matrix *m, const char *text, char **err)
         found = tokenize(&ln, tok, 1) != 0;   /* -1 (more than one) counts too */
     }
     if (!found)
-        return set_error(err, "line %d: no header row (expected `nvidia-smi topo -m` output)",
+        return strbuf_set_error(err, "line %d: no header row (expected `nvidia-smi topo -m` output)",
                          ln.no + 1);
     if (parse_header(m, &ln, err) < 0)
         return -1;
@@ -557,13 +533,13 @@ static int csv_index(const struct line *ln, const struct field *f, struct csv_gp
 {
     int index = small_number(f->s, f->len);
     if (index < 0)
-        return set_error(err, "query CSV line %d, column %d: index must be a number, got \"%.*s\"",
+        return strbuf_set_error(err, "query CSV line %d, column %d: index must be a number, got \"%.*s\"",
                          ln->no, f->col, f->len < ECHO_MAX ? f->len : ECHO_MAX, f->s);
     if (index >= ngpu)
-        return set_error(err, "query CSV line %d, column %d: GPU index %d, but topo -m shows %d %s",
+        return strbuf_set_error(err, "query CSV line %d, column %d: GPU index %d, but topo -m shows %d %s",
                          ln->no, f->col, index, ngpu, ngpu == 1 ? "GPU" : "GPUs");
     if (gpus[index].seen)
-        return set_error(err, "query CSV line %d, column %d: GPU index %d is listed twice "
+        return strbuf_set_error(err, "query CSV line %d, column %d: GPU index %d is listed twice "
                               "(first on line %d)", ln->no, f->col, index, gpus[index].line);
     return index;
 }
@@ -573,21 +549,21 @@ static int parse_csv_line(const struct line *ln, struct csv_gpu *gpus, int ngpu,
     struct field f[4];
     int n = split_fields(ln, f, 4);
     if (n != 4)
-        return set_error(err, "query CSV line %d: %d %s, expected 4 (index, uuid, name, memory.total)",
+        return strbuf_set_error(err, "query CSV line %d: %d %s, expected 4 (index, uuid, name, memory.total)",
                          ln->no, n, n == 1 ? "field" : "fields");
     int index = csv_index(ln, &f[0], gpus, ngpu, err);
     if (index < 0)
         return -1;
     struct csv_gpu *g = &gpus[index];
     if (parse_memory(&f[3], &g->memory_mib) < 0)
-        return set_error(err, "query CSV line %d, column %d: memory.total must be like \"81920 MiB\", "
+        return strbuf_set_error(err, "query CSV line %d, column %d: memory.total must be like \"81920 MiB\", "
                               "got \"%.*s\"", ln->no, f[3].col,
                          f[3].len < ECHO_MAX ? f[3].len : ECHO_MAX, f[3].s);
     bool oom = false;
     g->uuid = field_text(&f[1], &oom);
     g->model = field_text(&f[2], &oom);
     if (oom)
-        return set_error(err, "out of memory");
+        return strbuf_set_error(err, "out of memory");
     g->seen = true;
     g->line = ln->no;
     return 0;
@@ -597,7 +573,7 @@ static int parse_csv(const char *csv, struct csv_gpu *gpus, int ngpu, char **err
 {
     int rows = count_csv_rows(csv);
     if (rows != ngpu)
-        return set_error(err, "query CSV lists %d %s but topo -m shows %d", rows,
+        return strbuf_set_error(err, "query CSV lists %d %s but topo -m shows %d", rows,
                          rows == 1 ? "GPU" : "GPUs", ngpu);
     const char *pos = csv;
     struct line ln = {0};
@@ -664,14 +640,14 @@ static struct gpu_topology *round_trip(struct gpu_topology *t, char **err)
     char *text = topology_serialize(t);
     topology_free(t);
     if (!text) {
-        set_error(err, "out of memory");
+        strbuf_set_error(err, "out of memory");
         return NULL;
     }
     char *why = NULL;
     struct gpu_topology *parsed = topology_parse(text, &why);
     free(text);
     if (!parsed)
-        set_error(err, "annotation: %s", why ? why : "out of memory");
+        strbuf_set_error(err, "annotation: %s", why ? why : "out of memory");
     free(why);
     return parsed;
 }
@@ -682,12 +658,12 @@ struct gpu_topology *topology_from_smi(const char *topo_text, const char *query_
     if (err)
         *err = NULL;
     if (!topo_text) {
-        set_error(err, "topo -m output: missing");
+        strbuf_set_error(err, "topo -m output: missing");
         return NULL;
     }
     struct matrix *m = calloc(1, sizeof(*m));
     if (!m) {
-        set_error(err, "out of memory");
+        strbuf_set_error(err, "out of memory");
         return NULL;
     }
     struct gpu_topology *t = NULL;
@@ -697,7 +673,7 @@ struct gpu_topology *topology_from_smi(const char *topo_text, const char *query_
     if (query_csv) {
         csv = calloc((size_t)m->ngpu, sizeof(*csv));
         if (!csv) {
-            set_error(err, "out of memory");
+            strbuf_set_error(err, "out of memory");
             goto done;
         }
         if (parse_csv(query_csv, csv, m->ngpu, err) < 0)
@@ -705,7 +681,7 @@ struct gpu_topology *topology_from_smi(const char *topo_text, const char *query_
     }
     t = assemble(m, csv, minors);
     if (!t) {
-        set_error(err, "out of memory");
+        strbuf_set_error(err, "out of memory");
         goto done;
     }
     t = round_trip(t, err);

@@ -532,15 +532,17 @@ int cache_apply_pod_locked(struct cluster_cache *c, struct pod_info *pod, int64_
     } else if (dict_set(&c->pods, pod->key, fresh, NULL) != 0) {
         rc = -1;
     }
-    if (rc == 0)
-        rc = charge(c, fresh, now);
-    else
-        pod_entry_free(fresh);
     c->generation++;
+    if (rc == 0) {
+        fresh->applied_at = c->generation;
+        rc = charge(c, fresh, now);
+    } else {
+        pod_entry_free(fresh);
+    }
     return rc;
 }
 
-static void delete_pod_locked(struct cluster_cache *c, const char *key)
+void cache_delete_pod_locked(struct cluster_cache *c, const char *key)
 {
     struct pod_entry *e = dict_del(&c->pods, key);
     if (e) {
@@ -553,7 +555,7 @@ static void delete_pod_locked(struct cluster_cache *c, const char *key)
 int cache_delete_pod(struct cluster_cache *c, const char *key)
 {
     cache_write_lock(c);
-    delete_pod_locked(c, key);
+    cache_delete_pod_locked(c, key);
     cache_unlock(c);
     return 0;
 }
@@ -767,7 +769,7 @@ int cache_replace_pods(struct cluster_cache *c, struct pod_info **pods, size_t n
     char **stale = stale_keys(&c->pods, &keep, NULL, NULL, &nstale);
     int rc = stale ? 0 : -1;
     for (size_t k = 0; k < nstale; k++)
-        delete_pod_locked(c, stale[k]);
+        cache_delete_pod_locked(c, stale[k]);
     for (size_t i = 0; i < n; i++)
         if (cache_apply_pod_locked(c, pods[i], now) != 0)
             rc = -1;

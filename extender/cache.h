@@ -78,6 +78,7 @@ struct pod_entry {
     struct node_usage unattributed;
     struct pod_entry *node_prev, *node_next;
     struct pod_entry *assumed_prev, *assumed_next;   /* cache.assumed list while assumed */
+    uint64_t applied_at;        /* cache generation when this pod's info was last applied */
     char *usage_key;            /* quota usage this charge added to ("ns\x1fmodel"), or NULL */
     int64_t usage_cores;
 };
@@ -124,6 +125,7 @@ int cache_delete_node(struct cluster_cache *c, const char *name);
 int cache_apply_pod(struct cluster_cache *c, struct pod_info *pod, int64_t now_ns);
 /* The same for a caller that already holds the write lock (decisions). */
 int cache_apply_pod_locked(struct cluster_cache *c, struct pod_info *pod, int64_t now_ns);
+void cache_delete_pod_locked(struct cluster_cache *c, const char *key);
 int cache_delete_pod(struct cluster_cache *c, const char *key);
 int cache_apply_configmap(struct cluster_cache *c, cJSON *configmap);
 int cache_delete_configmap(struct cluster_cache *c, const char *ns, const char *name);

@@ -297,12 +297,61 @@ static void decision_indices(const struct evaluation *ev, const struct verdict *
     }
 }
 
+/* What an assumption replaced in the cache, to put back when the decision
+ * cannot be recorded. Only our own entry is undone: when a watch event has
+ * replaced it meanwhile (the pod was bound or deleted), that is newer than
+ * anything we know and stays. */
+struct undo {
+    struct pod_info *previous;  /* the cache's entry before the assumption, or NULL: none */
+    uint64_t applied_at;        /* the assumption's cache generation */
+};
+
+/* Under the write lock, just before the assumption is applied. */
+static int undo_prepare(struct placement *p, const char *key, struct undo *u)
+{
+    const struct pod_entry *e = cache_find_pod(p->cache, key);
+    u->previous = e ? pod_info_clone(e->info) : NULL;
+    u->applied_at = 0;
+    return e && !u->previous ? -1 : 0;
+}
+
+/* Under the write lock, just after: remember which entry is ours. */
+static void undo_mark(struct placement *p, const char *key, struct undo *u)
+{
+    const struct pod_entry *e = cache_find_pod(p->cache, key);
+    u->applied_at = e ? e->applied_at : 0;
+}
+
+static void undo_assumption(struct placement *p, const char *key, struct undo *u)
+{
+    cache_write_lock(p->cache);
+    const struct pod_entry *e = cache_find_pod(p->cache, key);
+    if (e && u->applied_at && e->applied_at == u->applied_at) {
+        if (u->previous) {
+            if (cache_apply_pod_locked(p->cache, u->previous, now_realtime_ns()) != 0)
+                log_error("pod %s: could not undo an unrecorded assumption (out of memory)", key);
+            u->previous = NULL;
+        } else {
+            cache_delete_pod_locked(p->cache, key);
+        }
+    }
+    cache_unlock(p->cache);
+    pod_info_free(u->previous);
+    u->previous = NULL;
+}
+
+static void undo_forget(struct undo *u)
+{
+    pod_info_free(u->previous);
+    u->previous = NULL;
+}
+
 /* Record the decision for verdict `chosen` under the write lock, after
  * fitting the pod again: the watch may have changed the node since the
  * snapshot, and the GPUs recorded are the ones this final check chose.
  * Returns 0, 1 when it no longer fits (reason set), -1 on error. */
 static int commit(struct placement *p, const struct pod_info *pod, struct evaluation *ev, struct verdict *chosen,
-                  struct pod_info **decided_out)
+                  struct pod_info **decided_out, struct undo *u)
 {
     size_t n = (size_t)(ev->ncontainers ? ev->ncontainers : 1);
     int **idx = calloc(n, sizeof(*idx));
@@ -332,9 +381,10 @@ static int commit(struct placement *p, const struct pod_info *pod, struct evalua
         decision_indices(ev, chosen, idx, count);
         struct pod_info *assumed = pod_info_with_decision(pod, chosen->name, now_realtime_ns(), idx, count);
         *decided_out = assumed ? pod_info_clone(assumed) : NULL;
-        rc = *decided_out ? cache_apply_pod_locked(p->cache, assumed, now_realtime_ns()) : -1;
-        if (!*decided_out)
-            pod_info_free(assumed);
+        rc = *decided_out && undo_prepare(p, pod->key, u) == 0 ? cache_apply_pod_locked(p->cache, assumed, now_realtime_ns())
+                                                               : (pod_info_free(assumed), -1);
+        if (rc == 0)
+            undo_mark(p, pod->key, u);
     }
     cache_unlock(p->cache);
 out:
@@ -367,20 +417,11 @@ static void assign_others(struct evaluation *ev)
     }
 }
 
-/* Put the pod back in the cache as the request described it: the
- * decision was not written, so it holds nothing. */
-static void undo_assumption(struct placement *p, const struct pod_info *pod)
-{
-    struct pod_info *again = pod_info_clone(pod);
-    if (!again || cache_apply_pod(p->cache, again, now_realtime_ns()) != 0)
-        log_error("pod %s: could not undo an unrecorded assumption (out of memory)", pod->key);
-}
-
 /* Live mode: the API server must hold the decision before the scheduler
  * hears about it. On failure the node is failed with the reason and the
  * caller tries the next best. */
 static int record(struct placement *p, const struct pod_info *pod, struct evaluation *ev, struct verdict *v,
-                  struct pod_info *decided)
+                  struct pod_info *decided, struct undo *u)
 {
     char *err = NULL;
     int rc = p->sink ? p->sink->record(p->sink->ctx, decided, &err) : 0;
@@ -392,7 +433,9 @@ static int record(struct placement *p, const struct pod_info *pod, struct evalua
         v->fits = false;
         strbuf_free(&msg);
         log_warn("pod %s on node %s: %s", pod->key, v->name, err ? err : "recording failed");
-        undo_assumption(p, pod);
+        undo_assumption(p, pod->key, u);
+    } else {
+        undo_forget(u);
     }
     free(err);
     return rc;
@@ -406,12 +449,14 @@ static int decide(struct placement *p, const struct pod_info *pod, struct evalua
         if (best < 0)
             return 0;
         struct pod_info *decided = NULL;
-        int rc = commit(p, pod, ev, &ev->verdicts[best], &decided);
+        struct undo u = {0};
+        int rc = commit(p, pod, ev, &ev->verdicts[best], &decided, &u);
         if (rc < 0) {
+            undo_forget(&u);
             pod_info_free(decided);
             return -1;
         }
-        if (rc == 0 && record(p, pod, ev, &ev->verdicts[best], decided) == 0) {
+        if (rc == 0 && record(p, pod, ev, &ev->verdicts[best], decided, &u) == 0) {
             ev->chosen = best;
             ev->decided = true;
             log_info("pod %s assigned to node %s", pod->key, ev->verdicts[best].name);
@@ -517,7 +562,8 @@ void free_names(char **names, size_t count)
 
 /* Fit and assume `pod` on `node` under the write lock; the decided pod
  * (with its annotations' facts) is returned for recording. */
-static struct pod_info *assume_on(struct placement *p, const struct pod_info *pod, const char *node, char **err)
+static struct pod_info *assume_on(struct placement *p, const struct pod_info *pod, const char *node, struct undo *u,
+                                  char **err)
 {
     size_t nc = (size_t)(pod->ncontainers ? pod->ncontainers : 1);
     uint64_t *masks = calloc(nc, sizeof(*masks));
@@ -548,10 +594,15 @@ static struct pod_info *assume_on(struct placement *p, const struct pod_info *po
         }
         decided = pod_info_with_decision(pod, node, now_realtime_ns(), idx, count);
         struct pod_info *copy = decided ? pod_info_clone(decided) : NULL;
-        if (!copy || cache_apply_pod_locked(p->cache, copy, now_realtime_ns()) != 0) {
+        if (!copy || undo_prepare(p, pod->key, u) != 0 ||
+            cache_apply_pod_locked(p->cache, copy, now_realtime_ns()) != 0) {
+            if (copy && u->previous == NULL && !cache_find_pod(p->cache, pod->key))
+                pod_info_free(copy);   /* never handed to the cache */
             pod_info_free(decided);
             decided = NULL;
             *err = strdup("out of memory");
+        } else {
+            undo_mark(p, pod->key, u);
         }
     }
     cache_unlock(p->cache);
@@ -634,6 +685,7 @@ static int bind_locked(struct placement *p, const char *ns, const char *name, co
     }
     int rc = -1;
     struct pod_info *decided = NULL;
+    struct undo u = {0};
     if (uid && *uid && pod->uid && strcmp(uid, pod->uid) != 0) {
         *err = strbuf_format("pod %s has UID %s, the binding names %s", key, pod->uid, uid);
     } else if (pod->node_name) {
@@ -641,11 +693,12 @@ static int bind_locked(struct placement *p, const char *ns, const char *name, co
         rc = strcmp(pod->node_name, node) == 0 ? 0 : -1;
         if (rc != 0)
             *err = strbuf_format("pod %s is already bound to %s", key, pod->node_name);
-    } else if (assumed_here || (decided = assume_on(p, pod, node, err))) {
+    } else if (assumed_here || (decided = assume_on(p, pod, node, &u, err))) {
         rc = record_and_bind(p, pod, decided, node, err);
         if (rc != 0 && decided)
-            undo_assumption(p, pod);
+            undo_assumption(p, pod->key, &u);
     }
+    undo_forget(&u);
     pod_info_free(decided);
     pod_info_free(pod);
     return rc;

@@ -10,6 +10,9 @@ simulator (tests/apisim) when it decides.
   6. a conflicting patch (409) is followed by a GET and a successful PATCH;
   8. 50 concurrent filters for 4 GPUs: exactly 4 decisions, no GPU given
      twice, in the answers, on the pods and in /inspect/nodes.
+Also: preemption answered from the live cache (victims by the API's UIDs),
+and a scheduler's stale copy of a pod (bound or deleted meanwhile): nothing
+written, and the cache keeps what the watch delivered.
 
 Standalone: python3 test_live_decisions.py --binary PATH --source-dir REPO
 """
@@ -322,7 +325,6 @@ def test_patch_conflict_retried(s):
         c.add_node(vcuda_node("n1", 2))
         c.add_node(vcuda_node("n2", 2))
         c.create_pod(g.pod("conf", g.vcuda(30, 8)))
-        c.create_pod(g.pod("gone", g.vcuda(30, 8)))
         with g.LiveServer(s, c.kubeconfig()) as srv:
             old = c.get_pod("conf")         # the scheduler's copy
             c.patch_pod("conf", {"metadata": {"labels": {"changed": "meanwhile"}}})
@@ -348,10 +350,32 @@ def test_patch_conflict_retried(s):
             s.check_eq(stored["metadata"].get("annotations", {}).get("tencent.com/predicate-node"),
                        res.get("NodeNames", [None])[0], "the decision is on the pod")
 
-            # Bound by someone else between the scheduler's read and the
-            # filter: the re-read shows it, and nothing is written.
+
+# ---------------------------------------------------------------------------
+# The scheduler's copy of the pod is stale: bound or deleted meanwhile
+# ---------------------------------------------------------------------------
+
+@suite.test
+def test_stale_pod_copies(s):
+    """kube-scheduler filters with the pod as it read it. If the pod was bound
+    (by someone else) or deleted in between, the patch fails (409 then a
+    re-read, or 404), nothing is written, and the cache must still hold the
+    pod as the watch delivered it: neither forget a binding nor charge GPUs
+    to a pod that no longer exists."""
+    with g.Cluster(s) as c:
+        c.add_node(vcuda_node("n1", 2))
+        c.add_node(vcuda_node("n2", 2))
+        c.add_node(vcuda_node("n3", 2))
+        c.create_pod(g.pod("gone", g.vcuda(30, 8)))
+        c.create_pod(g.pod("deleted", g.vcuda(100, 64)))
+        c.create_pod(g.pod("big", g.vcuda(200, 128)))
+        with g.LiveServer(s, c.kubeconfig()) as srv:
+            # Bound meanwhile, without index annotations (placed by something
+            # else): counted at node level on n1.
             old = c.get_pod("gone")
             c.sim.bind("default", "gone", {"target": {"name": "n1"}})
+            s.require(g.wait_until(lambda: srv.inspect("n1")["unattributed"]["cores"] == 30, SETTLE_S),
+                      "the watch shows the binding (30 cores at node level on n1)", srv.inspect("n1"))
             mark = c.last_seq()
             res = answered(s, srv, "a filter for a pod bound meanwhile", lambda: srv.filter(old, ["n1", "n2"]))
             s.check(not res.get("NodeNames"), "a pod bound meanwhile is not placed", res)
@@ -360,6 +384,36 @@ def test_patch_conflict_retried(s):
             s.check_eq(decision_keys(c.annotations("gone")), [], "no decision annotation is written")
             s.check(all(r["status"] != 200 for r in c.requests_since(mark) if r["method"] == "PATCH"),
                     "no patch went through", describe(c.requests_since(mark)))
+            time.sleep(0.3)
+            # PRODUCT BUG (see the report): commit() assumes the request's
+            # stale (unbound) copy in the cache and undo_assumption() puts that
+            # copy back, so the cache forgets the binding until the pod's next
+            # watch event, and n1 looks free.
+            bug = ("[known product bug: a failed record leaves the scheduler's stale copy in the cache "
+                   "(placement.c commit/undo_assumption)]")
+            s.check_eq(srv.inspect("n1")["unattributed"]["cores"], 30,
+                       "the cache still counts the pod bound meanwhile " + bug, srv.inspect("n1"))
+            res = srv.filter(c.get_pod("big"), ["n1", "n2"])
+            s.check_eq(res.get("NodeNames"), ["n2"], "so a two-GPU pod does not fit n1 (30 cores are used there) "
+                       + bug, res)
+
+            # Deleted meanwhile, with the annotations of an earlier decision
+            # in the scheduler's copy.
+            res = srv.filter(c.get_pod("deleted"), ["n3"])
+            s.require(res.get("NodeNames") == ["n3"], "the pod to be deleted is first placed on n3", res)
+            s.require(g.wait_until(lambda: "default/deleted" in str(srv.pods_on()["n3"]), SETTLE_S),
+                      "and charged there", srv.pods_on())
+            stale = c.get_pod("deleted")
+            c.delete_pod("deleted")
+            s.require(g.wait_until(lambda: "default/deleted" not in str(srv.pods_on()), SETTLE_S),
+                      "the watch delivers the deletion", srv.pods_on())
+            res = answered(s, srv, "a filter for a pod deleted meanwhile", lambda: srv.filter(stale, ["n3"]))
+            s.check(not res.get("NodeNames"), "a deleted pod is not placed", res)
+            reason = g.failed_reason(res, "n3") or ""
+            s.check("not found" in reason or "no longer exists" in reason, "the reason says it is gone", res)
+            time.sleep(0.3)
+            s.check("default/deleted" not in str(srv.pods_on()),
+                    "no GPU is charged to the deleted pod " + bug, srv.pods_on())
 
 
 # ---------------------------------------------------------------------------

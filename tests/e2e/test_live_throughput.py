@@ -3,8 +3,9 @@
 
 Target (issue): >= 50,000 events/s. Two measurements, both end to end
 through the binary's real informer path (TLS, HTTP/1.1 chunked watch,
-line framing, JSON parse, pod_info, cache update), read from
-gqa_informer_events_total{informer="pods"} polled every 10 ms:
+line framing, JSON parse, pod_info, cache update), read from the pods
+informer's event counter (/inspect/informers, the same counter as
+gqa_informer_events_total{informer="pods"}) polled every 10 ms:
 
   * replay: a stand-in API server (below) that answers the lists and then
     streams a pre-encoded watch of N events (ADDED, MODIFIED, DELETED of
@@ -29,7 +30,6 @@ Standalone: python3 test_live_throughput.py --binary PATH --source-dir REPO
 import json
 import os
 import re
-import socket
 import ssl
 import sys
 import threading
@@ -81,7 +81,8 @@ POD_TEMPLATE = None
 
 
 def pod_template():
-    """A bound vcuda pod the size of a real one (~2 KB), with %-placeholders."""
+    """A bound vcuda pod the size of a real one (~2.6 KB), with %-placeholders."""
+    amounts = {"cpu": "8", "memory": "32Gi", "tencent.com/vcuda-core": "@CORES@", "tencent.com/vcuda-memory": "16"}
     p = {
         "kind": "Pod", "apiVersion": "v1",
         "metadata": {"name": "@NAME@", "namespace": "team-a", "uid": "@UID@", "resourceVersion": "@RV@",
@@ -99,16 +100,15 @@ def pod_template():
                  "serviceAccountName": "default", "terminationGracePeriodSeconds": 30,
                  "containers": [{"name": "trainer", "image": "registry.example.com/ml/trainer:2.4.1",
                                  "command": ["python", "-m", "train", "--epochs", "100"],
-                                 "env": [{"name": "NCCL_DEBUG", "value": "INFO"}, {"name": "OMP_NUM_THREADS", "value": "8"}],
-                                 "resources": {"limits": {"cpu": "8", "memory": "32Gi", "tencent.com/vcuda-core": "@CORES@",
-                                                          "tencent.com/vcuda-memory": "16"},
-                                               "requests": {"cpu": "8", "memory": "32Gi", "tencent.com/vcuda-core": "@CORES@",
-                                                            "tencent.com/vcuda-memory": "16"}},
+                                 "env": [{"name": "NCCL_DEBUG", "value": "INFO"},
+                                         {"name": "OMP_NUM_THREADS", "value": "8"}],
+                                 "resources": {"limits": dict(amounts), "requests": dict(amounts)},
                                  "volumeMounts": [{"name": "data", "mountPath": "/data"},
-                                                  {"name": "kube-api-access", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
-                                                   "readOnly": True}]}],
+                                                  {"name": "kube-api-access", "readOnly": True,
+                                                   "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}]}],
                  "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "training-data"}},
-                             {"name": "kube-api-access", "projected": {"sources": [{"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}}]}}],
+                             {"name": "kube-api-access", "projected": {"sources": [
+                                 {"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}}]}}],
                  "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
                                   "tolerationSeconds": 300}]},
         "status": {"phase": "Running", "hostIP": "10.0.0.10", "podIP": "10.244.1.23", "qosClass": "Guaranteed",
@@ -256,8 +256,15 @@ def cpu_seconds(pid):
 
 
 def events_applied(srv):
-    r = srv.get("/metrics", timeout=5)
-    samples, _t, _b = g.parse_metrics(r.text)
+    """The pods informer's event count, from /inspect/informers: the same
+    counter as gqa_informer_events_total{informer="pods"}, and much cheaper to
+    poll every 10 ms than rendering all of /metrics."""
+    r = srv.get("/inspect/informers", timeout=5)
+    return int(next(i["events"] for i in json.loads(r.body) if i["name"] == "pods"))
+
+
+def events_metric(srv):
+    samples, _t, _b = g.parse_metrics(srv.get("/metrics", timeout=5).text)
     return int(g.metric(samples, "gqa_informer_events_total", informer="pods"))
 
 
@@ -313,9 +320,11 @@ def test_replay_watch_events_per_second(s):
                        "after ADDED, MODIFIED, DELETED of every pod the cache is empty again")
             inf = srv.informers()["pods"]
             s.check_eq(inf["events"], nevents, "/inspect/informers counts every event once", inf)
+            s.check_eq(events_metric(srv), nevents, "gqa_informer_events_total{informer=\"pods\"} says the same")
             print("  the binary used %.2f CPU-seconds: %.0f events per CPU-second (less sensitive to other load "
                   "on the machine than the wall-clock rate)" % (cpu, n / cpu if cpu > 0 else float("inf")))
-            print("  %s the %d/s target (%s build)" % ("meets" if rate >= TARGET_PER_S else "BELOW", TARGET_PER_S, kind))
+            print("  %s the %d/s target (%s build)" % ("meets" if rate >= TARGET_PER_S else "BELOW", TARGET_PER_S,
+                                                        kind))
             floor = FLOOR_PER_S[kind]
             s.check(rate >= floor, "the cache applies >= %d pod events/s" % floor, "%.0f/s" % rate)
             if os.environ.get("GQA_LIVE_ENFORCE_TARGET") == "1" and kind == "release":
@@ -341,8 +350,9 @@ def test_apisim_replay_events_per_second(s):
             for i in range(APISIM_PODS):
                 p = json.loads(json.dumps(tpl))
                 p["metadata"].update(name="trainer-%06d" % i, uid="uid-%06d" % i)
-                p["spec"]["nodeName"] = p["metadata"]["annotations"]["tencent.com/predicate-node"] = "node-%03d" % (i % 10)
-                p["metadata"]["annotations"]["tencent.com/predicate-gpu-idx-0"] = str(i // 10 % 8)
+                ann = p["metadata"]["annotations"]
+                p["spec"]["nodeName"] = ann["tencent.com/predicate-node"] = "node-%03d" % (i % 10)
+                ann["tencent.com/predicate-gpu-idx-0"] = str(i // 10 % 8)
                 c.sim.upsert(p)
             t_release = time.monotonic()
             c.sim.clear_faults()

@@ -169,32 +169,67 @@ static enum event_result watch_error(struct informer *inf, const cJSON *status)
     return EVENT_REWATCH;
 }
 
+/* The event's type and the text of its object, without building a tree. */
+static int split_event(const char *line, size_t len, char *type, size_t type_size, struct jscan_span *object)
+{
+    struct jscan s;
+    struct jscan_str key, value;
+    bool has_type = false;
+    object->ptr = NULL;
+    jscan_init(&s, line, len);
+    if (jscan_enter_object(&s) != 0)
+        return -1;
+    int r;
+    while ((r = jscan_next_key(&s, &key)) == 1) {
+        if (jscan_key_is(&key, "type") && jscan_peek(&s) == JSCAN_STRING) {
+            if (jscan_string(&s, &value) != 0 || value.len >= type_size || value.has_escapes)
+                return -1;
+            memcpy(type, value.ptr, value.len);
+            type[value.len] = '\0';
+            has_type = true;
+        } else if (jscan_key_is(&key, "object") && jscan_peek(&s) == JSCAN_OBJECT) {
+            if (jscan_value_span(&s, object) != 0)
+                return -1;
+        } else if (jscan_skip_value(&s) != 0) {
+            return -1;
+        }
+    }
+    return r == 0 && jscan_finish(&s) == 0 && has_type && object->ptr ? 0 : -1;
+}
+
+/* Pod events keep only what the extender reads (podspec's slim form). */
+static cJSON *event_object(const struct informer *inf, const char *type, const struct jscan_span *object)
+{
+    bool pod_change = inf->kind == INFORMER_PODS && strcmp(type, "ERROR") != 0 && strcmp(type, "BOOKMARK") != 0;
+    return pod_change ? pod_slim_from_text(object->ptr, object->len)
+                      : cJSON_ParseWithLength(object->ptr, object->len);
+}
+
 int informer_apply_event(struct informer *inf, const char *line, size_t len)
 {
-    cJSON *ev = cJSON_ParseWithLength(line, len);
-    const cJSON *type = cJSON_GetObjectItemCaseSensitive(ev, "type");
-    cJSON *obj = cJSON_GetObjectItemCaseSensitive(ev, "object");
+    char type[16];
+    struct jscan_span span;
+    cJSON *obj = split_event(line, len, type, sizeof(type), &span) == 0 ? event_object(inf, type, &span) : NULL;
     enum event_result result = EVENT_OK;
-    if (!cJSON_IsString(type) || !cJSON_IsObject(obj)) {
+    if (!cJSON_IsObject(obj)) {
         log_warn("informer %s: malformed watch event skipped", inf->name);
-        cJSON_Delete(ev);
+        cJSON_Delete(obj);
         return EVENT_BAD;
     }
-    const char *t = type->valuestring;
-    if (strcmp(t, "ERROR") == 0) {
+    if (strcmp(type, "ERROR") == 0) {
         result = watch_error(inf, obj);
-    } else if (strcmp(t, "BOOKMARK") == 0) {
+    } else if (strcmp(type, "BOOKMARK") == 0) {
         atomic_fetch_add(&inf->bookmarks, 1);
         set_rv(inf, object_rv(obj));
     } else {
         atomic_fetch_add(&inf->events, 1);
-        if (strcmp(t, "DELETED") == 0)
+        if (strcmp(type, "DELETED") == 0)
             delete_object(inf, obj);
         else
             apply_object(inf, obj);
         set_rv(inf, object_rv(obj));
     }
-    cJSON_Delete(ev);
+    cJSON_Delete(obj);
     return result;
 }
 
@@ -262,7 +297,8 @@ static int collect_items(struct informer *inf, struct jscan *s, struct list_item
         struct jscan_span span;
         if (jscan_value_span(s, &span) != 0)
             return -1;
-        cJSON *obj = cJSON_ParseWithLength(span.ptr, span.len);
+        cJSON *obj = inf->kind == INFORMER_PODS ? pod_slim_from_text(span.ptr, span.len)
+                                                : cJSON_ParseWithLength(span.ptr, span.len);
         bool owned = false;
         void *item = obj ? convert_item(inf, obj, &owned) : NULL;
         if (!owned)

@@ -1,5 +1,6 @@
 /* podspec.c - Pod object -> pod_info; decision annotations. See podspec.h. */
 #include "extender/podspec.h"
+#include "extender/jscan.h"
 #include "extender/quantity.h"
 #include "extender/strbuf.h"
 
@@ -564,4 +565,134 @@ struct pod_info *pod_info_clone(const struct pod_info *src)
     if (p)
         p->decision.assigned = d->assigned;
     return p;
+}
+
+/* ---- slim pods from text -------------------------------------------------- */
+
+/* Copy a string value (escapes decoded) into obj[name]. */
+static int slim_string(struct jscan *s, cJSON *obj, const char *name)
+{
+    struct jscan_str str;
+    if (jscan_peek(s) != JSCAN_STRING)
+        return jscan_skip_value(s);
+    if (jscan_string(s, &str) != 0)
+        return -1;
+    char *v = jscan_str_dup(&str);
+    int rc = v && cJSON_AddStringToObject(obj, name, v) ? 0 : -1;
+    free(v);
+    return rc;
+}
+
+/* Parse a value fully (small parts: annotations, resources). */
+static int slim_value(struct jscan *s, cJSON *obj, const char *name)
+{
+    struct jscan_span span;
+    if (jscan_value_span(s, &span) != 0)
+        return -1;
+    cJSON *v = cJSON_ParseWithLength(span.ptr, span.len);
+    if (!v)
+        return -1;
+    if (!cJSON_AddItemToObject(obj, name, v)) {
+        cJSON_Delete(v);
+        return -1;
+    }
+    return 0;
+}
+
+typedef int (*slim_member_fn)(struct jscan *s, const struct jscan_str *key, cJSON *into);
+
+/* Walk an object value, letting `member` keep what it wants into a new
+ * object stored as parent[name]; anything else is validated and skipped. */
+static int slim_object(struct jscan *s, cJSON *parent, const char *name, slim_member_fn member)
+{
+    if (jscan_peek(s) != JSCAN_OBJECT)
+        return jscan_skip_value(s);
+    cJSON *into = cJSON_AddObjectToObject(parent, name);
+    if (!into || jscan_enter_object(s) != 0)
+        return -1;
+    struct jscan_str key;
+    int r;
+    while ((r = jscan_next_key(s, &key)) == 1)
+        if (member(s, &key, into) != 0)
+            return -1;
+    return r;
+}
+
+static int metadata_member(struct jscan *s, const struct jscan_str *key, cJSON *into)
+{
+    static const char *const strings[] = {"name", "namespace", "uid", "resourceVersion"};
+    for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++)
+        if (jscan_key_is(key, strings[i]))
+            return slim_string(s, into, strings[i]);
+    if (jscan_key_is(key, "annotations"))
+        return slim_value(s, into, "annotations");
+    return jscan_skip_value(s);
+}
+
+static int container_member(struct jscan *s, const struct jscan_str *key, cJSON *into)
+{
+    if (jscan_key_is(key, "name"))
+        return slim_string(s, into, "name");
+    if (jscan_key_is(key, "resources"))
+        return slim_value(s, into, "resources");
+    return jscan_skip_value(s);
+}
+
+static int slim_containers(struct jscan *s, cJSON *spec)
+{
+    if (jscan_peek(s) != JSCAN_ARRAY)
+        return slim_value(s, spec, "containers");   /* a wrong type stays visible to the parser */
+    cJSON *list = cJSON_AddArrayToObject(spec, "containers");
+    if (!list || jscan_enter_array(s) != 0)
+        return -1;
+    int e;
+    while ((e = jscan_next_element(s)) == 1) {
+        cJSON *holder = cJSON_CreateObject();
+        int rc = holder ? slim_object(s, holder, "c", container_member) : -1;
+        cJSON *c = holder ? cJSON_DetachItemFromObjectCaseSensitive(holder, "c") : NULL;
+        cJSON_Delete(holder);
+        if (rc != 0 || !c || !cJSON_AddItemToArray(list, c)) {
+            cJSON_Delete(c);
+            return -1;
+        }
+    }
+    return e;
+}
+
+static int spec_member(struct jscan *s, const struct jscan_str *key, cJSON *into)
+{
+    if (jscan_key_is(key, "nodeName"))
+        return slim_string(s, into, "nodeName");
+    if (jscan_key_is(key, "containers"))
+        return slim_containers(s, into);
+    return jscan_skip_value(s);
+}
+
+static int status_member(struct jscan *s, const struct jscan_str *key, cJSON *into)
+{
+    return jscan_key_is(key, "phase") ? slim_string(s, into, "phase") : jscan_skip_value(s);
+}
+
+static int pod_member(struct jscan *s, const struct jscan_str *key, cJSON *into)
+{
+    if (jscan_key_is(key, "metadata"))
+        return slim_object(s, into, "metadata", metadata_member);
+    if (jscan_key_is(key, "spec"))
+        return slim_object(s, into, "spec", spec_member);
+    if (jscan_key_is(key, "status"))
+        return slim_object(s, into, "status", status_member);
+    if (jscan_key_is(key, "kind"))
+        return slim_string(s, into, "kind");
+    return jscan_skip_value(s);
+}
+
+cJSON *pod_slim_from_text(const char *text, size_t len)
+{
+    struct jscan s;
+    jscan_init(&s, text, len);
+    cJSON *holder = cJSON_CreateObject();
+    int rc = holder && jscan_peek(&s) == JSCAN_OBJECT ? slim_object(&s, holder, "pod", pod_member) : -1;
+    cJSON *pod = rc == 0 && jscan_finish(&s) == 0 ? cJSON_DetachItemFromObjectCaseSensitive(holder, "pod") : NULL;
+    cJSON_Delete(holder);
+    return pod;
 }

@@ -73,6 +73,15 @@ struct pod_info {
     struct pod_decision decision;
 };
 
+/* From a Pod's JSON text, a cJSON object with only what the extender reads:
+ * metadata (name, namespace, uid, resourceVersion, annotations), spec
+ * (nodeName, containers' name and resources) and status.phase. Watches
+ * deliver whole pods (env, volumes, managedFields, statuses); skipping the
+ * rest with the scanner instead of building a tree for it is most of the
+ * cost of applying an event. NULL when the text is not a JSON object or on
+ * allocation failure. */
+cJSON *pod_slim_from_text(const char *text, size_t len);
+
 /* Parse a Pod object. Returns NULL only when the object is not a usable Pod
  * (no metadata.name, wrong types) or on allocation failure, with *err set to a
  * malloc'd message. An invalid GPU request (e.g. "0.5" vcuda-core) is not a

@@ -169,6 +169,45 @@ static void test_clone_without_decision(void **state)
     pod_info_free(p);
 }
 
+/* The slim form from text keeps exactly what pod_info reads. */
+static void test_slim_from_text(void **state)
+{
+    (void)state;
+    char *text = q("{'kind':'Pod','apiVersion':'v1','metadata':{'name':'p\\u0031','namespace':'ns','uid':'u',"
+                   "'resourceVersion':'7','labels':{'a':'b'},'managedFields':[{'manager':'x','fieldsV1':{'f:a':{}}}],"
+                   "'annotations':{'tencent.com/predicate-gpu-idx-0':'1','tencent.com/predicate-node':'n'}},"
+                   "'spec':{'nodeName':'n','volumes':[{'name':'v'}],'containers':[{'name':'a','image':'i',"
+                   "'env':[{'name':'X','value':'1'}],'resources':{'limits':{'tencent.com/vcuda-core':'30',"
+                   "'tencent.com/vcuda-memory':'4'}}},{'name':'b','resources':{}}]},"
+                   "'status':{'phase':'Running','conditions':[{'type':'Ready'}]}}");
+    cJSON *full = cJSON_Parse(text);
+    cJSON *slim = pod_slim_from_text(text, strlen(text));
+    assert_non_null(full);
+    assert_non_null(slim);
+    char *printed = cJSON_PrintUnformatted(slim);
+    assert_string_equal(printed, "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p1\",\"namespace\":\"ns\",\"uid\":\"u\","
+                                 "\"resourceVersion\":\"7\",\"annotations\":{\"tencent.com/predicate-gpu-idx-0\":\"1\","
+                                 "\"tencent.com/predicate-node\":\"n\"}},\"spec\":{\"nodeName\":\"n\",\"containers\":["
+                                 "{\"name\":\"a\",\"resources\":{\"limits\":{\"tencent.com/vcuda-core\":\"30\","
+                                 "\"tencent.com/vcuda-memory\":\"4\"}}},{\"name\":\"b\",\"resources\":{}}]},"
+                                 "\"status\":{\"phase\":\"Running\"}}");
+    struct pod_info *a = pod_info_from_json(full, NULL), *b = pod_info_from_json(slim, NULL);
+    assert_string_equal(a->key, b->key);
+    assert_string_equal(b->node_name, "n");
+    assert_int_equal(b->containers[0].cores, a->containers[0].cores);
+    assert_int_equal(b->containers[0].memory, 4);
+    assert_int_equal(b->decision.idx[0][0], 1);
+    pod_info_free(a);
+    pod_info_free(b);
+    free(printed);
+    cJSON_Delete(full);
+    cJSON_Delete(slim);
+    /* Malformed text is refused, never half-read. */
+    assert_null(pod_slim_from_text(text, strlen(text) - 1));
+    assert_null(pod_slim_from_text("[1]", 3));
+    free(text);
+}
+
 static void test_unnamed_container(void **state)
 {
     (void)state;
@@ -634,6 +673,7 @@ int main(void)
         cmocka_unit_test(test_pod_unusable),
         cmocka_unit_test(test_wrong_shapes),
         cmocka_unit_test(test_clone_without_decision),
+        cmocka_unit_test(test_slim_from_text),
         cmocka_unit_test(test_unnamed_container),
         cmocka_unit_test(test_vcuda_shared),
         cmocka_unit_test(test_vcuda_whole),

@@ -851,3 +851,12 @@ char *crl_defaults_patch(const cJSON *pod, const struct crl_defaults *d)
     strbuf_putc(&sb, ']');
     return strbuf_detach(&sb, NULL);
 }
+
+char *crl_problems_join(const struct crl_problems *p)
+{
+    struct strbuf sb;
+    strbuf_init(&sb);
+    for (size_t i = 0; i < p->count; i++)
+        strbuf_printf(&sb, "%s%s", i ? "; " : "", p->items[i]);
+    return strbuf_detach(&sb, NULL);
+}

@@ -46,6 +46,8 @@ struct crl_problems {
     bool failed;
 };
 void crl_problems_free(struct crl_problems *p);
+/* The problems as one message, "; " between them (malloc'd, NULL on allocation failure). */
+char *crl_problems_join(const struct crl_problems *p);
 
 /* Does this ConfigMap claim to be a CRL (the type label, or the cf-crl- name
  * prefix in the CRL namespace)? Only those are validated. */

@@ -113,45 +113,41 @@ static int apply_default(cJSON *pod, const struct crl_default *d)
     return 0;
 }
 
-static char *join(const struct crl_problems *v)
+/* Check a pod against the enabled CRLs and write their defaults into it.
+ * With violation non-NULL, a pod breaking a CRL gets no defaults and
+ * *violation the joined problems; with NULL, defaults are written whatever
+ * the pod breaks. 0, or -1 on allocation failure. */
+static int check_and_default(const struct admission_policy *p, cJSON *pod, char **violation)
 {
-    struct strbuf sb;
-    strbuf_init(&sb);
-    for (size_t i = 0; i < v->count; i++)
-        strbuf_printf(&sb, "%s%s", i ? "; " : "", v->items[i]);
-    return strbuf_detach(&sb, NULL);
+    struct crl_problems violations = {0};
+    struct crl_defaults defaults = {0};
+    int rc = crl_check_pod(p->crls, pod, &violations, &defaults);
+    if (rc == 0 && violation && violations.count) {
+        *violation = crl_problems_join(&violations);
+        rc = *violation ? 0 : -1;
+    } else {
+        for (size_t i = 0; rc == 0 && i < defaults.count; i++)
+            rc = apply_default(pod, &defaults.items[i]);
+    }
+    crl_problems_free(&violations);
+    crl_defaults_free(&defaults);
+    return rc;
 }
 
 char *policy_prepare_pod(const struct admission_policy *p, cJSON *pod)
 {
-    struct crl_problems violations = {0};
-    struct crl_defaults defaults = {0};
-    char *out = NULL;
-    if (crl_check_pod(p->crls, pod, &violations, &defaults) != 0) {
-        out = strdup("out of memory while checking CustomResourceLimitations");
-    } else if (violations.count) {
-        out = join(&violations);
-    } else {
-        for (size_t i = 0; i < defaults.count && !out; i++)
-            if (apply_default(pod, &defaults.items[i]) != 0)
-                out = strdup("out of memory while applying CustomResourceLimitation defaults");
+    char *violation = NULL;
+    if (check_and_default(p, pod, &violation) != 0) {
+        free(violation);
+        return strdup("out of memory while checking CustomResourceLimitations");
     }
-    crl_problems_free(&violations);
-    crl_defaults_free(&defaults);
-    return out;
+    return violation;
 }
 
 void policy_apply_defaults(void *ctx, cJSON *pod)
 {
-    const struct admission_policy *p = ctx;
-    struct crl_problems violations = {0};
-    struct crl_defaults defaults = {0};
-    if (crl_check_pod(p->crls, pod, &violations, &defaults) == 0)
-        for (size_t i = 0; i < defaults.count; i++)
-            if (apply_default(pod, &defaults.items[i]) != 0)
-                log_error("out of memory applying CustomResourceLimitation defaults");
-    crl_problems_free(&violations);
-    crl_defaults_free(&defaults);
+    if (check_and_default(ctx, pod, NULL) != 0)
+        log_error("out of memory applying CustomResourceLimitation defaults");
 }
 
 /* Does an excluded pod's quota usage count against (ns, model)? */

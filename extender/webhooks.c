@@ -12,15 +12,6 @@
 #define CODE_INVALID 422     /* the ConfigMap is not a valid CRL */
 #define CODE_FORBIDDEN 403   /* the pod breaks an enabled CRL */
 
-static char *join(const struct crl_problems *p)
-{
-    struct strbuf sb;
-    strbuf_init(&sb);
-    for (size_t i = 0; i < p->count; i++)
-        strbuf_printf(&sb, "%s%s", i ? "; " : "", p->items[i]);
-    return strbuf_detach(&sb, NULL);
-}
-
 static void answer(struct http_response *resp, const char *uid, bool allowed, int code, const char *message,
                    const char *patch)
 {
@@ -57,7 +48,7 @@ static void validate_configmap(struct app *app, const struct admission_request *
     if (crl_is_candidate(ar->object, ns))
         crl_validate_against(app->policy.crls, ar->object, ns, &problems);
     cache_unlock(&app->cache);
-    char *msg = problems.count ? join(&problems) : NULL;
+    char *msg = problems.count ? crl_problems_join(&problems) : NULL;
     if (problems.failed)
         http_json_error(resp, 500, "out of memory while validating");
     else
@@ -85,7 +76,7 @@ static void review_pod(struct app *app, const struct admission_request *ar, stru
         /* Violations are the validating webhook's to refuse: mutate only adds. */
         answer(resp, ar->uid, true, 200, NULL, patch);
     } else {
-        char *msg = violations.count ? join(&violations) : NULL;
+        char *msg = violations.count ? crl_problems_join(&violations) : NULL;
         answer(resp, ar->uid, violations.count == 0, violations.count ? CODE_FORBIDDEN : 200, msg, NULL);
         free(msg);
     }

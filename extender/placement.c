@@ -566,6 +566,19 @@ void free_names(char **names, size_t count)
 
 /* ---- bind ----------------------------------------------------------------- */
 
+/* Container i's chosen slots as device minors (idx[i] has room for every GPU). */
+static int masks_to_minors(const struct node_state *n, int ncontainers, const uint64_t *masks, int **idx, int *count)
+{
+    for (int i = 0; i < ncontainers; i++) {
+        if (!(idx[i] = calloc((size_t)n->gpu_count + 1, sizeof(int))))
+            return -1;
+        for (int s = 0; s < n->gpu_count; s++)
+            if (masks[i] >> s & 1)
+                idx[i][count[i]++] = n->gpus[s].minor;
+    }
+    return 0;
+}
+
 /* Fit and assume `pod` on `node` under the write lock; the decided pod
  * (with its annotations' facts) is returned for recording. */
 static struct pod_info *assume_on(struct placement *p, const struct pod_info *pod, const char *node, struct undo *u,
@@ -584,31 +597,29 @@ static struct pod_info *assume_on(struct placement *p, const struct pod_info *po
     struct fit_result fit = {.masks = masks};
     cache_write_lock(p->cache);
     const struct node_state *n = cache_find_node(p->cache, node);
+    const struct pod_entry *self = cache_find_pod(p->cache, pod->key);
     if (!n || !n->present) {
         *err = strbuf_format("node %s is not in the extender's cache", node);
-    } else if (!allocator_fit(n, pod, cache_find_pod(p->cache, pod->key), &p->cfg.policy, &fit)) {
+    } else if (!allocator_fit(n, pod, self, &p->cfg.policy, &fit)) {
         *err = strbuf_format("node %s cannot take pod %s: %s", node, pod->key, fit.reason);
-    } else if (p->policy &&
-               (quota = policy_check_quota(p->policy, p->cache, pod, cache_find_pod(p->cache, pod->key), n))) {
+    } else if (p->policy && (quota = policy_check_quota(p->policy, p->cache, pod, self, n))) {
         *err = strbuf_format("node %s cannot take pod %s: %s", node, pod->key, quota);
+    } else if (masks_to_minors(n, pod->ncontainers, masks, idx, count) != 0 ||
+               !(decided = pod_info_with_decision(pod, node, now_realtime_ns(), idx, count))) {
+        *err = strdup("out of memory");
     } else {
-        for (int i = 0; i < pod->ncontainers; i++) {
-            idx[i] = calloc((size_t)n->gpu_count + 1, sizeof(int));
-            for (int s = 0; idx[i] && s < n->gpu_count; s++)
-                if (masks[i] >> s & 1)
-                    idx[i][count[i]++] = n->gpus[s].minor;
-        }
-        decided = pod_info_with_decision(pod, node, now_realtime_ns(), idx, count);
-        struct pod_info *copy = decided ? pod_info_clone(decided) : NULL;
-        if (!copy || undo_prepare(p, pod->key, u) != 0 ||
-            cache_apply_pod_locked(p->cache, copy, now_realtime_ns()) != 0) {
-            if (copy && u->previous == NULL && !cache_find_pod(p->cache, pod->key))
-                pod_info_free(copy);   /* never handed to the cache */
+        struct pod_info *copy = pod_info_clone(decided);
+        int rc = -1;
+        if (copy && undo_prepare(p, pod->key, u) == 0)
+            rc = cache_apply_pod_locked(p->cache, copy, now_realtime_ns());   /* takes copy, also on failure */
+        else
+            pod_info_free(copy);
+        if (rc == 0) {
+            undo_mark(p, pod->key, u);
+        } else {
             pod_info_free(decided);
             decided = NULL;
             *err = strdup("out of memory");
-        } else {
-            undo_mark(p, pod->key, u);
         }
     }
     cache_unlock(p->cache);

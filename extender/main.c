@@ -89,6 +89,8 @@ static int run_server(struct app *app, const struct options *opts)
         free(err);
         return 1;
     }
+    /* Ready only now: every listener (HTTPS included) accepts connections. */
+    atomic_store(&app->ready, 1);
     log_info("gpu-quota-admission %s serving (placement %s, gpu-policy %s, node-policy %s, %s)", GQA_VERSION,
              opts->placement == PLACEMENT_BIND ? "bind" : "filter", policy_name(opts->policy.gpu),
              policy_name(opts->policy.node), opts->state_file ? "offline" : "live");
@@ -107,10 +109,8 @@ static int serve(const struct options *opts)
         return 1;
     }
     int rc = 1;
-    if (load_cluster(&app, opts) == 0) {
-        atomic_store(&app.ready, 1);
+    if (load_cluster(&app, opts) == 0)
         rc = run_server(&app, opts);
-    }
     /* After the listeners: a leader gives its Lease back on the way out. */
     live_stop(app.live);
     app.live = NULL;

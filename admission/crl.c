@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "extender/quantity.h"
-#include "extender/strbuf.h"
+#include "lib/quantity.h"
+#include "lib/strbuf.h"
 
 #define REQUESTS_PREFIX "requests."
 #define DNS1123_SUBDOMAIN_MAX 253

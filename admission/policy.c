@@ -1,7 +1,7 @@
 /* admission/policy.c - CRL registry and quota derived from ConfigMaps. See policy.h. */
 #include "admission/policy.h"
-#include "extender/log.h"
-#include "extender/strbuf.h"
+#include "lib/log.h"
+#include "lib/strbuf.h"
 
 #include <stdio.h>
 #include <stdlib.h>

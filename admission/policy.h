@@ -12,7 +12,7 @@
 
 #include "admission/crl.h"
 #include "admission/quota.h"
-#include "extender/cache.h"
+#include "cluster/cache.h"
 
 struct admission_policy {
     char *crl_namespace;

@@ -1,6 +1,6 @@
 /* admission/quota.c - per-namespace GPU quota. See quota.h. */
 #include "admission/quota.h"
-#include "extender/strbuf.h"
+#include "lib/strbuf.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -12,7 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "extender/strbuf.h"
+#include "lib/base64.h"
+#include "lib/strbuf.h"
 
 #define REVIEW_API_VERSION "admission.k8s.io/v1"
 #define REVIEW_KIND "AdmissionReview"
@@ -138,25 +139,6 @@ void admission_request_free(struct admission_request *req)
     memset(req, 0, sizeof(*req));
 }
 
-/* Standard base64 (RFC 4648 section 4, with padding), as Go's []byte JSON
- * encoding that the API server decodes response.patch with. */
-static void put_base64(struct strbuf *sb, const unsigned char *in, size_t len)
-{
-    static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    if (strbuf_reserve(sb, (len + 2) / 3 * 4) != 0)
-        return;
-    for (size_t i = 0; i < len; i += 3) {
-        unsigned long n = (unsigned long)in[i] << 16;
-        if (i + 1 < len)
-            n |= (unsigned long)in[i + 1] << 8;
-        if (i + 2 < len)
-            n |= in[i + 2];
-        char quad[4] = {alphabet[(n >> 18) & 63], alphabet[(n >> 12) & 63],
-                        i + 1 < len ? alphabet[(n >> 6) & 63] : '=', i + 2 < len ? alphabet[n & 63] : '='};
-        strbuf_append(sb, quad, 4);
-    }
-}
-
 /* "[]" (any spacing) adds nothing, so it is left out like NULL. */
 static bool patch_is_empty(const char *patch)
 {
@@ -186,7 +168,7 @@ char *admission_response(const char *uid, bool allowed, int code, const char *me
     strbuf_putc(&sb, '}');
     if (!patch_is_empty(patch)) {
         strbuf_puts(&sb, ",\"patchType\":\"JSONPatch\",\"patch\":\"");
-        put_base64(&sb, (const unsigned char *)patch, strlen(patch));
+        base64_append(&sb, (const unsigned char *)patch, strlen(patch));
         strbuf_putc(&sb, '"');
     }
     strbuf_puts(&sb, "}}");

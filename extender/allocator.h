@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "extender/cache.h"
-#include "extender/podspec.h"
+#include "cluster/cache.h"
+#include "cluster/podspec.h"
 
 enum policy { POLICY_BINPACK = 0, POLICY_SPREAD };
 

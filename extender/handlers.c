@@ -1,89 +1,14 @@
 /* handlers.c - endpoint handlers. See handlers.h. */
 #include "extender/handlers.h"
 #include "extender/live.h"
-#include "extender/log.h"
+#include "lib/log.h"
 #include "extender/metrics.h"
-#include "extender/strbuf.h"
+#include "lib/strbuf.h"
 #include "extender/wire.h"
-#include "version.h"
+#include "lib/version.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-void http_set_body(struct http_response *resp, int status, const char *content_type, char *body, size_t len)
-{
-    free(resp->body);
-    if (!body) {
-        static const char oom[] = "{\"error\":\"out of memory\"}";
-        resp->status = 500;
-        resp->content_type = CONTENT_JSON;
-        resp->body = strdup(oom);
-        resp->body_len = resp->body ? sizeof(oom) - 1 : 0;
-        return;
-    }
-    resp->status = status;
-    resp->content_type = content_type;
-    resp->body = body;
-    resp->body_len = len;
-}
-
-void http_json_error(struct http_response *resp, int status, const char *message)
-{
-    struct strbuf sb;
-    strbuf_init(&sb);
-    strbuf_puts(&sb, "{\"error\":");
-    strbuf_json_string(&sb, message);
-    strbuf_putc(&sb, '}');
-    size_t len = 0;
-    char *body = strbuf_detach(&sb, &len);
-    http_set_body(resp, status, CONTENT_JSON, body, len);
-}
-
-int app_init(struct app *app, const struct options *opts)
-{
-    memset(app, 0, sizeof(*app));
-    app->opts = opts;
-    if (policy_init(&app->policy, opts->crl_namespace, opts->quota_configmap) != 0)
-        return -1;
-    nodespec_set_labels(opts->gpu_model_label, opts->gpu_pool_label);
-    struct cache_config cc = {.assume_ttl_ns = opts->assume_ttl_ns, .configmaps_changed = policy_rebuild,
-                              .prepare_pod = policy_apply_defaults, .ctx = &app->policy};
-    struct placement_config pc = {.mode = opts->placement, .policy = opts->policy};
-    snprintf(app->not_ready_reason, sizeof(app->not_ready_reason), "initial state not loaded yet");
-    if (cache_init(&app->cache, &cc) != 0) {
-        policy_destroy(&app->policy);
-        return -1;
-    }
-    if (placement_init(&app->placement, &app->cache, &pc) != 0) {
-        cache_destroy(&app->cache);
-        policy_destroy(&app->policy);
-        return -1;
-    }
-    app->placement.policy = &app->policy;
-    return 0;
-}
-
-void app_destroy(struct app *app)
-{
-    placement_destroy(&app->placement);
-    cache_destroy(&app->cache);
-    policy_destroy(&app->policy);
-}
-
-struct pod_info *app_pod_from_json(struct app *app, cJSON *pod_json, char **err)
-{
-    cache_read_lock(&app->cache);
-    char *violation = cJSON_IsObject(pod_json) ? policy_prepare_pod(&app->policy, pod_json) : NULL;
-    cache_unlock(&app->cache);
-    struct pod_info *pod = pod_info_from_json(pod_json, err);
-    if (pod && violation) {
-        free(pod->request_error);
-        pod->request_error = violation;
-        violation = NULL;
-    }
-    free(violation);
-    return pod;
-}
 
 /* ---- extender verbs ------------------------------------------------------ */
 
@@ -384,7 +309,7 @@ void handle_inspect_nodes(struct app *app, const struct http_request *req, struc
     struct strbuf sb;
     strbuf_init(&sb);
     /* Show occupancy as the filter would see it now: drop expired assumptions. */
-    cache_expire(&app->cache, now_realtime_ns());
+    cache_expire(&app->cache, clock_realtime_ns());
     cache_read_lock(&app->cache);
     size_t n = 0, pos = 0;
     const struct node_state **nodes = malloc(sizeof(*nodes) * (dict_size(&app->cache.nodes) + 1));
@@ -417,7 +342,7 @@ static int64_t usage_of(void *ctx, const char *ns, const char *model)
 void handle_inspect_quota(struct app *app, const struct http_request *req, struct http_response *resp)
 {
     (void)req;
-    cache_expire(&app->cache, now_realtime_ns());
+    cache_expire(&app->cache, clock_realtime_ns());
     cache_read_lock(&app->cache);
     char *body = quota_render(app->policy.quota, app->policy.quota_error, usage_of, &app->cache);
     cache_unlock(&app->cache);
@@ -492,7 +417,7 @@ void handle_inspect_node(struct app *app, const struct http_request *req, struct
     const char *name = strrchr(req->path, '/') + 1;
     struct strbuf sb;
     strbuf_init(&sb);
-    cache_expire(&app->cache, now_realtime_ns());
+    cache_expire(&app->cache, clock_realtime_ns());
     cache_read_lock(&app->cache);
     const struct node_state *n = cache_find_node(&app->cache, name);
     bool found = n && n->present;
@@ -586,7 +511,7 @@ void handle_metrics(struct app *app, const struct http_request *req, struct http
     (void)req;
     struct strbuf sb;
     strbuf_init(&sb);
-    cache_expire(&app->cache, now_realtime_ns());    /* gqa_assumed_pods counts unexpired ones */
+    cache_expire(&app->cache, clock_realtime_ns());    /* gqa_assumed_pods counts unexpired ones */
     metrics_render(&sb, &app->cache);
     render_policy_metrics(app, &sb);
     if (app->live)

@@ -1,8 +1,9 @@
 /* live.c - live mode: informers, recorder, leader election. See live.h. */
 #include "extender/live.h"
-#include "extender/informer.h"
-#include "extender/leader.h"
-#include "extender/log.h"
+#include "extender/feed.h"
+#include "kube/informer.h"
+#include "kube/leader.h"
+#include "lib/log.h"
 #include "extender/recorder.h"
 
 #include <stddef.h>
@@ -18,6 +19,7 @@ struct live {
     struct app *app;
     struct kube_config *kube;
     struct informer *informers[NINFORMERS];
+    struct feed *feeds[NINFORMERS];         /* informers[i] feeds the cache through feeds[i] */
     struct recorder *recorder;
     struct leader_elector *leader;
     char identity[128];
@@ -28,8 +30,15 @@ static struct kube_config *load_config(const struct options *o, char **err)
     return o->kubeconfig ? kube_config_from_file(o->kubeconfig, err) : kube_config_in_cluster(err);
 }
 
+static struct informer *cache_informer(struct live *l, int i, const char *title, const char *path,
+                                       enum feed_kind kind, const char *ns, const char *name)
+{
+    l->feeds[i] = feed_new(kind, &l->app->cache, ns, name);
+    return l->feeds[i] ? informer_new(title, path, feed_sink(l->feeds[i]), l->kube) : NULL;
+}
+
 /* ConfigMaps of one namespace, or (name given) just one of them. */
-static struct informer *configmap_informer(struct live *l, const char *ns, const char *name)
+static struct informer *configmap_informer(struct live *l, int i, const char *ns, const char *name)
 {
     struct strbuf path, title, selector;
     strbuf_init(&path);
@@ -45,7 +54,7 @@ static struct informer *configmap_informer(struct live *l, const char *ns, const
     strbuf_printf(&title, "configmaps/%s%s%s", ns, name ? "/" : "", name ? name : "");
     bool ok = ens && (!name || sel) && !strbuf_failed(&path) && !strbuf_failed(&title);
     struct informer *inf =
-        ok ? informer_new(title.data, INFORMER_CONFIGMAPS, path.data, ns, name, &l->app->cache, l->kube) : NULL;
+        ok ? cache_informer(l, i, title.data, path.data, FEED_CONFIGMAPS, ns, name) : NULL;
     free(ens);
     free(sel);
     strbuf_free(&path);
@@ -58,14 +67,14 @@ static int make_informers(struct live *l, const struct options *o)
 {
     char quota_ns[64] = "", *quota_name = strchr(o->quota_configmap, '/');
     snprintf(quota_ns, sizeof(quota_ns), "%.*s", (int)(quota_name - o->quota_configmap), o->quota_configmap);
-    l->informers[0] = informer_new("nodes", INFORMER_NODES, "/api/v1/nodes", NULL, NULL, &l->app->cache, l->kube);
+    l->informers[0] = cache_informer(l, 0, "nodes", "/api/v1/nodes", FEED_NODES, NULL, NULL);
     /* Finished pods hold no GPU; the API server leaves them out and sends a
      * DELETED event when a pod finishes. */
-    l->informers[1] = informer_new("pods", INFORMER_PODS,
-                                   "/api/v1/pods?fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed",
-                                   NULL, NULL, &l->app->cache, l->kube);
-    l->informers[2] = configmap_informer(l, o->crl_namespace, NULL);
-    l->informers[3] = configmap_informer(l, quota_ns, quota_name + 1);
+    l->informers[1] = cache_informer(l, 1, "pods",
+                                     "/api/v1/pods?fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed",
+                                     FEED_PODS, NULL, NULL);
+    l->informers[2] = configmap_informer(l, 2, o->crl_namespace, NULL);
+    l->informers[3] = configmap_informer(l, 3, quota_ns, quota_name + 1);
     /* Pods are charged with CRL defaults: list them after the CRLs. */
     if (l->informers[1])
         informer_after(l->informers[1], &l->informers[2], 2);
@@ -79,9 +88,8 @@ static int start_leader(struct live *l, const struct options *o, char **err)
 {
     char host[64] = "unknown";
     gethostname(host, sizeof(host) - 1);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    snprintf(l->identity, sizeof(l->identity), "%s_%08lx", host, (unsigned long)(ts.tv_nsec ^ getpid()));
+    snprintf(l->identity, sizeof(l->identity), "%s_%08lx", host,
+             (unsigned long)(clock_realtime_ns() % NS_PER_S ^ getpid()));
     struct leader_config lc = {o->lease_namespace, o->lease_name, l->identity, 15000, 10000, 2000};
     l->leader = leader_start(l->kube, &lc, &l->app->is_leader, err);
     return l->leader ? 0 : -1;
@@ -120,8 +128,10 @@ void live_stop(struct live *l)
     if (!l)
         return;
     leader_stop(l->leader);
-    for (int i = 0; i < NINFORMERS; i++)
+    for (int i = 0; i < NINFORMERS; i++) {
         informer_free(l->informers[i]);
+        feed_free(l->feeds[i]);
+    }
     if (l->app)
         placement_set_sink(&l->app->placement, NULL);
     recorder_free(l->recorder);

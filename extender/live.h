@@ -14,8 +14,8 @@
 
 #include <stddef.h>
 
-#include "extender/handlers.h"
-#include "extender/strbuf.h"
+#include "extender/app.h"
+#include "lib/strbuf.h"
 
 #define LIVE_FAILING_BOUND_S 60
 

@@ -11,8 +11,8 @@
 
 #include <stdint.h>
 
-#include "extender/cache.h"
-#include "extender/strbuf.h"
+#include "cluster/cache.h"
+#include "lib/strbuf.h"
 
 enum metric_verb {
     VERB_FILTER = 0,

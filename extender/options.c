@@ -1,6 +1,8 @@
 /* options.c - flags and environment. See options.h. */
 #include "extender/options.h"
-#include "extender/quantity.h"
+#include "lib/duration.h"
+#include "lib/flags.h"
+#include "lib/quantity.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -8,25 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-typedef int (*setter_fn)(struct options *o, const char *value);
-
-struct flag {
-    const char *name;       /* without the leading "--" */
-    const char *arg;        /* NULL for switches */
-    setter_fn set;
-    const char *help;
-    int simulate;           /* also accepted by `simulate` */
-};
-
-static int set_string(char **field, const char *value)
-{
-    char *copy = strdup(value);
-    if (!copy)
-        return -1;
-    free(*field);
-    *field = copy;
-    return 0;
-}
+#define PROG "gpu-quota-admission"
+#define SERVE (1u << CMD_SERVE)
+#define BOTH (SERVE | 1u << CMD_SIMULATE)
 
 /* "HOST:PORT", "[v6]:PORT" or ":PORT" with a decimal port 0..65535; "" turns
  * the listener off. Checked here so a typo is a flag error (exit 2), and a
@@ -51,19 +37,19 @@ static bool valid_listen_address(const char *v)
 
 static int set_listen(char **field, const char *v)
 {
-    return valid_listen_address(v) ? set_string(field, v) : 1;
+    return valid_listen_address(v) ? flags_set_string(field, v) : 1;
 }
 
-static int set_listen_http(struct options *o, const char *v) { return set_listen(&o->listen_http, v); }
-static int set_listen_https(struct options *o, const char *v) { return set_listen(&o->listen_https, v); }
-static int set_tls_cert(struct options *o, const char *v) { return set_string(&o->tls_cert, v); }
-static int set_tls_key(struct options *o, const char *v) { return set_string(&o->tls_key, v); }
-static int set_tls_client_ca(struct options *o, const char *v) { return set_string(&o->tls_client_ca, v); }
-static int set_state_file(struct options *o, const char *v) { return set_string(&o->state_file, v); }
-static int set_pod_file(struct options *o, const char *v) { return set_string(&o->pod_file, v); }
-static int set_kubeconfig(struct options *o, const char *v) { return set_string(&o->kubeconfig, v); }
-static int set_lease_name(struct options *o, const char *v) { return *v ? set_string(&o->lease_name, v) : 1; }
-static int set_leader_elect(struct options *o, const char *v) { (void)v; o->leader_elect = 1; return 0; }
+static int set_listen_http(void *target, const char *v) { struct options *o = target; return set_listen(&o->listen_http, v); }
+static int set_listen_https(void *target, const char *v) { struct options *o = target; return set_listen(&o->listen_https, v); }
+static int set_tls_cert(void *target, const char *v) { struct options *o = target; return flags_set_string(&o->tls_cert, v); }
+static int set_tls_key(void *target, const char *v) { struct options *o = target; return flags_set_string(&o->tls_key, v); }
+static int set_tls_client_ca(void *target, const char *v) { struct options *o = target; return flags_set_string(&o->tls_client_ca, v); }
+static int set_state_file(void *target, const char *v) { struct options *o = target; return flags_set_string(&o->state_file, v); }
+static int set_pod_file(void *target, const char *v) { struct options *o = target; return flags_set_string(&o->pod_file, v); }
+static int set_kubeconfig(void *target, const char *v) { struct options *o = target; return flags_set_string(&o->kubeconfig, v); }
+static int set_lease_name(void *target, const char *v) { struct options *o = target; return *v ? flags_set_string(&o->lease_name, v) : 1; }
+static int set_leader_elect(void *target, const char *v) { struct options *o = target; (void)v; o->leader_elect = 1; return 0; }
 
 /* Kubernetes names: lowercase RFC 1123 labels, which is what a namespace must be. */
 static int is_dns_label(const char *v)
@@ -77,21 +63,24 @@ static int is_dns_label(const char *v)
     return 1;
 }
 
-static int set_crl_namespace(struct options *o, const char *v)
+static int set_crl_namespace(void *target, const char *v)
 {
-    return is_dns_label(v) ? set_string(&o->crl_namespace, v) : 1;
+    struct options *o = target;
+    return is_dns_label(v) ? flags_set_string(&o->crl_namespace, v) : 1;
 }
 
-static int set_model_label(struct options *o, const char *v) { return *v ? set_string(&o->gpu_model_label, v) : 1; }
-static int set_pool_label(struct options *o, const char *v) { return *v ? set_string(&o->gpu_pool_label, v) : 1; }
+static int set_model_label(void *target, const char *v) { struct options *o = target; return *v ? flags_set_string(&o->gpu_model_label, v) : 1; }
+static int set_pool_label(void *target, const char *v) { struct options *o = target; return *v ? flags_set_string(&o->gpu_pool_label, v) : 1; }
 
-static int set_lease_namespace(struct options *o, const char *v)
+static int set_lease_namespace(void *target, const char *v)
 {
-    return is_dns_label(v) ? set_string(&o->lease_namespace, v) : 1;
+    struct options *o = target;
+    return is_dns_label(v) ? flags_set_string(&o->lease_namespace, v) : 1;
 }
 
-static int set_quota_configmap(struct options *o, const char *v)
+static int set_quota_configmap(void *target, const char *v)
 {
+    struct options *o = target;
     const char *slash = strchr(v, '/');
     if (!slash || slash == v || !slash[1] || strchr(slash + 1, '/'))
         return 1;
@@ -101,11 +90,12 @@ static int set_quota_configmap(struct options *o, const char *v)
         return 1;
     memcpy(ns, v, n);
     ns[n] = '\0';
-    return is_dns_label(ns) ? set_string(&o->quota_configmap, v) : 1;
+    return is_dns_label(ns) ? flags_set_string(&o->quota_configmap, v) : 1;
 }
 
-static int set_placement(struct options *o, const char *v)
+static int set_placement(void *target, const char *v)
 {
+    struct options *o = target;
     if (strcmp(v, "filter") == 0)
         o->placement = PLACEMENT_FILTER;
     else if (strcmp(v, "bind") == 0)
@@ -115,11 +105,12 @@ static int set_placement(struct options *o, const char *v)
     return 0;
 }
 
-static int set_gpu_policy(struct options *o, const char *v) { return policy_parse(v, &o->policy.gpu) ? 1 : 0; }
-static int set_node_policy(struct options *o, const char *v) { return policy_parse(v, &o->policy.node) ? 1 : 0; }
+static int set_gpu_policy(void *target, const char *v) { struct options *o = target; return policy_parse(v, &o->policy.gpu) ? 1 : 0; }
+static int set_node_policy(void *target, const char *v) { struct options *o = target; return policy_parse(v, &o->policy.node) ? 1 : 0; }
 
-static int set_assume_ttl(struct options *o, const char *v)
+static int set_assume_ttl(void *target, const char *v)
 {
+    struct options *o = target;
     int64_t ns = parse_duration_ns(v);
     if (ns <= 0)
         return 1;
@@ -127,8 +118,9 @@ static int set_assume_ttl(struct options *o, const char *v)
     return 0;
 }
 
-static int set_threads(struct options *o, const char *v)
+static int set_threads(void *target, const char *v)
 {
+    struct options *o = target;
     char *end;
     errno = 0;
     long n = strtol(v, &end, 10);
@@ -138,8 +130,9 @@ static int set_threads(struct options *o, const char *v)
     return 0;
 }
 
-static int set_max_body(struct options *o, const char *v)
+static int set_max_body(void *target, const char *v)
 {
+    struct options *o = target;
     int64_t n;
     if (quantity_parse_int(v, strlen(v), &n) != QTY_OK || n < 1024)
         return 1;
@@ -147,10 +140,11 @@ static int set_max_body(struct options *o, const char *v)
     return 0;
 }
 
-static int set_log_level(struct options *o, const char *v) { return log_parse_level(v, &o->log_level) ? 1 : 0; }
+static int set_log_level(void *target, const char *v) { struct options *o = target; return log_parse_level(v, &o->log_level) ? 1 : 0; }
 
-static int set_log_format(struct options *o, const char *v)
+static int set_log_format(void *target, const char *v)
 {
+    struct options *o = target;
     if (strcmp(v, "text") == 0)
         o->log_json = 0;
     else if (strcmp(v, "json") == 0)
@@ -160,57 +154,38 @@ static int set_log_format(struct options *o, const char *v)
     return 0;
 }
 
-static int set_help(struct options *o, const char *v) { (void)v; o->show_help = 1; return 0; }
-static int set_version(struct options *o, const char *v) { (void)v; o->show_version = 1; return 0; }
+static int set_help(void *target, const char *v) { struct options *o = target; (void)v; o->show_help = 1; return 0; }
+static int set_version(void *target, const char *v) { struct options *o = target; (void)v; o->show_version = 1; return 0; }
 
-static const struct flag flags[] = {
-    {"listen-http", "ADDR:PORT", set_listen_http, "plain HTTP listener for the extender verbs (default 127.0.0.1:3456; \"\" disables)", 0},
-    {"listen-https", "ADDR:PORT", set_listen_https, "HTTPS listener (needs --tls-cert and --tls-key; default off)", 0},
-    {"tls-cert", "FILE", set_tls_cert, "PEM certificate (chain) served on the HTTPS listener", 0},
-    {"tls-key", "FILE", set_tls_key, "PEM private key of --tls-cert", 0},
-    {"tls-client-ca", "FILE", set_tls_client_ca, "require HTTPS clients to present a certificate signed by this CA", 0},
-    {"kubeconfig", "FILE", set_kubeconfig, "follow the cluster of this kubeconfig's current context (default: in-cluster config when KUBERNETES_SERVICE_HOST is set)", 0},
-    {"state-file", "FILE", set_state_file, "offline mode: load Nodes, Pods and ConfigMaps from a kind: List (YAML or JSON)", 1},
-    {"pod", "FILE", set_pod_file, "simulate: the Pod (YAML or JSON) to place", 1},
-    {"placement", "filter|bind", set_placement, "filter: decide in the filter and answer one node (default); bind: answer every feasible node", 1},
-    {"gpu-policy", "binpack|spread", set_gpu_policy, "order of GPUs for shared requests (default binpack; spread is refused for vcuda)", 1},
-    {"node-policy", "binpack|spread", set_node_policy, "shape of node scores (default binpack)", 1},
-    {"assume-ttl", "DURATION", set_assume_ttl, "how long an unbound decision holds its GPUs (default 60s)", 1},
-    {"crl-namespace", "NAMESPACE", set_crl_namespace, "namespace of the CustomResourceLimitation ConfigMaps (default kube-public)", 1},
-    {"quota-configmap", "NAMESPACE/NAME", set_quota_configmap, "the GPU quota ConfigMap (default kube-system/gpu-quota)", 1},
-    {"gpu-model-label", "LABEL", set_model_label, "node label naming the GPU model, for quota (default tkestack.io/gpu-model)", 1},
-    {"gpu-pool-label", "LABEL", set_pool_label, "node label naming the GPU pool, for quota (default tkestack.io/gpu-pool)", 1},
-    {"leader-elect", NULL, set_leader_elect, "take decisions only while holding the Lease (run several replicas)", 0},
-    {"lease-namespace", "NAMESPACE", set_lease_namespace, "namespace of the leader-election Lease (default kube-system)", 0},
-    {"lease-name", "NAME", set_lease_name, "name of the leader-election Lease (default gpu-quota-admission)", 0},
-    {"threads", "N", set_threads, "HTTP worker threads (default: number of cores)", 0},
-    {"max-body-bytes", "BYTES", set_max_body, "largest request body; larger ones get 413 (default 256Mi)", 0},
-    {"log-level", "debug|info|warn|error", set_log_level, "least severe level logged (default info)", 1},
-    {"log-format", "text|json", set_log_format, "log line format (default text)", 1},
-    {"version", NULL, set_version, "print the version and exit", 1},
-    {"help", NULL, set_help, "print this help and exit", 1},
+static const struct flag_spec flags[] = {
+    {"listen-http", "ADDR:PORT", set_listen_http, "plain HTTP listener for the extender verbs (default 127.0.0.1:3456; \"\" disables)", SERVE},
+    {"listen-https", "ADDR:PORT", set_listen_https, "HTTPS listener (needs --tls-cert and --tls-key; default off)", SERVE},
+    {"tls-cert", "FILE", set_tls_cert, "PEM certificate (chain) served on the HTTPS listener", SERVE},
+    {"tls-key", "FILE", set_tls_key, "PEM private key of --tls-cert", SERVE},
+    {"tls-client-ca", "FILE", set_tls_client_ca, "require HTTPS clients to present a certificate signed by this CA", SERVE},
+    {"kubeconfig", "FILE", set_kubeconfig, "follow the cluster of this kubeconfig's current context (default: in-cluster config when KUBERNETES_SERVICE_HOST is set)", SERVE},
+    {"state-file", "FILE", set_state_file, "offline mode: load Nodes, Pods and ConfigMaps from a kind: List (YAML or JSON)", BOTH},
+    {"pod", "FILE", set_pod_file, "simulate: the Pod (YAML or JSON) to place", BOTH},
+    {"placement", "filter|bind", set_placement, "filter: decide in the filter and answer one node (default); bind: answer every feasible node", BOTH},
+    {"gpu-policy", "binpack|spread", set_gpu_policy, "order of GPUs for shared requests (default binpack; spread is refused for vcuda)", BOTH},
+    {"node-policy", "binpack|spread", set_node_policy, "shape of node scores (default binpack)", BOTH},
+    {"assume-ttl", "DURATION", set_assume_ttl, "how long an unbound decision holds its GPUs (default 60s)", BOTH},
+    {"crl-namespace", "NAMESPACE", set_crl_namespace, "namespace of the CustomResourceLimitation ConfigMaps (default kube-public)", BOTH},
+    {"quota-configmap", "NAMESPACE/NAME", set_quota_configmap, "the GPU quota ConfigMap (default kube-system/gpu-quota)", BOTH},
+    {"gpu-model-label", "LABEL", set_model_label, "node label naming the GPU model, for quota (default tkestack.io/gpu-model)", BOTH},
+    {"gpu-pool-label", "LABEL", set_pool_label, "node label naming the GPU pool, for quota (default tkestack.io/gpu-pool)", BOTH},
+    {"leader-elect", NULL, set_leader_elect, "take decisions only while holding the Lease (run several replicas)", SERVE},
+    {"lease-namespace", "NAMESPACE", set_lease_namespace, "namespace of the leader-election Lease (default kube-system)", SERVE},
+    {"lease-name", "NAME", set_lease_name, "name of the leader-election Lease (default gpu-quota-admission)", SERVE},
+    {"threads", "N", set_threads, "HTTP worker threads (default: number of cores)", SERVE},
+    {"max-body-bytes", "BYTES", set_max_body, "largest request body; larger ones get 413 (default 256Mi)", SERVE},
+    {"log-level", "debug|info|warn|error", set_log_level, "least severe level logged (default info)", BOTH},
+    {"log-format", "text|json", set_log_format, "log line format (default text)", BOTH},
+    {"version", NULL, set_version, "print the version and exit", BOTH | FLAG_NO_ENV},
+    {"help", NULL, set_help, "print this help and exit", BOTH | FLAG_NO_ENV},
 };
 
 #define NFLAGS (sizeof(flags) / sizeof(flags[0]))
-
-int64_t parse_duration_ns(const char *text)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (errno || end == text || v < 0 || v > 1e9)
-        return -1;
-    double scale = 1e9;
-    if (strcmp(end, "ms") == 0)
-        scale = 1e6;
-    else if (strcmp(end, "m") == 0)
-        scale = 60e9;
-    else if (strcmp(end, "h") == 0)
-        scale = 3600e9;
-    else if (*end && strcmp(end, "s") != 0)
-        return -1;
-    return (int64_t)(v * scale);
-}
 
 static void set_defaults(struct options *o)
 {
@@ -225,88 +200,10 @@ static void set_defaults(struct options *o)
     o->log_level = LOG_INFO;
 }
 
-static const struct flag *find_flag(const char *name, size_t len)
+static int parse_flags(struct options *o, enum options_command cmd, int argc, char **argv, FILE *err)
 {
-    for (size_t i = 0; i < NFLAGS; i++)
-        if (strlen(flags[i].name) == len && strncmp(flags[i].name, name, len) == 0)
-            return &flags[i];
-    return NULL;
-}
-
-static int apply(struct options *o, const struct flag *f, const char *value, const char *source, FILE *err)
-{
-    int rc = f->set(o, value);
-    if (rc < 0) {
-        fprintf(err, "gpu-quota-admission: out of memory\n");
-        return -1;
-    }
-    if (rc > 0) {
-        fprintf(err, "gpu-quota-admission: invalid value \"%s\" for %s%s (expected %s)\n", value,
-                source[0] == '-' ? "--" : "", source[0] == '-' ? f->name : source, f->arg ? f->arg : "no value");
-        return -1;
-    }
-    return 0;
-}
-
-static int is_true(const char *v) { return !strcmp(v, "true") || !strcmp(v, "1"); }
-static int is_false(const char *v) { return !strcmp(v, "false") || !strcmp(v, "0") || !*v; }
-
-/* GQA_LISTEN_HTTP for --listen-http, and so on; switches take true/false.
- * --help and --version are not read from the environment. */
-static int apply_environment(struct options *o, enum options_command cmd, FILE *err)
-{
-    for (size_t i = 0; i < NFLAGS; i++) {
-        const struct flag *f = &flags[i];
-        if ((cmd == CMD_SIMULATE && !f->simulate) || f->set == set_help || f->set == set_version)
-            continue;
-        char env[64] = "GQA_";
-        size_t k = 4;
-        for (const char *p = f->name; *p && k < sizeof(env) - 1; p++)
-            env[k++] = *p == '-' ? '_' : (char)toupper((unsigned char)*p);
-        env[k] = '\0';
-        const char *value = getenv(env);
-        if (!value || (!f->arg && is_false(value)))
-            continue;
-        if (!f->arg && !is_true(value)) {
-            fprintf(err, "gpu-quota-admission: invalid value \"%s\" for %s (expected true or false)\n", value, env);
-            return -1;
-        }
-        if (apply(o, f, value, env, err) != 0)
-            return -1;
-    }
-    return 0;
-}
-
-static int apply_arguments(struct options *o, enum options_command cmd, int argc, char **argv, FILE *err)
-{
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (strncmp(a, "--", 2) != 0) {
-            fprintf(err, "gpu-quota-admission: unexpected argument \"%s\"\n", a);
-            return -1;
-        }
-        const char *eq = strchr(a, '=');
-        size_t len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
-        const struct flag *f = find_flag(a + 2, len);
-        if (!f || (cmd == CMD_SIMULATE && !f->simulate)) {
-            fprintf(err, "gpu-quota-admission: unknown flag %.*s\n", (int)(len + 2), a);
-            return -1;
-        }
-        const char *value = eq ? eq + 1 : NULL;
-        if (f->arg && !value) {
-            if (i + 1 >= argc) {
-                fprintf(err, "gpu-quota-admission: flag --%s needs a value (%s)\n", f->name, f->arg);
-                return -1;
-            }
-            value = argv[++i];
-        } else if (!f->arg && value) {
-            fprintf(err, "gpu-quota-admission: flag --%s takes no value\n", f->name);
-            return -1;
-        }
-        if (apply(o, f, value ? value : "", "--", err) != 0)
-            return -1;
-    }
-    return 0;
+    struct flag_parser p = {PROG, flags, NFLAGS, "GQA_", 1u << cmd, err};
+    return flags_parse(&p, o, argc, argv);
 }
 
 static int check_combination(const struct options *o, enum options_command cmd, FILE *err)
@@ -353,15 +250,15 @@ static int check_combination(const struct options *o, enum options_command cmd, 
 int options_parse(struct options *o, enum options_command cmd, int argc, char **argv, FILE *err)
 {
     set_defaults(o);
-    if (set_string(&o->listen_http, "127.0.0.1:3456") != 0 || set_string(&o->crl_namespace, "kube-public") != 0 ||
-        set_string(&o->quota_configmap, "kube-system/gpu-quota") != 0 ||
-        set_string(&o->lease_namespace, "kube-system") != 0 || set_string(&o->lease_name, "gpu-quota-admission") != 0 ||
-        set_string(&o->gpu_model_label, "tkestack.io/gpu-model") != 0 ||
-        set_string(&o->gpu_pool_label, "tkestack.io/gpu-pool") != 0) {
+    if (flags_set_string(&o->listen_http, "127.0.0.1:3456") != 0 || flags_set_string(&o->crl_namespace, "kube-public") != 0 ||
+        flags_set_string(&o->quota_configmap, "kube-system/gpu-quota") != 0 ||
+        flags_set_string(&o->lease_namespace, "kube-system") != 0 || flags_set_string(&o->lease_name, "gpu-quota-admission") != 0 ||
+        flags_set_string(&o->gpu_model_label, "tkestack.io/gpu-model") != 0 ||
+        flags_set_string(&o->gpu_pool_label, "tkestack.io/gpu-pool") != 0) {
         options_free(o);
         return -1;
     }
-    if (apply_environment(o, cmd, err) != 0 || apply_arguments(o, cmd, argc, argv, err) != 0 ||
+    if (parse_flags(o, cmd, argc, argv, err) != 0 ||
         check_combination(o, cmd, err) != 0) {
         options_free(o);
         return -1;
@@ -397,10 +294,6 @@ void options_print_help(FILE *out)
             "       gpu-quota-admission validate-crl [--crl-namespace NS] FILE...\n"
             "                                                        check CustomResourceLimitation ConfigMaps, exit 1 if any is invalid\n"
             "\nFlags (each also settable as GQA_<NAME>, e.g. GQA_LISTEN_HTTP):\n");
-    for (size_t i = 0; i < NFLAGS; i++) {
-        char left[64];
-        snprintf(left, sizeof(left), "--%s%s%s", flags[i].name, flags[i].arg ? " " : "",
-                 flags[i].arg ? flags[i].arg : "");
-        fprintf(out, "  %-32s %s\n", left, flags[i].help);
-    }
+    struct flag_parser p = {PROG, flags, NFLAGS, "GQA_", 1u << CMD_SERVE, out};
+    flags_print_help(&p, out, 32);
 }

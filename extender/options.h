@@ -14,7 +14,7 @@
 #include <stdio.h>
 
 #include "extender/allocator.h"
-#include "extender/log.h"
+#include "lib/log.h"
 #include "extender/placement.h"
 
 struct options {
@@ -46,8 +46,5 @@ enum options_command { CMD_SERVE, CMD_SIMULATE };
 int options_parse(struct options *o, enum options_command cmd, int argc, char **argv, FILE *err_out);
 void options_free(struct options *o);
 void options_print_help(FILE *out);
-
-/* "60s", "2m", "1h", "1500ms" or plain seconds -> nanoseconds; -1 when invalid. */
-int64_t parse_duration_ns(const char *text);
 
 #endif

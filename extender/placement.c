@@ -1,7 +1,7 @@
 /* placement.c - evaluate a pod over nodes; filter-mode decisions. See placement.h. */
 #include "extender/placement.h"
 #include "admission/policy.h"
-#include "extender/log.h"
+#include "lib/log.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -251,7 +251,7 @@ int placement_evaluate(struct placement *p, const struct pod_info *pod, const ch
     int pre = precheck(p, pod, ev);
     if (pre != 0)
         return pre < 0 ? -1 : 0;
-    cache_expire(p->cache, now_realtime_ns());
+    cache_expire(p->cache, clock_realtime_ns());
     cache_read_lock(p->cache);
     int rc = evaluate_locked(p, pod, ev);
     cache_unlock(p->cache);
@@ -334,7 +334,7 @@ static void undo_assumption(struct placement *p, const char *key, struct undo *u
     const struct pod_entry *e = cache_find_pod(p->cache, key);
     if (e && u->applied_at && e->applied_at == u->applied_at) {
         if (u->previous) {
-            if (cache_apply_pod_locked(p->cache, u->previous, now_realtime_ns()) != 0)
+            if (cache_apply_pod_locked(p->cache, u->previous, clock_realtime_ns()) != 0)
                 log_error("pod %s: could not undo an unrecorded assumption (out of memory)", key);
             u->previous = NULL;
         } else {
@@ -385,9 +385,9 @@ static int commit(struct placement *p, const struct pod_info *pod, struct evalua
         rc = 1;
     } else if (record_gpus(ev, chosen, node, masks) == 0) {
         decision_indices(ev, chosen, idx, count);
-        struct pod_info *assumed = pod_info_with_decision(pod, chosen->name, now_realtime_ns(), idx, count);
+        struct pod_info *assumed = pod_info_with_decision(pod, chosen->name, clock_realtime_ns(), idx, count);
         *decided_out = assumed ? pod_info_clone(assumed) : NULL;
-        rc = *decided_out && undo_prepare(p, pod->key, u) == 0 ? cache_apply_pod_locked(p->cache, assumed, now_realtime_ns())
+        rc = *decided_out && undo_prepare(p, pod->key, u) == 0 ? cache_apply_pod_locked(p->cache, assumed, clock_realtime_ns())
                                                                : (pod_info_free(assumed), -1);
         if (rc == 0)
             undo_mark(p, pod->key, u);
@@ -492,7 +492,7 @@ int placement_filter(struct placement *p, const struct pod_info *pod, const char
     /* One decision at a time: evaluation and commit of two pods never
      * interleave, so they cannot both take the last free GPU. */
     pthread_mutex_lock(&p->decide_lock);
-    cache_expire(p->cache, now_realtime_ns());
+    cache_expire(p->cache, clock_realtime_ns());
     cache_read_lock(p->cache);
     int rc = evaluate_locked(p, pod, ev);
     cache_unlock(p->cache);
@@ -605,13 +605,13 @@ static struct pod_info *assume_on(struct placement *p, const struct pod_info *po
     } else if (p->policy && (quota = policy_check_quota(p->policy, p->cache, pod, self, n))) {
         *err = strbuf_format("node %s cannot take pod %s: %s", node, pod->key, quota);
     } else if (masks_to_minors(n, pod->ncontainers, masks, idx, count) != 0 ||
-               !(decided = pod_info_with_decision(pod, node, now_realtime_ns(), idx, count))) {
+               !(decided = pod_info_with_decision(pod, node, clock_realtime_ns(), idx, count))) {
         *err = strdup("out of memory");
     } else {
         struct pod_info *copy = pod_info_clone(decided);
         int rc = -1;
         if (copy && undo_prepare(p, pod->key, u) == 0)
-            rc = cache_apply_pod_locked(p->cache, copy, now_realtime_ns());   /* takes copy, also on failure */
+            rc = cache_apply_pod_locked(p->cache, copy, clock_realtime_ns());   /* takes copy, also on failure */
         else
             pod_info_free(copy);
         if (rc == 0) {
@@ -655,7 +655,7 @@ static int mark_bound(struct placement *p, const struct pod_info *pod, const cha
         pod_info_free(bound);
         return -1;
     }
-    return cache_apply_pod(p->cache, bound, now_realtime_ns());
+    return cache_apply_pod(p->cache, bound, clock_realtime_ns());
 }
 
 /* Annotations first, Binding second (GPU-Manager reads a pod once it is
@@ -731,7 +731,7 @@ int placement_bind(struct placement *p, const char *ns, const char *name, const 
         return -1;
     }
     pthread_mutex_lock(&p->decide_lock);
-    cache_expire(p->cache, now_realtime_ns());
+    cache_expire(p->cache, clock_realtime_ns());
     if (!leading(p)) {
         pthread_mutex_unlock(&p->decide_lock);
         free(key);
@@ -820,7 +820,7 @@ int placement_preempt(struct placement *p, const struct pod_info *pod, struct pr
         free(out);
         return -1;
     }
-    cache_expire(p->cache, now_realtime_ns());
+    cache_expire(p->cache, clock_realtime_ns());
     cache_read_lock(p->cache);
     const struct pod_entry *self = cache_find_pod(p->cache, pod->key);
     for (size_t i = 0; i < n; i++)

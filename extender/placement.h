@@ -20,8 +20,8 @@
 #include <sys/types.h>
 
 #include "extender/allocator.h"
-#include "extender/cache.h"
-#include "extender/strbuf.h"
+#include "cluster/cache.h"
+#include "lib/strbuf.h"
 
 struct admission_policy;
 

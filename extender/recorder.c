@@ -1,7 +1,7 @@
 /* recorder.c - decisions written to the API server. See recorder.h. */
 #include "extender/recorder.h"
-#include "extender/log.h"
-#include "extender/strbuf.h"
+#include "lib/log.h"
+#include "lib/strbuf.h"
 
 #include <pthread.h>
 #include <stdio.h>

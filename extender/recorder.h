@@ -12,7 +12,7 @@
 #ifndef GQA_RECORDER_H
 #define GQA_RECORDER_H
 
-#include "extender/kubeclient.h"
+#include "kube/kubeclient.h"
 #include "extender/placement.h"
 
 #define RECORDER_TIMEOUT_MS 3000

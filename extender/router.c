@@ -1,5 +1,6 @@
 /* router.c - endpoint table. See router.h. */
 #include "extender/router.h"
+#include "extender/handlers.h"
 #include "extender/webhooks.h"
 
 #include <stdio.h>

@@ -8,7 +8,7 @@
 #ifndef GQA_ROUTER_H
 #define GQA_ROUTER_H
 
-#include "extender/handlers.h"
+#include "extender/app.h"
 #include "extender/http.h"
 #include "extender/metrics.h"
 

@@ -1,9 +1,10 @@
 /* server.c - libmicrohttpd listeners. See server.h. */
 #include "extender/server.h"
-#include "extender/log.h"
+#include "lib/clock.h"
+#include "lib/log.h"
 #include "extender/router.h"
-#include "extender/strbuf.h"
-#include "extender/tlscreds.h"
+#include "lib/strbuf.h"
+#include "kube/tlscreds.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -42,18 +43,16 @@ struct request_ctx {
     struct server *server;
     struct listener *listener;
     struct strbuf body;
-    struct timespec started;
+    int64_t started_ns;
     enum metric_verb verb;
     int status;
     int too_large;
     int answered;        /* a response was queued early (413, 403) */
 };
 
-static double seconds_since(const struct timespec *t0)
+static double seconds_since(int64_t t0_ns)
 {
-    struct timespec t1;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
+    return (double)(clock_monotonic_ns() - t0_ns) / 1e9;
 }
 
 static enum MHD_Result queue(struct MHD_Connection *conn, struct request_ctx *ctx, struct http_response *resp)
@@ -107,7 +106,7 @@ static enum MHD_Result begin_request(struct listener *l, struct server *s, struc
     ctx->listener = l;
     ctx->verb = VERB_OTHER;
     strbuf_init(&ctx->body);
-    clock_gettime(CLOCK_MONOTONIC, &ctx->started);
+    ctx->started_ns = clock_monotonic_ns();
     atomic_fetch_add(&s->in_flight, 1);
     *con_cls = ctx;
     if (l->require_client_cert && !client_cert_ok(conn))
@@ -173,7 +172,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         return;
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && !ctx->status)
         ctx->status = 499;    /* the client went away before an answer */
-    metrics_observe_request(ctx->verb, ctx->status, seconds_since(&ctx->started), ctx->body.len);
+    metrics_observe_request(ctx->verb, ctx->status, seconds_since(ctx->started_ns), ctx->body.len);
     atomic_fetch_sub(&ctx->server->in_flight, 1);
     strbuf_free(&ctx->body);
     free(ctx);

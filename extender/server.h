@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 
-#include "extender/handlers.h"
+#include "extender/app.h"
 
 #define SERVER_IDLE_TIMEOUT_S 30
 

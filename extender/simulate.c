@@ -1,21 +1,17 @@
 /*
- * simulate.c - `gpu-quota-admission simulate --state-file F --pod POD.yaml`.
- *
- * Answers "where would this pod go, and why not elsewhere" without a server:
- * loads the state, runs the same evaluation as POST /inspect/explain, prints
- * that answer and exits 0 when some node fits, 1 when none does, 2 on bad
- * input.
+ * simulate.c - "where would this pod go, and why not elsewhere", without a
+ * server: loads the state, runs the same evaluation as POST /inspect/explain
+ * and prints that answer. See simulate.h.
  */
+#include "extender/simulate.h"
 #include "extender/handlers.h"
-#include "extender/log.h"
+#include "lib/log.h"
 #include "extender/options.h"
-#include "extender/statefile.h"
+#include "cluster/statefile.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-int simulate_main(int argc, char **argv);
 
 static cJSON *read_pod(const char *path)
 {

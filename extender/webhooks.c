@@ -1,9 +1,9 @@
 /* webhooks.c - admission webhooks and validate-crl. See webhooks.h. */
 #include "extender/webhooks.h"
 #include "admission/webhook.h"
-#include "extender/log.h"
-#include "extender/statefile.h"
-#include "extender/strbuf.h"
+#include "lib/log.h"
+#include "cluster/statefile.h"
+#include "lib/strbuf.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -11,7 +11,8 @@
 #ifndef GQA_WEBHOOKS_H
 #define GQA_WEBHOOKS_H
 
-#include "extender/handlers.h"
+#include "extender/app.h"
+#include "extender/http.h"
 
 void handle_admission_validate(struct app *app, const struct http_request *req, struct http_response *resp);
 void handle_admission_mutate(struct app *app, const struct http_request *req, struct http_response *resp);

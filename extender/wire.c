@@ -1,6 +1,6 @@
 /* wire.c - extender wire format. See wire.h. */
 #include "extender/wire.h"
-#include "extender/strbuf.h"
+#include "lib/strbuf.h"
 
 #include <stdlib.h>
 #include <string.h>

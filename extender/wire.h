@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <cjson/cJSON.h>
 
-#include "extender/jscan.h"
+#include "lib/jscan.h"
 #include "extender/placement.h"
 
 enum args_form { ARGS_NODE_NAMES = 0, ARGS_NODES };

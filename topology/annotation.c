@@ -1,7 +1,7 @@
 /* annotation.c - the `gpu-admission.io/topology` node annotation; see annotation.h. */
 #include "topology/annotation.h"
 
-#include "extender/strbuf.h"
+#include "lib/strbuf.h"
 
 #include <limits.h>
 #include <stdarg.h>

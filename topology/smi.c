@@ -40,7 +40,7 @@
  */
 #include "topology/smi.h"
 
-#include "extender/strbuf.h"
+#include "lib/strbuf.h"
 
 #include <limits.h>
 #include <stdarg.h>

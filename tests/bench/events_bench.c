@@ -12,8 +12,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "extender/informer.h"
-#include "extender/strbuf.h"
+#include "extender/feed.h"
+#include "kube/informer.h"
+#include "lib/strbuf.h"
 
 #define NODES 1000
 #define GPUS 8
@@ -78,8 +79,12 @@ int main(int argc, char **argv)
     struct cache_config cc = {.assume_ttl_ns = 60000000000LL};
     if (pods <= 0 || cache_init(&cache, &cc) != 0)
         return 2;
-    struct informer *nodes = informer_new("nodes", INFORMER_NODES, "/api/v1/nodes", NULL, NULL, &cache, NULL);
-    struct informer *inf = informer_new("pods", INFORMER_PODS, "/api/v1/pods", NULL, NULL, &cache, NULL);
+    struct feed *node_feed = feed_new(FEED_NODES, &cache, NULL, NULL);
+    struct feed *pod_feed = feed_new(FEED_PODS, &cache, NULL, NULL);
+    if (!node_feed || !pod_feed)
+        return 2;
+    struct informer *nodes = informer_new("nodes", "/api/v1/nodes", feed_sink(node_feed), NULL);
+    struct informer *inf = informer_new("pods", "/api/v1/pods", feed_sink(pod_feed), NULL);
     if (!nodes || !inf)
         return 2;
     add_nodes(nodes);
@@ -123,6 +128,8 @@ int main(int argc, char **argv)
     free(off);
     informer_free(inf);
     informer_free(nodes);
+    feed_free(pod_feed);
+    feed_free(node_feed);
     cache_destroy(&cache);
     return left == 0 ? 0 : 1;
 }

@@ -18,7 +18,7 @@
  * rest against it or cheaply); a wrong answer, a server that does not start
  * or does not stop cleanly makes the run exit 1.
  */
-#include "extender/strbuf.h"
+#include "lib/strbuf.h"
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>

@@ -13,7 +13,7 @@
  * Exit status 1 when the walk is less than 5x faster than cJSON_Parse or the
  * two disagree about the node names.
  */
-#include "extender/jscan.h"
+#include "lib/jscan.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>

@@ -12,9 +12,9 @@
 #include <string.h>
 
 #include "extender/allocator.h"
-#include "extender/cache.h"
-#include "extender/nodespec.h"
-#include "extender/podspec.h"
+#include "cluster/cache.h"
+#include "cluster/nodespec.h"
+#include "cluster/podspec.h"
 
 /* Fixtures are written with single quotes; q() turns them into JSON. */
 static char *q(const char *text)
@@ -146,7 +146,7 @@ static void add_bound(struct cluster_cache *c, const char *name, const char *nod
         "{'metadata':{'name':'%s','namespace':'t'%s},'spec':{'nodeName':'%s','containers':[{'name':'c',"
         "'resources':{'limits':%s}}]},'status':{'phase':'Running'}}",
         name, ann, node, limits);
-    assert_int_equal(cache_apply_pod(c, parse_pod(buf), now_realtime_ns()), 0);
+    assert_int_equal(cache_apply_pod(c, parse_pod(buf), clock_realtime_ns()), 0);
 }
 
 struct fit_out {
@@ -715,7 +715,7 @@ static void test_self_charge_excluded(void **state)
     add_vcuda_node(c, "n", 1, 40);
     add_vcuda_node(c, "o", 1, 40);
     char buf[1024];
-    int64_t now = now_realtime_ns();
+    int64_t now = clock_realtime_ns();
     fmt(buf, sizeof(buf),
         "{'metadata':{'name':'me','namespace':'t','annotations':{'gpu-admission.io/node':'n',"
         "'gpu-admission.io/time':'%" PRId64 "','gpu-admission.io/gpu-idx-0':'0'}},"

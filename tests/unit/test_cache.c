@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "extender/cache.h"
-#include "extender/nodespec.h"
-#include "extender/podspec.h"
+#include "cluster/cache.h"
+#include "cluster/nodespec.h"
+#include "cluster/podspec.h"
 
 #define SEC 1000000000LL
 
@@ -122,7 +122,7 @@ static void bound(struct cluster_cache *c, const char *name, const char *node, c
             "'tencent.com/predicate-gpu-idx-0':'%s','tencent.com/predicate-node':'%s',"
             "'tencent.com/gpu-assigned':'true','tencent.com/predicate-time':'1763700000000000000'",
             idx, node);
-    pod(c, name, node, ann, limits, "Running", now_realtime_ns());
+    pod(c, name, node, ann, limits, "Running", clock_realtime_ns());
 }
 
 /* Unbound, assumed on `node` at time `t` (gpu-admission.io keys), applied at `now`. */
@@ -270,13 +270,13 @@ static void test_pods_not_charged(void **state)
     struct cluster_cache *c = *state;
     vcuda_node(c, "n", 2, 40);
     /* Not a GPU pod. */
-    pod(c, "cpu", "n", "", "{'cpu':'1'}", "Running", now_realtime_ns());
+    pod(c, "cpu", "n", "", "{'cpu':'1'}", "Running", clock_realtime_ns());
     /* An invalid request (shared without memory). */
     bound(c, "bad", "n", "0", VCW(50));
     /* Unbound and never decided. */
-    pod(c, "pending", NULL, "", VC(10, 1), "Pending", now_realtime_ns());
+    pod(c, "pending", NULL, "", VC(10, 1), "Pending", clock_realtime_ns());
     /* Assumed, but the decision is older than the TTL. */
-    int64_t now = now_realtime_ns();
+    int64_t now = clock_realtime_ns();
     assumed(c, "stale", "n", "0", VC(10, 1), now - 61 * SEC, now);
     /* Assumed without a time. */
     pod(c, "notime", NULL, "'gpu-admission.io/node':'n','gpu-admission.io/gpu-idx-0':'0'", VC(10, 1), "Pending", now);
@@ -295,7 +295,7 @@ static void test_assumed_then_bound(void **state)
 {
     struct cluster_cache *c = *state;
     vcuda_node(c, "n", 2, 40);
-    int64_t now = now_realtime_ns();
+    int64_t now = clock_realtime_ns();
     assumed(c, "p", "n", "1", VC(30, 10), now, now);
     const struct pod_entry *e = cache_find_pod(c, "t/p");
     assert_non_null(e->node);
@@ -331,7 +331,7 @@ static void test_bound_elsewhere_than_decided(void **state)
     vcuda_node(c, "m", 2, 40);
     /* Decided for m, but bound to n (by something else): the binding wins
      * and m's indices say nothing about n's GPUs. */
-    int64_t now = now_realtime_ns();
+    int64_t now = clock_realtime_ns();
     char ann[256];
     fmt(ann, sizeof(ann),
         "'gpu-admission.io/gpu-idx-0':'1','gpu-admission.io/node':'m','gpu-admission.io/time':'%" PRId64 "'", now);
@@ -346,14 +346,14 @@ static void test_terminal_releases(void **state)
     struct cluster_cache *c = *state;
     vcuda_node(c, "n", 2, 40);
     const char *ann = "'tencent.com/predicate-gpu-idx-0':'0','tencent.com/predicate-node':'n'";
-    pod(c, "a", "n", ann, VC(30, 10), "Running", now_realtime_ns());
-    pod(c, "b", "n", ann, VC(20, 10), "Running", now_realtime_ns());
+    pod(c, "a", "n", ann, VC(30, 10), "Running", clock_realtime_ns());
+    pod(c, "b", "n", ann, VC(20, 10), "Running", clock_realtime_ns());
     expect_gpu(c, "n", 0, 50, 20, 2);
-    pod(c, "a", "n", ann, VC(30, 10), "Succeeded", now_realtime_ns());
+    pod(c, "a", "n", ann, VC(30, 10), "Succeeded", clock_realtime_ns());
     expect_gpu(c, "n", 0, 20, 10, 1);
     assert_non_null(cache_find_pod(c, "t/a"));
     assert_null(cache_find_pod(c, "t/a")->node);
-    pod(c, "b", "n", ann, VC(20, 10), "Failed", now_realtime_ns());
+    pod(c, "b", "n", ann, VC(20, 10), "Failed", clock_realtime_ns());
     expect_idle(c, "n");
     /* Deleting a released pod changes nothing. */
     assert_int_equal(cache_delete_pod(c, "t/a"), 0);
@@ -483,7 +483,7 @@ static void test_node_delete_with_expired_assumption(void **state)
     c->cfg.assume_ttl_ns = 5 * SEC;
     vcuda_node(c, "n", 2, 40);
     /* Applied "10 s ago", when the 5 s assumption was still live. */
-    int64_t then = now_realtime_ns() - 10 * SEC;
+    int64_t then = clock_realtime_ns() - 10 * SEC;
     assumed(c, "p", "n", "0", VC(30, 10), then, then);
     expect_gpu(c, "n", 0, 30, 10, 1);
     /* The node's deletion re-charges its pods now: the assumption is over,
@@ -587,7 +587,7 @@ static void test_multi_container_indices(void **state)
                    "'spec':{'nodeName':'n','containers':[{'name':'side'},"
                    "{'name':'s','resources':{'limits':" VC(25, 4) "}},"
                    "{'name':'w','resources':{'limits':" VCW(200) "}}]}}",
-                   now_realtime_ns());
+                   clock_realtime_ns());
     expect_gpus(c, "n", 4, (int64_t[]){100, 100, 0, 25}, (int64_t[]){40, 40, 0, 4}, (int[]){1, 1, 0, 1});
     expect_unattributed(c, "n", 0, 0, 0, 0);
     assert_int_equal(cache_find_pod(c, "t/m")->nslots, 3);
@@ -599,7 +599,7 @@ static void test_multi_container_indices(void **state)
                    "'spec':{'nodeName':'n','containers':[{'name':'side'},"
                    "{'name':'s','resources':{'limits':" VC(25, 4) "}},"
                    "{'name':'w','resources':{'limits':" VCW(200) "}}]}}",
-                   now_realtime_ns());
+                   clock_realtime_ns());
     expect_gpus(c, "n", 4, (int64_t[]){0, 0, 0, 0}, (int64_t[]){0, 0, 0, 0}, (int[]){0, 0, 0, 0});
     expect_unattributed(c, "n", 225, 84, 0, 1);
 }
@@ -617,7 +617,7 @@ static void test_cross_container_duplicates(void **state)
                    "'spec':{'nodeName':'n','containers':["
                    "{'name':'w','resources':{'limits':" VCW(200) "}},"
                    "{'name':'s','resources':{'limits':" VC(25, 4) "}}]}}",
-                   now_realtime_ns());
+                   clock_realtime_ns());
     expect_unattributed(c, "n", 225, 84, 0, 1);
     expect_gpus(c, "n", 4, (int64_t[]){0, 0, 0, 0}, (int64_t[]){0, 0, 0, 0}, (int[]){0, 0, 0, 0});
     apply_pod_json(c,
@@ -627,7 +627,7 @@ static void test_cross_container_duplicates(void **state)
                    "'spec':{'nodeName':'n','containers':["
                    "{'name':'a','resources':{'limits':" VC(25, 4) "}},"
                    "{'name':'b','resources':{'limits':" VC(30, 6) "}}]}}",
-                   now_realtime_ns());
+                   clock_realtime_ns());
     expect_unattributed(c, "n", 0, 0, 0, 0);
     expect_gpu(c, "n", 3, 55, 10, 2);
 }
@@ -637,7 +637,7 @@ static void test_gqa_keys_when_tencent_absent(void **state)
     struct cluster_cache *c = *state;
     vcuda_node(c, "n", 4, 40);
     pod(c, "a", "n", "'gpu-admission.io/gpu-idx-0':'2','gpu-admission.io/node':'n'", VC(30, 10), "Running",
-        now_realtime_ns());
+        clock_realtime_ns());
     expect_gpus(c, "n", 4, (int64_t[]){0, 0, 30, 0}, (int64_t[]){0, 0, 10, 0}, (int[]){0, 0, 1, 0});
     expect_unattributed(c, "n", 0, 0, 0, 0);
 }
@@ -650,7 +650,7 @@ static void test_tencent_preferred(void **state)
     pod(c, "a", "n",
         "'gpu-admission.io/gpu-idx-0':'1','gpu-admission.io/node':'n',"
         "'tencent.com/predicate-gpu-idx-0':'3','tencent.com/predicate-node':'n','tencent.com/gpu-assigned':'true'",
-        VC(30, 10), "Running", now_realtime_ns());
+        VC(30, 10), "Running", clock_realtime_ns());
     expect_gpus(c, "n", 4, (int64_t[]){0, 0, 0, 30}, (int64_t[]){0, 0, 0, 10}, (int[]){0, 0, 0, 1});
     const struct pod_entry *e = cache_find_pod(c, "t/a");
     assert_true(e->info->decision.assigned);
@@ -704,7 +704,7 @@ static void test_configmaps(void **state)
 static void test_apply_object(void **state)
 {
     struct cluster_cache *c = *state;
-    int64_t now = now_realtime_ns();
+    int64_t now = clock_realtime_ns();
     struct {
         const char *obj;
         int rc;

@@ -21,8 +21,8 @@
 #include <cmocka.h>
 
 #include "admission/crl.h"
-#include "extender/strbuf.h"
-#include "extender/yamljson.h"
+#include "lib/strbuf.h"
+#include "lib/yamljson.h"
 
 #define NS "kube-public"
 

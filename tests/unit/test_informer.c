@@ -1,4 +1,5 @@
-/* Unit tests for informer_apply_event: watch events applied to the cache. */
+/* Unit tests for informer_apply_event: watch events applied to the cache
+ * through the extender's feeds. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,11 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "extender/informer.h"
+#include "extender/feed.h"
+#include "kube/informer.h"
 
 struct fixture {
     struct cluster_cache cache;
     struct informer *pods, *nodes, *cms;
+    struct feed *pod_feed, *node_feed, *cm_feed;
 };
 
 static int setup(void **state)
@@ -21,10 +24,15 @@ static int setup(void **state)
     struct fixture *f = calloc(1, sizeof(*f));
     struct cache_config cc = {.assume_ttl_ns = 60000000000LL};
     assert_int_equal(cache_init(&f->cache, &cc), 0);
-    f->pods = informer_new("pods", INFORMER_PODS, "/api/v1/pods", NULL, NULL, &f->cache, NULL);
-    f->nodes = informer_new("nodes", INFORMER_NODES, "/api/v1/nodes", NULL, NULL, &f->cache, NULL);
-    f->cms = informer_new("cm", INFORMER_CONFIGMAPS, "/api/v1/namespaces/kube-public/configmaps", "kube-public", NULL,
-                          &f->cache, NULL);
+    f->pod_feed = feed_new(FEED_PODS, &f->cache, NULL, NULL);
+    f->node_feed = feed_new(FEED_NODES, &f->cache, NULL, NULL);
+    f->cm_feed = feed_new(FEED_CONFIGMAPS, &f->cache, "kube-public", NULL);
+    assert_non_null(f->pod_feed);
+    assert_non_null(f->node_feed);
+    assert_non_null(f->cm_feed);
+    f->pods = informer_new("pods", "/api/v1/pods", feed_sink(f->pod_feed), NULL);
+    f->nodes = informer_new("nodes", "/api/v1/nodes", feed_sink(f->node_feed), NULL);
+    f->cms = informer_new("cm", "/api/v1/namespaces/kube-public/configmaps", feed_sink(f->cm_feed), NULL);
     assert_non_null(f->pods);
     *state = f;
     return 0;
@@ -36,6 +44,9 @@ static int teardown(void **state)
     informer_free(f->pods);
     informer_free(f->nodes);
     informer_free(f->cms);
+    feed_free(f->pod_feed);
+    feed_free(f->node_feed);
+    feed_free(f->cm_feed);
     cache_destroy(&f->cache);
     free(f);
     return 0;
@@ -159,7 +170,7 @@ static void test_replace_pods(void **state)
     cJSON *obj = cJSON_Parse(other);
     struct pod_info *pods[1] = {pod_info_from_json(obj, NULL)};
     cJSON_Delete(obj);
-    assert_int_equal(cache_replace_pods(&f->cache, pods, 1, now_realtime_ns()), 0);
+    assert_int_equal(cache_replace_pods(&f->cache, pods, 1, clock_realtime_ns()), 0);
     assert_null(cache_find_pod(&f->cache, "a/p"));
     assert_non_null(cache_find_pod(&f->cache, "a/q"));
     assert_int_equal(core_used(f, 1), 0);

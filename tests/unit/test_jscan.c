@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "extender/jscan.h"
+#include "lib/jscan.h"
 
 /* ---- helpers ----------------------------------------------------------- */
 

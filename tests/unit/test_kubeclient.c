@@ -27,8 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "extender/kubeclient.h"
-#include "version.h"
+#include "kube/kubeclient.h"
+#include "lib/version.h"
 
 /* ---- files ---------------------------------------------------------------- */
 

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "extender/leader.h"
+#include "kube/leader.h"
 
 #define SEC 1000000000LL
 #define US 1000000LL

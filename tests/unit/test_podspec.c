@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "extender/podspec.h"
+#include "cluster/podspec.h"
 
 /* Fixtures are written with single quotes; q() turns them into JSON. */
 static char *q(const char *text)

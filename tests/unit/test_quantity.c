@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "extender/quantity.h"
+#include "lib/quantity.h"
 
 #define OK QTY_OK
 #define SYN QTY_ERR_SYNTAX

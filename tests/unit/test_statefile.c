@@ -12,9 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "extender/cache.h"
-#include "extender/statefile.h"
-#include "extender/yamljson.h"
+#include "cluster/cache.h"
+#include "cluster/statefile.h"
+#include "lib/yamljson.h"
 
 static int setup(void **state)
 {

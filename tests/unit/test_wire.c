@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "extender/cache.h"
-#include "extender/nodespec.h"
+#include "cluster/cache.h"
+#include "cluster/nodespec.h"
 #include "extender/placement.h"
-#include "extender/podspec.h"
+#include "cluster/podspec.h"
 #include "extender/wire.h"
 
 static char *q(const char *text)
@@ -465,7 +465,7 @@ static void world_init(struct world *w, enum placement_mode mode, enum policy gp
                    "'resources':{'limits':{'tencent.com/vcuda-core':'50','tencent.com/vcuda-memory':'10'}}}]}}");
     cJSON *obj = cJSON_Parse(text);
     free(text);
-    assert_int_equal(cache_apply_pod(&w->cache, pod_info_from_json(obj, NULL), now_realtime_ns()), 0);
+    assert_int_equal(cache_apply_pod(&w->cache, pod_info_from_json(obj, NULL), clock_realtime_ns()), 0);
     cJSON_Delete(obj);
 }
 

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "extender/yamljson.h"
+#include "lib/yamljson.h"
 
 /* ------------------------------------------------------------------------ */
 /* Helpers                                                                  */

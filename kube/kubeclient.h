@@ -1,9 +1,8 @@
 /*
  * kubeclient.h - a small Kubernetes API client on libcurl.
  *
- * Owns talking to the API server: where it is and how to authenticate
- * (in-cluster service account, or a kubeconfig's current context), TLS with
- * the cluster CA, bearer tokens re-read from their file when it changes
+ * Owns talking to the API server as a kube_config (kubeconfig.h) describes
+ * it: TLS with the cluster CA, bearer tokens re-read from their file when it changes
  * (projected service-account tokens rotate), client certificates, HTTP/2
  * where libcurl offers it, connection reuse, timeouts, and errors that carry
  * the HTTP status and the API's Status.message.
@@ -19,31 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct kube_config {
-    char *server;               /* "https://10.0.0.1:6443", no trailing slash */
-    char *ca_file;              /* PEM file, or NULL */
-    char *ca_data;              /* PEM text (decoded certificate-authority-data), or NULL */
-    char *client_cert_file, *client_key_file;
-    char *client_cert_data, *client_key_data;   /* PEM text, or NULL */
-    char *token;                /* static bearer token, or NULL */
-    char *token_file;           /* re-read when its mtime/size changes, or NULL; when both are set the
-                                   file wins and token is used only while the file cannot be read */
-    int insecure_skip_tls_verify;
-    char *source;               /* "in-cluster" or the kubeconfig path, for messages */
-};
-
-/* In-cluster: KUBERNETES_SERVICE_HOST/PORT, the service account's ca.crt and
- * token under /var/run/secrets/kubernetes.io/serviceaccount (the directory
- * can be overridden with GQA_SERVICEACCOUNT_DIR for tests). NULL with *err
- * when the environment is not a pod's. */
-struct kube_config *kube_config_in_cluster(char **err);
-/* A kubeconfig file (YAML or JSON): current-context -> cluster + user:
- * server, certificate-authority(-data), client-certificate(-data),
- * client-key(-data), token, tokenFile, insecure-skip-tls-verify. Relative
- * file paths are relative to the kubeconfig's directory. NULL with *err
- * naming the missing or bad field. */
-struct kube_config *kube_config_from_file(const char *path, char **err);
-void kube_config_free(struct kube_config *cfg);
+#include "kube/kubeconfig.h"
 
 struct kube_client;
 

@@ -11,13 +11,15 @@
  * round is logged and retried at the next tick. Flags and exit codes are in
  * usage() and topology/README.md.
  */
-#include "extender/kubeclient.h"
-#include "extender/log.h"
-#include "extender/options.h"
-#include "extender/strbuf.h"
+#include "kube/kubeclient.h"
+#include "lib/log.h"
+#include "lib/clock.h"
+#include "lib/duration.h"
+#include "lib/flags.h"
+#include "lib/strbuf.h"
 #include "topology/annotation.h"
 #include "topology/smi.h"
-#include "version.h"
+#include "lib/version.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -73,36 +75,16 @@ static sigset_t stop_signals;
 
 /* ------------------------------------------------------------------ flags */
 
-typedef int (*setter_fn)(struct config *c, const char *value);
+static int set_topo_file(void *target, const char *v) { struct config *c = target; return flags_set_nonempty(&c->topo_file, v); }
+static int set_query_file(void *target, const char *v) { struct config *c = target; return flags_set_nonempty(&c->query_file, v); }
+static int set_nvidia_smi(void *target, const char *v) { struct config *c = target; return flags_set_nonempty(&c->nvidia_smi, v); }
+static int set_kubeconfig(void *target, const char *v) { struct config *c = target; return flags_set_nonempty(&c->kubeconfig, v); }
 
-struct flag {
-    const char *name;
-    const char *arg;         /* NULL for switches */
-    setter_fn set;
-    const char *help;
-};
-
-/* 0 ok, 1 invalid value, -1 out of memory. */
-static int set_string(char **field, const char *value)
+static int set_proc_dir(void *target, const char *v)
 {
-    char *copy = strdup(value);
-    if (!copy)
-        return -1;
-    free(*field);
-    *field = copy;
-    return 0;
-}
-
-static int set_nonempty(char **field, const char *v) { return *v ? set_string(field, v) : 1; }
-static int set_topo_file(struct config *c, const char *v) { return set_nonempty(&c->topo_file, v); }
-static int set_query_file(struct config *c, const char *v) { return set_nonempty(&c->query_file, v); }
-static int set_nvidia_smi(struct config *c, const char *v) { return set_nonempty(&c->nvidia_smi, v); }
-static int set_kubeconfig(struct config *c, const char *v) { return set_nonempty(&c->kubeconfig, v); }
-
-static int set_proc_dir(struct config *c, const char *v)
-{
+    struct config *c = target;
     c->proc_dir_given = 1;
-    return set_string(&c->proc_dir, v);
+    return flags_set_string(&c->proc_dir, v);
 }
 
 /* A Node name: a lowercase RFC 1123 subdomain (which also keeps the URL path clean). */
@@ -124,13 +106,15 @@ static bool valid_node_name(const char *v)
     return true;
 }
 
-static int set_patch_node(struct config *c, const char *v)
+static int set_patch_node(void *target, const char *v)
 {
-    return valid_node_name(v) ? set_string(&c->patch_node, v) : 1;
+    struct config *c = target;
+    return valid_node_name(v) ? flags_set_string(&c->patch_node, v) : 1;
 }
 
-static int set_interval(struct config *c, const char *v)
+static int set_interval(void *target, const char *v)
 {
+    struct config *c = target;
     int64_t ns = parse_duration_ns(v);
     if (ns < 0 || (ns > 0 && ns < MIN_INTERVAL_NS))
         return 1;
@@ -138,10 +122,11 @@ static int set_interval(struct config *c, const char *v)
     return 0;
 }
 
-static int set_once(struct config *c, const char *v) { (void)v; c->once = 1; return 0; }
+static int set_once(void *target, const char *v) { struct config *c = target; (void)v; c->once = 1; return 0; }
 
-static int set_timeout(struct config *c, const char *v)
+static int set_timeout(void *target, const char *v)
 {
+    struct config *c = target;
     int64_t ns = parse_duration_ns(v);
     if (ns < 1000000LL || ns > 3600LL * 1000000000LL)
         return 1;
@@ -149,10 +134,11 @@ static int set_timeout(struct config *c, const char *v)
     return 0;
 }
 
-static int set_log_level(struct config *c, const char *v) { return log_parse_level(v, &c->log_level) ? 1 : 0; }
+static int set_log_level(void *target, const char *v) { struct config *c = target; return log_parse_level(v, &c->log_level) ? 1 : 0; }
 
-static int set_log_format(struct config *c, const char *v)
+static int set_log_format(void *target, const char *v)
 {
+    struct config *c = target;
     if (strcmp(v, "text") == 0)
         c->log_json = 0;
     else if (strcmp(v, "json") == 0)
@@ -162,31 +148,31 @@ static int set_log_format(struct config *c, const char *v)
     return 0;
 }
 
-static int set_help(struct config *c, const char *v) { (void)v; c->show_help = 1; return 0; }
-static int set_version(struct config *c, const char *v) { (void)v; c->show_version = 1; return 0; }
+static int set_help(void *target, const char *v) { struct config *c = target; (void)v; c->show_help = 1; return 0; }
+static int set_version(void *target, const char *v) { struct config *c = target; (void)v; c->show_version = 1; return 0; }
 
-static const struct flag flags[] = {
+static const struct flag_spec flags[] = {
     {"topo-file", "FILE", set_topo_file,
-     "read `nvidia-smi topo -m` output from FILE instead of running nvidia-smi"},
+     "read `nvidia-smi topo -m` output from FILE instead of running nvidia-smi", 0},
     {"query-file", "FILE", set_query_file,
      "read `nvidia-smi " QUERY_ARG " --format=csv,noheader` output from FILE (with --topo-file and without "
-     "this flag: no query, so uuid, model and memory are left out)"},
-    {"nvidia-smi", "PATH", set_nvidia_smi, "the nvidia-smi to run (default: nvidia-smi, looked up in PATH)"},
+     "this flag: no query, so uuid, model and memory are left out)", 0},
+    {"nvidia-smi", "PATH", set_nvidia_smi, "the nvidia-smi to run (default: nvidia-smi, looked up in PATH)", 0},
     {"proc-dir", "DIR", set_proc_dir,
      "read device minors from DIR/*/information (default " DEFAULT_PROC_DIR " when nvidia-smi is run, "
-     "none with --topo-file; \"\" disables; without them minor = index)"},
+     "none with --topo-file; \"\" disables; without them minor = index)", 0},
     {"patch-node", "NAME", set_patch_node,
-     "also patch Node NAME's " TOPOLOGY_ANNOTATION " annotation when its value differs"},
+     "also patch Node NAME's " TOPOLOGY_ANNOTATION " annotation when its value differs", 0},
     {"kubeconfig", "FILE", set_kubeconfig,
-     "API server and credentials for --patch-node (default: the in-cluster service account)"},
+     "API server and credentials for --patch-node (default: the in-cluster service account)", 0},
     {"interval", "DURATION", set_interval,
-     "run again every DURATION (e.g. 10m, 30s; at least 100ms) until SIGTERM or SIGINT; 0 means once"},
-    {"once", NULL, set_once, "run one round and exit (the default)"},
-    {"timeout", "DURATION", set_timeout, "limit for each nvidia-smi run and each API request (default 30s)"},
-    {"log-level", "debug|info|warn|error", set_log_level, "least severe level logged to stderr (default info)"},
-    {"log-format", "text|json", set_log_format, "log line format (default text)"},
-    {"version", NULL, set_version, "print the version and exit"},
-    {"help", NULL, set_help, "print this help and exit"},
+     "run again every DURATION (e.g. 10m, 30s; at least 100ms) until SIGTERM or SIGINT; 0 means once", 0},
+    {"once", NULL, set_once, "run one round and exit (the default)", 0},
+    {"timeout", "DURATION", set_timeout, "limit for each nvidia-smi run and each API request (default 30s)", 0},
+    {"log-level", "debug|info|warn|error", set_log_level, "least severe level logged to stderr (default info)", 0},
+    {"log-format", "text|json", set_log_format, "log line format (default text)", 0},
+    {"version", NULL, set_version, "print the version and exit", FLAG_NO_ENV},
+    {"help", NULL, set_help, "print this help and exit", FLAG_NO_ENV},
 };
 
 #define NFLAGS (sizeof(flags) / sizeof(flags[0]))
@@ -199,12 +185,8 @@ static void usage(FILE *out)
             "`nvidia-smi topo -m` and `nvidia-smi " QUERY_ARG " --format=csv,noheader`,\n"
             "and with --patch-node publishes it on the Node.\n"
             "\nFlags:\n");
-    for (size_t i = 0; i < NFLAGS; i++) {
-        char left[64];
-        snprintf(left, sizeof(left), "--%s%s%s", flags[i].name, flags[i].arg ? " " : "",
-                 flags[i].arg ? flags[i].arg : "");
-        fprintf(out, "  %-34s %s\n", left, flags[i].help);
-    }
+    struct flag_parser p = {PROG, flags, NFLAGS, NULL, 0, out};
+    flags_print_help(&p, out, 34);
     fprintf(out, "\nExit codes: 0 done (or stopped by SIGTERM/SIGINT with --interval); 1 nvidia-smi failed, its\n"
                  "output did not parse (the message names the line and column), or the Node could not be read\n"
                  "or patched; 2 bad flags.\n");
@@ -221,54 +203,15 @@ static void config_free(struct config *c)
     memset(c, 0, sizeof(*c));
 }
 
-static const struct flag *find_flag(const char *name, size_t len)
-{
-    for (size_t i = 0; i < NFLAGS; i++)
-        if (strlen(flags[i].name) == len && strncmp(flags[i].name, name, len) == 0)
-            return &flags[i];
-    return NULL;
-}
-
 /* 0, or -1 after printing one line to stderr. */
 static int parse_flags(struct config *c, int argc, char **argv)
 {
     memset(c, 0, sizeof(*c));
     c->timeout_ns = DEFAULT_TIMEOUT_NS;
     c->log_level = LOG_INFO;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strncmp(a, "--", 2) != 0 || !a[2]) {
-            fprintf(stderr, PROG ": unexpected argument \"%s\" (flags start with --; see --help)\n", a);
-            return -1;
-        }
-        const char *eq = strchr(a, '=');
-        size_t len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
-        const struct flag *f = find_flag(a + 2, len);
-        if (!f) {
-            fprintf(stderr, PROG ": unknown flag %.*s (see --help)\n", (int)(len + 2), a);
-            return -1;
-        }
-        const char *value = eq ? eq + 1 : NULL;
-        if (f->arg && !value) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, PROG ": flag --%s needs a value (%s)\n", f->name, f->arg);
-                return -1;
-            }
-            value = argv[++i];
-        } else if (!f->arg && value) {
-            fprintf(stderr, PROG ": flag --%s takes no value\n", f->name);
-            return -1;
-        }
-        int rc = f->set(c, value ? value : "");
-        if (rc < 0) {
-            fprintf(stderr, PROG ": out of memory\n");
-            return -1;
-        }
-        if (rc > 0) {
-            fprintf(stderr, PROG ": invalid value \"%s\" for --%s (expected %s)\n", value, f->name, f->arg);
-            return -1;
-        }
-    }
+    struct flag_parser p = {PROG, flags, NFLAGS, NULL, 0, stderr};
+    if (flags_parse(&p, c, argc - 1, argv + 1) != 0)
+        return -1;
     if (c->show_help || c->show_version)
         return 0;
     if (c->once && c->interval_ns > 0) {
@@ -279,13 +222,13 @@ static int parse_flags(struct config *c, int argc, char **argv)
         fprintf(stderr, PROG ": --kubeconfig is only used with --patch-node NAME\n");
         return -1;
     }
-    if (!c->nvidia_smi && set_string(&c->nvidia_smi, DEFAULT_NVIDIA_SMI) != 0) {
+    if (!c->nvidia_smi && flags_set_string(&c->nvidia_smi, DEFAULT_NVIDIA_SMI) != 0) {
         fprintf(stderr, PROG ": out of memory\n");
         return -1;
     }
     /* The driver's files describe this machine: read them by default only
      * when the matrix is this machine's too. */
-    if (!c->proc_dir_given && !c->topo_file && set_string(&c->proc_dir, DEFAULT_PROC_DIR) != 0) {
+    if (!c->proc_dir_given && !c->topo_file && flags_set_string(&c->proc_dir, DEFAULT_PROC_DIR) != 0) {
         fprintf(stderr, PROG ": out of memory\n");
         return -1;
     }
@@ -293,13 +236,6 @@ static int parse_flags(struct config *c, int argc, char **argv)
 }
 
 /* ------------------------------------------------------------------ time */
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static bool stop_pending(void)
 {
@@ -315,9 +251,9 @@ static bool stop_pending(void)
  * for the main loop to take). */
 static bool pause_ms(long ms)
 {
-    int64_t deadline = now_ns() + (int64_t)ms * 1000000LL;
+    int64_t deadline = clock_monotonic_ns() + (int64_t)ms * 1000000LL;
     while (!stop_pending()) {
-        int64_t left = deadline - now_ns();
+        int64_t left = deadline - clock_monotonic_ns();
         if (left <= 0)
             return false;
         if (left > 50000000LL)
@@ -455,13 +391,13 @@ static int run_command(const char *prog, const char *what, char *const args[], i
     strbuf_init(&errtext);
     bool overflow = false, dropped = false, timed_out = false, stopped = false;
     bool open_out = true, open_err = true;
-    int64_t deadline = now_ns() + timeout_ns;
+    int64_t deadline = clock_monotonic_ns() + timeout_ns;
     while (open_out || open_err) {
         if (stop_pending()) {
             stopped = true;
             break;
         }
-        int64_t left = deadline - now_ns();
+        int64_t left = deadline - clock_monotonic_ns();
         if (left <= 0) {
             timed_out = true;
             break;
@@ -949,11 +885,11 @@ static int run_forever(struct runner *rn)
     log_info(PROG " %s: every %.3gs%s%s", GQA_VERSION, (double)interval / 1e9,
              rn->cfg->patch_node ? ", node " : "", rn->cfg->patch_node ? rn->cfg->patch_node : "");
     for (int round = 0;; round++) {
-        int64_t next = now_ns() + interval;
+        int64_t next = clock_monotonic_ns() + interval;
         if (run_round(rn, round > 0) != EXIT_OK)
             log_warn("round failed; next try in %.3gs", (double)interval / 1e9);
         for (;;) {
-            int64_t left = next - now_ns();
+            int64_t left = next - clock_monotonic_ns();
             if (left < 0)
                 left = 0;
             struct timespec ts = {(time_t)(left / 1000000000LL), (long)(left % 1000000000LL)};

@@ -1,7 +1,7 @@
 /* tlscreds.c - reloadable serving certificate. See tlscreds.h. */
-#include "extender/tlscreds.h"
-#include "extender/log.h"
-#include "extender/strbuf.h"
+#include "kube/tlscreds.h"
+#include "lib/log.h"
+#include "lib/strbuf.h"
 
 #include <errno.h>
 #include <pthread.h>

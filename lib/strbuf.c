@@ -1,5 +1,5 @@
 /* strbuf.c - growable byte buffer; see strbuf.h. */
-#include "extender/strbuf.h"
+#include "lib/strbuf.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,18 +1,11 @@
 /* cache.c - cluster cache and per-GPU occupancy index. See cache.h. */
-#include "extender/cache.h"
-#include "extender/log.h"
+#include "cluster/cache.h"
+#include "lib/log.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-int64_t now_realtime_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 int cache_init(struct cluster_cache *c, const struct cache_config *cfg)
 {
@@ -428,7 +421,7 @@ static int rebuild_gpus(struct node_state *n)
  * land, so every pod charged there is re-charged against the new shape. */
 static int recharge_node(struct cluster_cache *c, struct node_state *n, struct node_spec *spec)
 {
-    int64_t now = now_realtime_ns();
+    int64_t now = clock_realtime_ns();
     struct pod_entry *pods = NULL;
     n->present = true;               /* keeps a placeholder alive while it empties */
     while (n->charged) {

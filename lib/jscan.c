@@ -14,7 +14,7 @@
  * Everything passed over is still validated (RFC 8259), except that bytes
  * >= 0x80 inside strings are taken as-is: UTF-8 is not checked.
  */
-#include "extender/jscan.h"
+#include "lib/jscan.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -15,7 +15,7 @@
 
 #include <stddef.h>
 
-#include "extender/cache.h"
+#include "cluster/cache.h"
 
 struct state_counts {
     size_t nodes, pods, configmaps, skipped;

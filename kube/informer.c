@@ -1,8 +1,9 @@
-/* informer.c - list+watch into the cache. See informer.h. */
-#include "extender/informer.h"
-#include "extender/jscan.h"
-#include "extender/log.h"
-#include "extender/strbuf.h"
+/* informer.c - list+watch into a sink. See informer.h. */
+#include "kube/informer.h"
+#include "lib/clock.h"
+#include "lib/jscan.h"
+#include "lib/log.h"
+#include "lib/strbuf.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,28 +16,19 @@
 
 enum event_result { EVENT_OK = 0, EVENT_RELIST = 1, EVENT_REWATCH = 2, EVENT_BAD = -1 };
 
-static char *dup_opt(const char *s)
-{
-    return s ? strdup(s) : NULL;
-}
-
-struct informer *informer_new(const char *name, enum informer_kind kind, const char *list_path,
-                              const char *cm_namespace, const char *cm_name, struct cluster_cache *cache,
+struct informer *informer_new(const char *name, const char *list_path, const struct informer_sink *sink,
                               const struct kube_config *kube)
 {
     struct informer *inf = calloc(1, sizeof(*inf));
     if (!inf)
         return NULL;
     inf->name = strdup(name);
-    inf->kind = kind;
     inf->list_path = strdup(list_path);
-    inf->cm_namespace = dup_opt(cm_namespace);
-    inf->cm_name = dup_opt(cm_name);
-    inf->cache = cache;
+    inf->sink = *sink;
     inf->kube = kube;
     inf->watch_timeout_s = 300;
     pthread_mutex_init(&inf->lock, NULL);
-    if (!inf->name || !inf->list_path || (cm_namespace && !inf->cm_namespace) || (cm_name && !inf->cm_name)) {
+    if (!inf->name || !inf->list_path) {
         informer_free(inf);
         return NULL;
     }
@@ -67,7 +59,7 @@ static void note_failure(struct informer *inf, const char *what)
     pthread_mutex_lock(&inf->lock);
     snprintf(inf->last_error, sizeof(inf->last_error), "%s", what ? what : "unknown error");
     if (!inf->failing_since_ns)
-        inf->failing_since_ns = now_realtime_ns();
+        inf->failing_since_ns = clock_monotonic_ns();
     pthread_mutex_unlock(&inf->lock);
     log_warn("informer %s: %s", inf->name, what ? what : "unknown error");
 }
@@ -83,7 +75,7 @@ void informer_status(struct informer *inf, struct informer_status *out)
 {
     pthread_mutex_lock(&inf->lock);
     out->synced = atomic_load(&inf->synced);
-    out->failing_for_ns = inf->failing_since_ns ? now_realtime_ns() - inf->failing_since_ns : 0;
+    out->failing_for_ns = inf->failing_since_ns ? clock_monotonic_ns() - inf->failing_since_ns : 0;
     snprintf(out->resource_version, sizeof(out->resource_version), "%s", inf->resource_version);
     snprintf(out->last_error, sizeof(out->last_error), "%s", inf->last_error);
     pthread_mutex_unlock(&inf->lock);
@@ -98,58 +90,14 @@ static const char *object_rv(const cJSON *obj)
     return cJSON_IsString(rv) ? rv->valuestring : NULL;
 }
 
-static const char *meta_string(const cJSON *obj, const char *field)
-{
-    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(meta, field);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 static int apply_object(struct informer *inf, cJSON *obj)
 {
     char *err = NULL;
-    int rc = -1;
-    switch (inf->kind) {
-    case INFORMER_NODES: {
-        struct node_spec *spec = node_spec_from_json(obj, &err);
-        rc = spec ? cache_apply_node(inf->cache, spec) : -1;
-        break;
-    }
-    case INFORMER_PODS: {
-        struct pod_info *pod = cache_pod_from_json(inf->cache, obj, &err);
-        rc = pod ? cache_apply_pod(inf->cache, pod, now_realtime_ns()) : -1;
-        break;
-    }
-    case INFORMER_CONFIGMAPS: {
-        cJSON *copy = cJSON_Duplicate(obj, 1);
-        rc = copy ? cache_apply_configmap(inf->cache, copy) : -1;
-        break;
-    }
-    }
+    int rc = inf->sink.apply(inf->sink.ctx, obj, &err);
     if (rc != 0)
         log_warn("informer %s: object skipped: %s", inf->name, err ? err : "out of memory");
     free(err);
     return rc;
-}
-
-static int delete_object(struct informer *inf, const cJSON *obj)
-{
-    const char *name = meta_string(obj, "name");
-    const char *ns = meta_string(obj, "namespace");
-    if (!name)
-        return -1;
-    switch (inf->kind) {
-    case INFORMER_NODES:
-        return cache_delete_node(inf->cache, name);
-    case INFORMER_PODS: {
-        char key[512];
-        snprintf(key, sizeof(key), "%s/%s", ns ? ns : "default", name);
-        return cache_delete_pod(inf->cache, key);
-    }
-    case INFORMER_CONFIGMAPS:
-        return cache_delete_configmap(inf->cache, ns ? ns : "default", name);
-    }
-    return -1;
 }
 
 /* The API server ends a watch it cannot serve with an ERROR event carrying a
@@ -197,12 +145,16 @@ static int split_event(const char *line, size_t len, char *type, size_t type_siz
     return r == 0 && jscan_finish(&s) == 0 && has_type && object->ptr ? 0 : -1;
 }
 
-/* Pod events keep only what the extender reads (podspec's slim form). */
+static cJSON *parse_object(const struct informer *inf, const char *text, size_t len)
+{
+    return inf->sink.parse ? inf->sink.parse(text, len) : cJSON_ParseWithLength(text, len);
+}
+
+/* ERROR and BOOKMARK objects are read here, not by the sink. */
 static cJSON *event_object(const struct informer *inf, const char *type, const struct jscan_span *object)
 {
-    bool pod_change = inf->kind == INFORMER_PODS && strcmp(type, "ERROR") != 0 && strcmp(type, "BOOKMARK") != 0;
-    return pod_change ? pod_slim_from_text(object->ptr, object->len)
-                      : cJSON_ParseWithLength(object->ptr, object->len);
+    bool change = strcmp(type, "ERROR") != 0 && strcmp(type, "BOOKMARK") != 0;
+    return change ? parse_object(inf, object->ptr, object->len) : cJSON_ParseWithLength(object->ptr, object->len);
 }
 
 int informer_apply_event(struct informer *inf, const char *line, size_t len)
@@ -224,7 +176,7 @@ int informer_apply_event(struct informer *inf, const char *line, size_t len)
     } else {
         atomic_fetch_add(&inf->events, 1);
         if (strcmp(type, "DELETED") == 0)
-            delete_object(inf, obj);
+            inf->sink.remove(inf->sink.ctx, obj);
         else
             apply_object(inf, obj);
         set_rv(inf, object_rv(obj));
@@ -254,20 +206,12 @@ static int push_item(struct list_items *l, void *item)
     return 0;
 }
 
-/* Turn one listed object into what the cache keeps; NULL to skip it. */
-static void *convert_item(struct informer *inf, cJSON *obj, bool *owned)
+/* Turn one listed object into the sink's item; NULL to skip it. */
+static void *convert_item(struct informer *inf, cJSON *obj, bool *taken)
 {
     char *err = NULL;
-    void *out = NULL;
-    *owned = false;
-    if (inf->kind == INFORMER_NODES)
-        out = node_spec_from_json(obj, &err);
-    else if (inf->kind == INFORMER_PODS)
-        out = cache_pod_from_json(inf->cache, obj, &err);
-    else {
-        out = obj;
-        *owned = true;
-    }
+    *taken = false;
+    void *out = inf->sink.convert(inf->sink.ctx, obj, taken, &err);
     if (!out)
         log_warn("informer %s: listed object skipped: %s", inf->name, err ? err : "out of memory");
     free(err);
@@ -276,14 +220,8 @@ static void *convert_item(struct informer *inf, cJSON *obj, bool *owned)
 
 static void free_items(struct informer *inf, struct list_items *l)
 {
-    for (size_t i = 0; i < l->count; i++) {
-        if (inf->kind == INFORMER_NODES)
-            node_spec_free(l->items[i]);
-        else if (inf->kind == INFORMER_PODS)
-            pod_info_free(l->items[i]);
-        else
-            cJSON_Delete(l->items[i]);
-    }
+    for (size_t i = 0; i < l->count; i++)
+        inf->sink.free_item(l->items[i]);
     free(l->items);
 }
 
@@ -297,11 +235,10 @@ static int collect_items(struct informer *inf, struct jscan *s, struct list_item
         struct jscan_span span;
         if (jscan_value_span(s, &span) != 0)
             return -1;
-        cJSON *obj = inf->kind == INFORMER_PODS ? pod_slim_from_text(span.ptr, span.len)
-                                                : cJSON_ParseWithLength(span.ptr, span.len);
-        bool owned = false;
-        void *item = obj ? convert_item(inf, obj, &owned) : NULL;
-        if (!owned)
+        cJSON *obj = parse_object(inf, span.ptr, span.len);
+        bool taken = false;
+        void *item = obj ? convert_item(inf, obj, &taken) : NULL;
+        if (!taken)
             cJSON_Delete(obj);
         if (item && push_item(l, item) != 0)
             return -1;
@@ -339,15 +276,9 @@ static int parse_list(struct informer *inf, const char *body, size_t len, struct
     return r == 0 ? 0 : -1;
 }
 
-static int replace_cache(struct informer *inf, struct list_items *l)
+static int replace_all(struct informer *inf, struct list_items *l)
 {
-    int rc;
-    if (inf->kind == INFORMER_NODES)
-        rc = cache_replace_nodes(inf->cache, (struct node_spec **)l->items, l->count);
-    else if (inf->kind == INFORMER_PODS)
-        rc = cache_replace_pods(inf->cache, (struct pod_info **)l->items, l->count, now_realtime_ns());
-    else
-        rc = cache_replace_configmaps(inf->cache, inf->cm_namespace, inf->cm_name, (cJSON **)l->items, l->count);
+    int rc = inf->sink.replace(inf->sink.ctx, l->items, l->count);
     free(l->items);
     l->items = NULL;
     l->count = 0;
@@ -370,8 +301,8 @@ static int list_and_replace(struct informer *inf, struct kube_client *kc)
         free_items(inf, &items);
     } else {
         size_t count = items.count;
-        if (replace_cache(inf, &items) != 0) {
-            note_failure(inf, "out of memory while replacing the cache");
+        if (replace_all(inf, &items) != 0) {
+            note_failure(inf, "out of memory while replacing the listed objects");
         } else {
             set_rv(inf, rv);
             if (atomic_exchange(&inf->synced, 1))
@@ -564,7 +495,5 @@ void informer_free(struct informer *inf)
     pthread_mutex_destroy(&inf->lock);
     free(inf->name);
     free(inf->list_path);
-    free(inf->cm_namespace);
-    free(inf->cm_name);
     free(inf);
 }

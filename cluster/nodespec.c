@@ -1,8 +1,8 @@
 /* nodespec.c - Node object -> node_spec. See nodespec.h. */
-#include "extender/nodespec.h"
-#include "extender/log.h"
-#include "extender/podspec.h"
-#include "extender/quantity.h"
+#include "cluster/nodespec.h"
+#include "lib/log.h"
+#include "cluster/podspec.h"
+#include "lib/quantity.h"
 
 #include <math.h>
 #include <stdio.h>

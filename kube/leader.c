@@ -24,9 +24,10 @@
  * the mutex guards the stop flag (with the condition variable, so stop
  * interrupts a wait at once) and the snapshot leader_describe() reads.
  */
-#include "extender/leader.h"
-#include "extender/log.h"
-#include "extender/strbuf.h"
+#include "kube/leader.h"
+#include "lib/clock.h"
+#include "lib/log.h"
+#include "lib/strbuf.h"
 
 #include <cjson/cJSON.h>
 #include <pthread.h>
@@ -37,8 +38,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define NS_PER_MS INT64_C(1000000)
-#define NS_PER_S INT64_C(1000000000)
 #define US_PER_S INT64_C(1000000)
 #define MICROTIME_LEN 28    /* "2026-11-21T19:50:52.123456Z" + NUL */
 /* A remote leaseDurationSeconds beyond this is treated as this (about 31
@@ -79,18 +78,9 @@ struct leader_elector {
 
 /* ---- time ---- */
 
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
-}
-
 static int64_t real_us(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * US_PER_S + ts.tv_nsec / 1000;
+    return clock_realtime_ns() / 1000;
 }
 
 int leader_format_microtime(int64_t unix_us, char *buf, size_t size)
@@ -351,7 +341,7 @@ static void observe_spec(struct leader_elector *le, const cJSON *lease)
     int changed = !text || !le->observed_spec || strcmp(text, le->observed_spec) != 0;
     le->spec_changed = changed;
     if (changed) {
-        le->observed_ns = mono_ns();
+        le->observed_ns = clock_monotonic_ns();
         free(le->observed_spec);
         le->observed_spec = text;
     } else {
@@ -460,7 +450,7 @@ static long request_timeout_ms(const struct leader_elector *le)
 {
     int64_t cap = le->releasing ? le->retry_ns : le->deadline_ns / 2;
     if (le->leading) {
-        int64_t left = le->last_renew_ns + le->deadline_ns - mono_ns();
+        int64_t left = le->last_renew_ns + le->deadline_ns - clock_monotonic_ns();
         if (left < cap)
             cap = left;
     }
@@ -586,7 +576,7 @@ static enum outcome consider_lease(struct leader_elector *le)
                  "it as held by someone else", le->ns, le->name);
     int64_t duration_s = effective_duration_s(le, &v);
     const char *holder = v.malformed ? "(malformed lease)" : v.holder;
-    if (!leader_may_acquire(holder, le->identity, le->observed_ns, duration_s, mono_ns())) {
+    if (!leader_may_acquire(holder, le->identity, le->observed_ns, duration_s, clock_monotonic_ns())) {
         note_holder(le, &v, duration_s);
         return OTHER;
     }
@@ -694,7 +684,7 @@ static void stop_leading(struct leader_elector *le, enum log_level level, const 
 
 static void check_deadline(struct leader_elector *le)
 {
-    if (le->leading && mono_ns() - le->last_renew_ns >= le->deadline_ns) {
+    if (le->leading && clock_monotonic_ns() - le->last_renew_ns >= le->deadline_ns) {
         char why[96];
         snprintf(why, sizeof why, "no successful renewal for %lld ms (renew deadline)",
                  (long long)(le->deadline_ns / NS_PER_MS));
@@ -720,7 +710,7 @@ static uint64_t next_random(struct leader_elector *le)
 static int64_t next_wait_ns(struct leader_elector *le)
 {
     if (le->leading) {
-        int64_t left = le->last_renew_ns + le->deadline_ns - mono_ns();
+        int64_t left = le->last_renew_ns + le->deadline_ns - clock_monotonic_ns();
         return left < le->retry_ns ? (left > 0 ? left : 0) : le->retry_ns;
     }
     uint64_t extra = le->retry_ns / 5;
@@ -730,11 +720,7 @@ static int64_t next_wait_ns(struct leader_elector *le)
 /* Sleep up to wait_ns, waking early on stop. 1 when stopping. */
 static int wait_or_stop(struct leader_elector *le, int64_t wait_ns)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    int64_t ns = until.tv_nsec + wait_ns % NS_PER_S;
-    until.tv_sec += (time_t)(wait_ns / NS_PER_S + ns / NS_PER_S);
-    until.tv_nsec = (long)(ns % NS_PER_S);
+    struct timespec until = clock_monotonic_after(wait_ns);
     pthread_mutex_lock(&le->mu);
     while (!le->stopping) {
         if (pthread_cond_timedwait(&le->wake, &le->mu, &until) != 0)
@@ -748,7 +734,7 @@ static int wait_or_stop(struct leader_elector *le, int64_t wait_ns)
 static void run_round(struct leader_elector *le)
 {
     check_deadline(le);
-    int64_t start = mono_ns();
+    int64_t start = clock_monotonic_ns();
     switch (try_acquire_or_renew(le)) {
     case HELD:
         le->last_renew_ns = start;

@@ -16,7 +16,7 @@
  *     2^63-1 by apimachinery) and never wrapped (MilliValue() overflows);
  *   - an exponent is applied exactly (apimachinery narrows it to int32).
  */
-#include "extender/quantity.h"
+#include "lib/quantity.h"
 
 #include <string.h>
 

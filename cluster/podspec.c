@@ -1,8 +1,8 @@
 /* podspec.c - Pod object -> pod_info; decision annotations. See podspec.h. */
-#include "extender/podspec.h"
-#include "extender/jscan.h"
-#include "extender/quantity.h"
-#include "extender/strbuf.h"
+#include "cluster/podspec.h"
+#include "lib/jscan.h"
+#include "lib/quantity.h"
+#include "lib/strbuf.h"
 
 #include <errno.h>
 #include <inttypes.h>

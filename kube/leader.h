@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "extender/kubeclient.h"
+#include "kube/kubeclient.h"
 
 struct leader_config {
     const char *namespace_;     /* --lease-namespace (default kube-system) */

@@ -7,12 +7,13 @@
  */
 #include "extender/handlers.h"
 #include "extender/live.h"
-#include "extender/log.h"
+#include "lib/log.h"
 #include "extender/options.h"
 #include "extender/server.h"
-#include "extender/statefile.h"
+#include "extender/simulate.h"
+#include "cluster/statefile.h"
 #include "extender/webhooks.h"
-#include "version.h"
+#include "lib/version.h"
 
 #include <malloc.h>
 #include <signal.h>
@@ -22,7 +23,6 @@
 
 #define DRAIN_TIMEOUT_MS 25000
 
-int simulate_main(int argc, char **argv);
 
 static int load_state(struct app *app, const char *path)
 {

@@ -1,6 +1,7 @@
 /* log.c - leveled logging; see log.h. */
-#include "extender/log.h"
-#include "extender/strbuf.h"
+#include "lib/log.h"
+#include "lib/clock.h"
+#include "lib/strbuf.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -37,12 +38,12 @@ int log_enabled(enum log_level level)
 
 static void format_time(char *buf, size_t size)
 {
-    struct timespec ts;
+    int64_t now = clock_realtime_ns();
+    time_t secs = (time_t)(now / NS_PER_S);
     struct tm tm;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
+    gmtime_r(&secs, &tm);
     size_t n = strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf + n, size - n, ".%03ldZ", ts.tv_nsec / 1000000);
+    snprintf(buf + n, size - n, ".%03dZ", (int)(now % NS_PER_S / NS_PER_MS));
 }
 
 void log_msg(enum log_level level, const char *fmt, ...)

@@ -1,8 +1,8 @@
 /* statefile.c - offline state loader. See statefile.h. */
-#include "extender/statefile.h"
-#include "extender/jscan.h"
-#include "extender/strbuf.h"
-#include "extender/yamljson.h"
+#include "cluster/statefile.h"
+#include "lib/jscan.h"
+#include "lib/strbuf.h"
+#include "lib/yamljson.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -234,7 +234,7 @@ int statefile_load(struct cluster_cache *cache, const char *path, struct state_c
     char *text = read_whole_file(path, &len, err);
     if (!text)
         return -1;
-    struct loader ld = {cache, path, counts, now_realtime_ns(), 0, PASS_CONFIGMAPS};
+    struct loader ld = {cache, path, counts, clock_realtime_ns(), 0, PASS_CONFIGMAPS};
     int rc;
     if (!text_looks_like_json(text, len)) {
         rc = load_yaml(&ld, text, len, err);

@@ -1,5 +1,5 @@
 /* dict.c - string-keyed open-addressing hash table; see dict.h. */
-#include "extender/dict.h"
+#include "lib/dict.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -27,9 +27,10 @@
 #include <stdint.h>
 #include <cjson/cJSON.h>
 
-#include "extender/dict.h"
-#include "extender/nodespec.h"
-#include "extender/podspec.h"
+#include "lib/clock.h"
+#include "lib/dict.h"
+#include "cluster/nodespec.h"
+#include "cluster/podspec.h"
 
 struct gpu_state {
     int minor;
@@ -161,7 +162,5 @@ int64_t pod_total_cores(const struct pod_info *pod);
 
 /* The GPU slot of a device minor on a node, or -1. */
 int node_slot_of_minor(const struct node_state *n, int minor);
-
-int64_t now_realtime_ns(void);
 
 #endif

@@ -31,7 +31,7 @@
  * their value ("!!float 1" is 1) or the conversion fails; other tags are
  * ignored and give strings. Object members keep document order.
  */
-#include "extender/yamljson.h"
+#include "lib/yamljson.h"
 
 #include <locale.h>
 #include <math.h>

@@ -1,0 +1,168 @@
+/* feed.c - informer sinks into the cluster cache. See feed.h. */
+#include "extender/feed.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct feed {
+    struct informer_sink sink;
+    struct cluster_cache *cache;
+    char *cm_namespace, *cm_name;
+};
+
+static const char *meta_string(const cJSON *obj, const char *field)
+{
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(meta, field);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* ---- nodes ----------------------------------------------------------------- */
+
+static void *node_convert(void *ctx, cJSON *obj, bool *taken, char **err)
+{
+    (void)ctx;
+    *taken = false;
+    return node_spec_from_json(obj, err);
+}
+
+static void node_free(void *item)
+{
+    node_spec_free(item);
+}
+
+static int node_replace(void *ctx, void **items, size_t n)
+{
+    struct feed *f = ctx;
+    return cache_replace_nodes(f->cache, (struct node_spec **)items, n);
+}
+
+static int node_apply(void *ctx, cJSON *obj, char **err)
+{
+    struct feed *f = ctx;
+    struct node_spec *spec = node_spec_from_json(obj, err);
+    return spec ? cache_apply_node(f->cache, spec) : -1;
+}
+
+static int node_remove(void *ctx, const cJSON *obj)
+{
+    struct feed *f = ctx;
+    const char *name = meta_string(obj, "name");
+    return name ? cache_delete_node(f->cache, name) : -1;
+}
+
+/* ---- pods ------------------------------------------------------------------ */
+
+static void *pod_convert(void *ctx, cJSON *obj, bool *taken, char **err)
+{
+    struct feed *f = ctx;
+    *taken = false;
+    return cache_pod_from_json(f->cache, obj, err);
+}
+
+static void pod_free(void *item)
+{
+    pod_info_free(item);
+}
+
+static int pod_replace(void *ctx, void **items, size_t n)
+{
+    struct feed *f = ctx;
+    return cache_replace_pods(f->cache, (struct pod_info **)items, n, clock_realtime_ns());
+}
+
+static int pod_apply(void *ctx, cJSON *obj, char **err)
+{
+    struct feed *f = ctx;
+    struct pod_info *pod = cache_pod_from_json(f->cache, obj, err);
+    return pod ? cache_apply_pod(f->cache, pod, clock_realtime_ns()) : -1;
+}
+
+static int pod_remove(void *ctx, const cJSON *obj)
+{
+    struct feed *f = ctx;
+    const char *name = meta_string(obj, "name"), *ns = meta_string(obj, "namespace");
+    if (!name)
+        return -1;
+    char key[512];
+    snprintf(key, sizeof(key), "%s/%s", ns ? ns : "default", name);
+    return cache_delete_pod(f->cache, key);
+}
+
+/* ---- configmaps ------------------------------------------------------------ */
+
+static void *cm_convert(void *ctx, cJSON *obj, bool *taken, char **err)
+{
+    (void)ctx;
+    (void)err;
+    *taken = true;
+    return obj;
+}
+
+static void cm_free(void *item)
+{
+    cJSON_Delete(item);
+}
+
+static int cm_replace(void *ctx, void **items, size_t n)
+{
+    struct feed *f = ctx;
+    return cache_replace_configmaps(f->cache, f->cm_namespace, f->cm_name, (cJSON **)items, n);
+}
+
+static int cm_apply(void *ctx, cJSON *obj, char **err)
+{
+    struct feed *f = ctx;
+    (void)err;
+    cJSON *copy = cJSON_Duplicate(obj, 1);
+    return copy ? cache_apply_configmap(f->cache, copy) : -1;
+}
+
+static int cm_remove(void *ctx, const cJSON *obj)
+{
+    struct feed *f = ctx;
+    const char *name = meta_string(obj, "name"), *ns = meta_string(obj, "namespace");
+    return name ? cache_delete_configmap(f->cache, ns ? ns : "default", name) : -1;
+}
+
+/* ---- the feed -------------------------------------------------------------- */
+
+static const struct informer_sink sinks[] = {
+    [FEED_NODES] = {NULL, node_convert, node_free, node_replace, node_apply, node_remove, NULL},
+    /* Pods keep only the fields the extender reads (podspec's slim form). */
+    [FEED_PODS] = {pod_slim_from_text, pod_convert, pod_free, pod_replace, pod_apply, pod_remove, NULL},
+    [FEED_CONFIGMAPS] = {NULL, cm_convert, cm_free, cm_replace, cm_apply, cm_remove, NULL},
+};
+
+struct feed *feed_new(enum feed_kind kind, struct cluster_cache *cache, const char *cm_namespace,
+                      const char *cm_name)
+{
+    struct feed *f = calloc(1, sizeof(*f));
+    if (!f)
+        return NULL;
+    f->cache = cache;
+    f->sink = sinks[kind];
+    f->sink.ctx = f;
+    f->cm_namespace = cm_namespace ? strdup(cm_namespace) : NULL;
+    f->cm_name = cm_name ? strdup(cm_name) : NULL;
+    if ((cm_namespace && !f->cm_namespace) || (cm_name && !f->cm_name)) {
+        feed_free(f);
+        return NULL;
+    }
+    return f;
+}
+
+const struct informer_sink *feed_sink(const struct feed *f)
+{
+    return &f->sink;
+}
+
+void feed_free(struct feed *f)
+{
+    if (!f)
+        return;
+    free(f->cm_namespace);
+    free(f->cm_name);
+    free(f);
+}

@@ -12,14 +12,14 @@
  * usage() and topology/README.md.
  */
 #include "kube/kubeclient.h"
-#include "lib/log.h"
 #include "lib/clock.h"
 #include "lib/duration.h"
 #include "lib/flags.h"
+#include "lib/log.h"
 #include "lib/strbuf.h"
+#include "lib/version.h"
 #include "topology/annotation.h"
 #include "topology/smi.h"
-#include "lib/version.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -44,10 +44,10 @@ extern char **environ;
 #define DEFAULT_PROC_DIR "/proc/driver/nvidia/gpus"
 #define DEFAULT_TIMEOUT_NS (30LL * 1000000000LL)
 #define MIN_INTERVAL_NS (100LL * 1000000LL)
-#define MAX_SMI_OUTPUT ((size_t)16 << 20)   /* far above any real topo -m */
+#define MAX_SMI_OUTPUT ((size_t)16 << 20) /* far above any real topo -m */
 #define MAX_SMI_STDERR ((size_t)64 << 10)
 #define MAX_INFO_FILE ((size_t)64 << 10)
-#define API_ATTEMPTS 3                      /* per request: transport errors, 5xx, 429 */
+#define API_ATTEMPTS 3 /* per request: transport errors, 5xx, 429 */
 #define API_BACKOFF_MS 500L
 #define QUERY_ARG "--query-gpu=index,uuid,name,memory.total"
 
@@ -56,11 +56,11 @@ enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2 };
 struct config {
     char *topo_file, *query_file;
     char *nvidia_smi;
-    char *proc_dir;          /* "" disables */
+    char *proc_dir; /* "" disables */
     int proc_dir_given;
     char *patch_node;
     char *kubeconfig;
-    int64_t interval_ns;     /* 0: once */
+    int64_t interval_ns; /* 0: once */
     int once;
     int64_t timeout_ns;
     enum log_level log_level;
@@ -75,10 +75,29 @@ static sigset_t stop_signals;
 
 /* ------------------------------------------------------------------ flags */
 
-static int set_topo_file(void *target, const char *v) { struct config *c = target; return flags_set_nonempty(&c->topo_file, v); }
-static int set_query_file(void *target, const char *v) { struct config *c = target; return flags_set_nonempty(&c->query_file, v); }
-static int set_nvidia_smi(void *target, const char *v) { struct config *c = target; return flags_set_nonempty(&c->nvidia_smi, v); }
-static int set_kubeconfig(void *target, const char *v) { struct config *c = target; return flags_set_nonempty(&c->kubeconfig, v); }
+static int set_topo_file(void *target, const char *v)
+{
+    struct config *c = target;
+    return flags_set_nonempty(&c->topo_file, v);
+}
+
+static int set_query_file(void *target, const char *v)
+{
+    struct config *c = target;
+    return flags_set_nonempty(&c->query_file, v);
+}
+
+static int set_nvidia_smi(void *target, const char *v)
+{
+    struct config *c = target;
+    return flags_set_nonempty(&c->nvidia_smi, v);
+}
+
+static int set_kubeconfig(void *target, const char *v)
+{
+    struct config *c = target;
+    return flags_set_nonempty(&c->kubeconfig, v);
+}
 
 static int set_proc_dir(void *target, const char *v)
 {
@@ -122,7 +141,13 @@ static int set_interval(void *target, const char *v)
     return 0;
 }
 
-static int set_once(void *target, const char *v) { struct config *c = target; (void)v; c->once = 1; return 0; }
+static int set_once(void *target, const char *v)
+{
+    struct config *c = target;
+    (void)v;
+    c->once = 1;
+    return 0;
+}
 
 static int set_timeout(void *target, const char *v)
 {
@@ -134,33 +159,45 @@ static int set_timeout(void *target, const char *v)
     return 0;
 }
 
-static int set_log_level(void *target, const char *v) { struct config *c = target; return log_parse_level(v, &c->log_level) ? 1 : 0; }
+static int set_log_level(void *target, const char *v)
+{
+    struct config *c = target;
+    return log_parse_level(v, &c->log_level) ? 1 : 0;
+}
 
 static int set_log_format(void *target, const char *v)
 {
     struct config *c = target;
-    if (strcmp(v, "text") == 0)
-        c->log_json = 0;
-    else if (strcmp(v, "json") == 0)
-        c->log_json = 1;
-    else
-        return 1;
+    return log_parse_format(v, &c->log_json) ? 1 : 0;
+}
+
+static int set_help(void *target, const char *v)
+{
+    struct config *c = target;
+    (void)v;
+    c->show_help = 1;
     return 0;
 }
 
-static int set_help(void *target, const char *v) { struct config *c = target; (void)v; c->show_help = 1; return 0; }
-static int set_version(void *target, const char *v) { struct config *c = target; (void)v; c->show_version = 1; return 0; }
+static int set_version(void *target, const char *v)
+{
+    struct config *c = target;
+    (void)v;
+    c->show_version = 1;
+    return 0;
+}
 
 static const struct flag_spec flags[] = {
-    {"topo-file", "FILE", set_topo_file,
-     "read `nvidia-smi topo -m` output from FILE instead of running nvidia-smi", 0},
+    {"topo-file", "FILE", set_topo_file, "read `nvidia-smi topo -m` output from FILE instead of running nvidia-smi", 0},
     {"query-file", "FILE", set_query_file,
      "read `nvidia-smi " QUERY_ARG " --format=csv,noheader` output from FILE (with --topo-file and without "
-     "this flag: no query, so uuid, model and memory are left out)", 0},
+     "this flag: no query, so uuid, model and memory are left out)",
+     0},
     {"nvidia-smi", "PATH", set_nvidia_smi, "the nvidia-smi to run (default: nvidia-smi, looked up in PATH)", 0},
     {"proc-dir", "DIR", set_proc_dir,
      "read device minors from DIR/*/information (default " DEFAULT_PROC_DIR " when nvidia-smi is run, "
-     "none with --topo-file; \"\" disables; without them minor = index)", 0},
+     "none with --topo-file; \"\" disables; without them minor = index)",
+     0},
     {"patch-node", "NAME", set_patch_node,
      "also patch Node NAME's " TOPOLOGY_ANNOTATION " annotation when its value differs", 0},
     {"kubeconfig", "FILE", set_kubeconfig,
@@ -179,12 +216,11 @@ static const struct flag_spec flags[] = {
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "Usage: " PROG " [flags]\n"
-            "Prints the node's " TOPOLOGY_ANNOTATION " annotation (one line of JSON) built from\n"
-            "`nvidia-smi topo -m` and `nvidia-smi " QUERY_ARG " --format=csv,noheader`,\n"
-            "and with --patch-node publishes it on the Node.\n"
-            "\nFlags:\n");
+    fprintf(out, "Usage: " PROG " [flags]\n"
+                 "Prints the node's " TOPOLOGY_ANNOTATION " annotation (one line of JSON) built from\n"
+                 "`nvidia-smi topo -m` and `nvidia-smi " QUERY_ARG " --format=csv,noheader`,\n"
+                 "and with --patch-node publishes it on the Node.\n"
+                 "\nFlags:\n");
     struct flag_parser p = {PROG, flags, NFLAGS, NULL, 0, out};
     flags_print_help(&p, out, 34);
     fprintf(out, "\nExit codes: 0 done (or stopped by SIGTERM/SIGINT with --interval); 1 nvidia-smi failed, its\n"
@@ -444,7 +480,7 @@ static int run_command(const char *prog, const char *what, char *const args[], i
         *err = strbuf_format("%s: killed by signal %d%s%s", what, WTERMSIG(status), line[0] ? ": " : "", line);
     else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
         *err = strbuf_format("%s: exited with status %d%s%s", what, WIFEXITED(status) ? WEXITSTATUS(status) : -1,
-                       line[0] ? ": " : "", line);
+                             line[0] ? ": " : "", line);
     else if (terminate(out) != 0)
         *err = strbuf_format("out of memory");
     else
@@ -457,9 +493,9 @@ static int run_command(const char *prog, const char *what, char *const args[], i
 
 struct proc_gpu {
     int minor;
-    uint64_t bus;             /* domain:bus:device.function as one sortable number */
+    uint64_t bus; /* domain:bus:device.function as one sortable number */
     char uuid[96];
-    int index;                /* matched topology index */
+    int index; /* matched topology index */
 };
 
 /* "0000:07:00.0" (domain of 4 or 8 hex digits, any case) -> sortable number. */
@@ -467,8 +503,8 @@ static int parse_bus(const char *s, uint64_t *out)
 {
     unsigned int dom, bus, dev, fn;
     int used = 0;
-    if (sscanf(s, "%x:%x:%x.%x%n", &dom, &bus, &dev, &fn, &used) != 4 || s[used] != '\0' || bus > 0xff ||
-        dev > 0x1f || fn > 7)
+    if (sscanf(s, "%x:%x:%x.%x%n", &dom, &bus, &dev, &fn, &used) != 4 || s[used] != '\0' || bus > 0xff || dev > 0x1f ||
+        fn > 7)
         return -1;
     *out = ((uint64_t)dom << 16) | (bus << 8) | (dev << 3) | fn;
     return 0;
@@ -641,8 +677,8 @@ static int read_minors(const char *dir, const struct gpu_topology *t, int *minor
 
 struct runner {
     const struct config *cfg;
-    struct kube_client *client;     /* with --patch-node */
-    char *last_printed;             /* the annotation last written to stdout */
+    struct kube_client *client; /* with --patch-node */
+    char *last_printed;         /* the annotation last written to stdout */
 };
 
 static int read_input_file(const char *path, struct strbuf *sb, char **err)
@@ -692,9 +728,11 @@ static char *build_annotation(const struct config *cfg, char **err)
     if (!t) {
         /* Name the input the message is about: the CSV's messages say so. */
         const char *src = !why || strcmp(why, "out of memory") == 0 ? NULL
-                          : strncmp(why, "query CSV", 9) == 0 ? query_src
-                          : strncmp(why, "annotation:", 11) == 0 ? NULL : topo_src;
-        *err = why ? (src ? strbuf_format("%s: %s", src, why) : strbuf_format("%s", why)) : strbuf_format("out of memory");
+                          : strncmp(why, "query CSV", 9) == 0       ? query_src
+                          : strncmp(why, "annotation:", 11) == 0    ? NULL
+                                                                    : topo_src;
+        *err =
+            why ? (src ? strbuf_format("%s: %s", src, why) : strbuf_format("%s", why)) : strbuf_format("out of memory");
         free(why);
         goto done;
     }
@@ -818,7 +856,7 @@ done:
     kube_response_free(&r);
     cJSON_Delete(obj);
     cJSON_Delete(patch);
-    free(body);   /* cJSON's default hooks are malloc/free */
+    free(body); /* cJSON's default hooks are malloc/free */
     free(path);
     return result;
 }
@@ -882,8 +920,8 @@ static int make_client(const struct config *cfg, struct kube_config **kc, struct
 static int run_forever(struct runner *rn)
 {
     int64_t interval = rn->cfg->interval_ns;
-    log_info(PROG " %s: every %.3gs%s%s", GQA_VERSION, (double)interval / 1e9,
-             rn->cfg->patch_node ? ", node " : "", rn->cfg->patch_node ? rn->cfg->patch_node : "");
+    log_info(PROG " %s: every %.3gs%s%s", GQA_VERSION, (double)interval / 1e9, rn->cfg->patch_node ? ", node " : "",
+             rn->cfg->patch_node ? rn->cfg->patch_node : "");
     for (int round = 0;; round++) {
         int64_t next = clock_monotonic_ns() + interval;
         if (run_round(rn, round > 0) != EXIT_OK)

@@ -32,50 +32,59 @@ static bool valid_listen_address(const char *v)
     size_t hlen = (size_t)(colon - v);
     if (hlen > 0 && v[0] == '[')
         return hlen >= 2 && v[hlen - 1] == ']';
-    return memchr(v, ':', hlen) == NULL;    /* an IPv6 host needs brackets */
+    return memchr(v, ':', hlen) == NULL; /* an IPv6 host needs brackets */
 }
 
-static int set_listen(char **field, const char *v)
+static bool any_value(const char *v)
 {
-    return valid_listen_address(v) ? flags_set_string(field, v) : 1;
+    (void)v;
+    return true;
 }
 
-static int set_listen_http(void *target, const char *v) { struct options *o = target; return set_listen(&o->listen_http, v); }
-static int set_listen_https(void *target, const char *v) { struct options *o = target; return set_listen(&o->listen_https, v); }
-static int set_tls_cert(void *target, const char *v) { struct options *o = target; return flags_set_string(&o->tls_cert, v); }
-static int set_tls_key(void *target, const char *v) { struct options *o = target; return flags_set_string(&o->tls_key, v); }
-static int set_tls_client_ca(void *target, const char *v) { struct options *o = target; return flags_set_string(&o->tls_client_ca, v); }
-static int set_state_file(void *target, const char *v) { struct options *o = target; return flags_set_string(&o->state_file, v); }
-static int set_pod_file(void *target, const char *v) { struct options *o = target; return flags_set_string(&o->pod_file, v); }
-static int set_kubeconfig(void *target, const char *v) { struct options *o = target; return flags_set_string(&o->kubeconfig, v); }
-static int set_lease_name(void *target, const char *v) { struct options *o = target; return *v ? flags_set_string(&o->lease_name, v) : 1; }
-static int set_leader_elect(void *target, const char *v) { struct options *o = target; (void)v; o->leader_elect = 1; return 0; }
+static bool nonempty(const char *v)
+{
+    return *v != '\0';
+}
 
 /* Kubernetes names: lowercase RFC 1123 labels, which is what a namespace must be. */
-static int is_dns_label(const char *v)
+static bool is_dns_label(const char *v)
 {
     size_t n = strlen(v);
     if (n == 0 || n > 63 || v[0] == '-' || v[n - 1] == '-')
-        return 0;
+        return false;
     for (size_t i = 0; i < n; i++)
         if (!((v[i] >= 'a' && v[i] <= 'z') || (v[i] >= '0' && v[i] <= '9') || v[i] == '-'))
-            return 0;
-    return 1;
+            return false;
+    return true;
 }
 
-static int set_crl_namespace(void *target, const char *v)
+/* A setter that checks the value (false: invalid) and keeps a copy in field. */
+#define STRING_FLAG(setter, field, valid)                                              \
+    static int setter(void *target, const char *v)                                     \
+    {                                                                                  \
+        return valid(v) ? flags_set_string(&((struct options *)target)->field, v) : 1; \
+    }
+
+STRING_FLAG(set_listen_http, listen_http, valid_listen_address)
+STRING_FLAG(set_listen_https, listen_https, valid_listen_address)
+STRING_FLAG(set_tls_cert, tls_cert, any_value)
+STRING_FLAG(set_tls_key, tls_key, any_value)
+STRING_FLAG(set_tls_client_ca, tls_client_ca, any_value)
+STRING_FLAG(set_state_file, state_file, any_value)
+STRING_FLAG(set_pod_file, pod_file, any_value)
+STRING_FLAG(set_kubeconfig, kubeconfig, any_value)
+STRING_FLAG(set_lease_name, lease_name, nonempty)
+STRING_FLAG(set_lease_namespace, lease_namespace, is_dns_label)
+STRING_FLAG(set_crl_namespace, crl_namespace, is_dns_label)
+STRING_FLAG(set_model_label, gpu_model_label, nonempty)
+STRING_FLAG(set_pool_label, gpu_pool_label, nonempty)
+
+static int set_leader_elect(void *target, const char *v)
 {
     struct options *o = target;
-    return is_dns_label(v) ? flags_set_string(&o->crl_namespace, v) : 1;
-}
-
-static int set_model_label(void *target, const char *v) { struct options *o = target; return *v ? flags_set_string(&o->gpu_model_label, v) : 1; }
-static int set_pool_label(void *target, const char *v) { struct options *o = target; return *v ? flags_set_string(&o->gpu_pool_label, v) : 1; }
-
-static int set_lease_namespace(void *target, const char *v)
-{
-    struct options *o = target;
-    return is_dns_label(v) ? flags_set_string(&o->lease_namespace, v) : 1;
+    (void)v;
+    o->leader_elect = 1;
+    return 0;
 }
 
 static int set_quota_configmap(void *target, const char *v)
@@ -105,8 +114,17 @@ static int set_placement(void *target, const char *v)
     return 0;
 }
 
-static int set_gpu_policy(void *target, const char *v) { struct options *o = target; return policy_parse(v, &o->policy.gpu) ? 1 : 0; }
-static int set_node_policy(void *target, const char *v) { struct options *o = target; return policy_parse(v, &o->policy.node) ? 1 : 0; }
+static int set_gpu_policy(void *target, const char *v)
+{
+    struct options *o = target;
+    return policy_parse(v, &o->policy.gpu) ? 1 : 0;
+}
+
+static int set_node_policy(void *target, const char *v)
+{
+    struct options *o = target;
+    return policy_parse(v, &o->policy.node) ? 1 : 0;
+}
 
 static int set_assume_ttl(void *target, const char *v)
 {
@@ -140,42 +158,68 @@ static int set_max_body(void *target, const char *v)
     return 0;
 }
 
-static int set_log_level(void *target, const char *v) { struct options *o = target; return log_parse_level(v, &o->log_level) ? 1 : 0; }
+static int set_log_level(void *target, const char *v)
+{
+    struct options *o = target;
+    return log_parse_level(v, &o->log_level) ? 1 : 0;
+}
 
 static int set_log_format(void *target, const char *v)
 {
     struct options *o = target;
-    if (strcmp(v, "text") == 0)
-        o->log_json = 0;
-    else if (strcmp(v, "json") == 0)
-        o->log_json = 1;
-    else
-        return 1;
+    return log_parse_format(v, &o->log_json) ? 1 : 0;
+}
+
+static int set_help(void *target, const char *v)
+{
+    struct options *o = target;
+    (void)v;
+    o->show_help = 1;
     return 0;
 }
 
-static int set_help(void *target, const char *v) { struct options *o = target; (void)v; o->show_help = 1; return 0; }
-static int set_version(void *target, const char *v) { struct options *o = target; (void)v; o->show_version = 1; return 0; }
+static int set_version(void *target, const char *v)
+{
+    struct options *o = target;
+    (void)v;
+    o->show_version = 1;
+    return 0;
+}
 
 static const struct flag_spec flags[] = {
-    {"listen-http", "ADDR:PORT", set_listen_http, "plain HTTP listener for the extender verbs (default 127.0.0.1:3456; \"\" disables)", SERVE},
-    {"listen-https", "ADDR:PORT", set_listen_https, "HTTPS listener (needs --tls-cert and --tls-key; default off)", SERVE},
+    {"listen-http", "ADDR:PORT", set_listen_http,
+     "plain HTTP listener for the extender verbs (default 127.0.0.1:3456; \"\" disables)", SERVE},
+    {"listen-https", "ADDR:PORT", set_listen_https, "HTTPS listener (needs --tls-cert and --tls-key; default off)",
+     SERVE},
     {"tls-cert", "FILE", set_tls_cert, "PEM certificate (chain) served on the HTTPS listener", SERVE},
     {"tls-key", "FILE", set_tls_key, "PEM private key of --tls-cert", SERVE},
-    {"tls-client-ca", "FILE", set_tls_client_ca, "require HTTPS clients to present a certificate signed by this CA", SERVE},
-    {"kubeconfig", "FILE", set_kubeconfig, "follow the cluster of this kubeconfig's current context (default: in-cluster config when KUBERNETES_SERVICE_HOST is set)", SERVE},
-    {"state-file", "FILE", set_state_file, "offline mode: load Nodes, Pods and ConfigMaps from a kind: List (YAML or JSON)", BOTH},
+    {"tls-client-ca", "FILE", set_tls_client_ca, "require HTTPS clients to present a certificate signed by this CA",
+     SERVE},
+    {"kubeconfig", "FILE", set_kubeconfig,
+     "follow the cluster of this kubeconfig's current context (default: in-cluster config when KUBERNETES_SERVICE_HOST "
+     "is set)",
+     SERVE},
+    {"state-file", "FILE", set_state_file,
+     "offline mode: load Nodes, Pods and ConfigMaps from a kind: List (YAML or JSON)", BOTH},
     {"pod", "FILE", set_pod_file, "simulate: the Pod (YAML or JSON) to place", BOTH},
-    {"placement", "filter|bind", set_placement, "filter: decide in the filter and answer one node (default); bind: answer every feasible node", BOTH},
-    {"gpu-policy", "binpack|spread", set_gpu_policy, "order of GPUs for shared requests (default binpack; spread is refused for vcuda)", BOTH},
+    {"placement", "filter|bind", set_placement,
+     "filter: decide in the filter and answer one node (default); bind: answer every feasible node", BOTH},
+    {"gpu-policy", "binpack|spread", set_gpu_policy,
+     "order of GPUs for shared requests (default binpack; spread is refused for vcuda)", BOTH},
     {"node-policy", "binpack|spread", set_node_policy, "shape of node scores (default binpack)", BOTH},
     {"assume-ttl", "DURATION", set_assume_ttl, "how long an unbound decision holds its GPUs (default 60s)", BOTH},
-    {"crl-namespace", "NAMESPACE", set_crl_namespace, "namespace of the CustomResourceLimitation ConfigMaps (default kube-public)", BOTH},
-    {"quota-configmap", "NAMESPACE/NAME", set_quota_configmap, "the GPU quota ConfigMap (default kube-system/gpu-quota)", BOTH},
-    {"gpu-model-label", "LABEL", set_model_label, "node label naming the GPU model, for quota (default tkestack.io/gpu-model)", BOTH},
-    {"gpu-pool-label", "LABEL", set_pool_label, "node label naming the GPU pool, for quota (default tkestack.io/gpu-pool)", BOTH},
-    {"leader-elect", NULL, set_leader_elect, "take decisions only while holding the Lease (run several replicas)", SERVE},
-    {"lease-namespace", "NAMESPACE", set_lease_namespace, "namespace of the leader-election Lease (default kube-system)", SERVE},
+    {"crl-namespace", "NAMESPACE", set_crl_namespace,
+     "namespace of the CustomResourceLimitation ConfigMaps (default kube-public)", BOTH},
+    {"quota-configmap", "NAMESPACE/NAME", set_quota_configmap,
+     "the GPU quota ConfigMap (default kube-system/gpu-quota)", BOTH},
+    {"gpu-model-label", "LABEL", set_model_label,
+     "node label naming the GPU model, for quota (default tkestack.io/gpu-model)", BOTH},
+    {"gpu-pool-label", "LABEL", set_pool_label,
+     "node label naming the GPU pool, for quota (default tkestack.io/gpu-pool)", BOTH},
+    {"leader-elect", NULL, set_leader_elect, "take decisions only while holding the Lease (run several replicas)",
+     SERVE},
+    {"lease-namespace", "NAMESPACE", set_lease_namespace,
+     "namespace of the leader-election Lease (default kube-system)", SERVE},
     {"lease-name", "NAME", set_lease_name, "name of the leader-election Lease (default gpu-quota-admission)", SERVE},
     {"threads", "N", set_threads, "HTTP worker threads (default: number of cores)", SERVE},
     {"max-body-bytes", "BYTES", set_max_body, "largest request body; larger ones get 413 (default 256Mi)", SERVE},
@@ -250,16 +294,17 @@ static int check_combination(const struct options *o, enum options_command cmd, 
 int options_parse(struct options *o, enum options_command cmd, int argc, char **argv, FILE *err)
 {
     set_defaults(o);
-    if (flags_set_string(&o->listen_http, "127.0.0.1:3456") != 0 || flags_set_string(&o->crl_namespace, "kube-public") != 0 ||
+    if (flags_set_string(&o->listen_http, "127.0.0.1:3456") != 0 ||
+        flags_set_string(&o->crl_namespace, "kube-public") != 0 ||
         flags_set_string(&o->quota_configmap, "kube-system/gpu-quota") != 0 ||
-        flags_set_string(&o->lease_namespace, "kube-system") != 0 || flags_set_string(&o->lease_name, "gpu-quota-admission") != 0 ||
+        flags_set_string(&o->lease_namespace, "kube-system") != 0 ||
+        flags_set_string(&o->lease_name, "gpu-quota-admission") != 0 ||
         flags_set_string(&o->gpu_model_label, "tkestack.io/gpu-model") != 0 ||
         flags_set_string(&o->gpu_pool_label, "tkestack.io/gpu-pool") != 0) {
         options_free(o);
         return -1;
     }
-    if (parse_flags(o, cmd, argc, argv, err) != 0 ||
-        check_combination(o, cmd, err) != 0) {
+    if (parse_flags(o, cmd, argc, argv, err) != 0 || check_combination(o, cmd, err) != 0) {
         options_free(o);
         return -1;
     }
@@ -292,7 +337,8 @@ void options_print_help(FILE *out)
             "       gpu-quota-admission simulate --state-file F --pod POD.yaml [flags]\n"
             "                                                        print where the pod would go, exit 1 if nowhere\n"
             "       gpu-quota-admission validate-crl [--crl-namespace NS] FILE...\n"
-            "                                                        check CustomResourceLimitation ConfigMaps, exit 1 if any is invalid\n"
+            "                                                        check CustomResourceLimitation ConfigMaps, exit 1 "
+            "if any is invalid\n"
             "\nFlags (each also settable as GQA_<NAME>, e.g. GQA_LISTEN_HTTP):\n");
     struct flag_parser p = {PROG, flags, NFLAGS, "GQA_", 1u << CMD_SERVE, out};
     flags_print_help(&p, out, 32);

@@ -25,6 +25,14 @@ int log_parse_level(const char *name, enum log_level *out)
     return -1;
 }
 
+int log_parse_format(const char *name, int *json)
+{
+    if (strcmp(name, "text") != 0 && strcmp(name, "json") != 0)
+        return -1;
+    *json = strcmp(name, "json") == 0;
+    return 0;
+}
+
 void log_configure(enum log_level level, int json)
 {
     min_level = level;

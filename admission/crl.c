@@ -89,6 +89,7 @@ static void problem_add(struct crl_problems *p, const char *fmt, ...)
 /* Reading a ConfigMap                                                  */
 
 enum fstate { F_MISSING, F_OK, F_BAD };
+
 struct field {
     const char *s; /* F_OK only */
     enum fstate st;
@@ -431,8 +432,8 @@ struct crl *crl_parse(const cJSON *configmap, const char *crl_namespace, struct 
         check_key(&v, problems);
         int dt = check_enum(&v.data_type, "data.dataType", (const char *const[]){"integer"}, 1, "integer", problems);
         int lim = check_enum(&v.limits, "data.limits", limits_names, 3, "disabled, required, optional", problems);
-        int req = check_enum(&v.requests, "data.requests", requests_names, 3, "disabled, required, fromLimits",
-                             problems);
+        int req =
+            check_enum(&v.requests, "data.requests", requests_names, 3, "disabled, required, fromLimits", problems);
         check_default(&v, dt == 0, lim, problems);
         if (lim == CRL_LIMITS_DISABLED && req == CRL_REQUESTS_FROM_LIMITS)
             problem_add(problems, "data.limits \"disabled\" with data.requests \"fromLimits\": "
@@ -611,7 +612,7 @@ void crl_defaults_free(struct crl_defaults *d)
 
 struct container_view {
     int index;
-    char *label;            /* container "name" / container #i, for messages */
+    char *label; /* container "name" / container #i, for messages */
     const cJSON *limits, *requests;
 };
 
@@ -658,17 +659,20 @@ static int add_default(struct crl_defaults *d, int container, const struct crl *
 
 /* requests: disabled/fromLimits: a request must equal the limit the
  * container ends up with (its own, or the default it is about to take). */
-static void check_request_equals(const struct container_view *cv, const struct crl *c, const char *req,
-                                 const char *lim, bool lim_is_default, struct crl_problems *v)
+static void check_request_equals(const struct container_view *cv, const struct crl *c, const char *req, const char *lim,
+                                 bool lim_is_default, struct crl_problems *v)
 {
     const char *rule = requests_names[c->requests];
     if (!lim)
-        problem_add(v, "%s: %s request %q is set without a limit, which CustomResourceLimitation %s forbids "
-                       "(requests: %s)", cv->label, c->key, req, c->name, rule);
+        problem_add(v,
+                    "%s: %s request %q is set without a limit, which CustomResourceLimitation %s forbids "
+                    "(requests: %s)",
+                    cv->label, c->key, req, c->name, rule);
     else if (!same_quantity(req, lim))
-        problem_add(v, "%s: %s request %q differs from its %slimit %q, which CustomResourceLimitation %s forbids "
-                       "(requests: %s)", cv->label, c->key, req, lim_is_default ? "default " : "", lim, c->name,
-                    rule);
+        problem_add(v,
+                    "%s: %s request %q differs from its %slimit %q, which CustomResourceLimitation %s forbids "
+                    "(requests: %s)",
+                    cv->label, c->key, req, lim_is_default ? "default " : "", lim, c->name, rule);
 }
 
 static int apply_crl(const struct container_view *cv, const struct crl *c, struct crl_problems *v,
@@ -683,8 +687,8 @@ static int apply_crl(const struct container_view *cv, const struct crl *c, struc
         problem_add(v, "%s: %s is required in limits by CustomResourceLimitation %s (limits: required)", cv->label,
                     c->key, c->name);
     else if (c->limits == CRL_LIMITS_DISABLED && lim)
-        problem_add(v, "%s: %s is not allowed in limits by CustomResourceLimitation %s (limits: disabled)",
-                    cv->label, c->key, c->name);
+        problem_add(v, "%s: %s is not allowed in limits by CustomResourceLimitation %s (limits: disabled)", cv->label,
+                    c->key, c->name);
     else if (c->limits == CRL_LIMITS_OPTIONAL && !lim && c->default_value) {
         lim = c->default_value;
         lim_is_default = true;
@@ -692,8 +696,8 @@ static int apply_crl(const struct container_view *cv, const struct crl *c, struc
             return -1;
     }
     if (c->requests == CRL_REQUESTS_REQUIRED && !req)
-        problem_add(v, "%s: %s is required in requests by CustomResourceLimitation %s (requests: required)",
-                    cv->label, c->key, c->name);
+        problem_add(v, "%s: %s is required in requests by CustomResourceLimitation %s (requests: required)", cv->label,
+                    c->key, c->name);
     else if (c->requests != CRL_REQUESTS_REQUIRED && req)
         check_request_equals(cv, c, req, lim, lim_is_default, v);
     return v->failed ? -1 : 0;
@@ -767,7 +771,8 @@ int crl_check_pod(const struct crl_registry *r, const cJSON *pod, struct crl_pro
         return 0;
     int index = 0;
     const cJSON *ctr;
-    cJSON_ArrayForEach(ctr, containers) {
+    cJSON_ArrayForEach(ctr, containers)
+    {
         if (cJSON_IsObject(ctr) && check_container(r, ctr, index, violations, defaults) != 0)
             return -1;
         index++;

@@ -13,10 +13,10 @@
 #ifndef GQA_ADMISSION_CRL_H
 #define GQA_ADMISSION_CRL_H
 
+#include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cjson/cJSON.h>
 
 #define CRL_LABEL_TYPE "features.alauda.io/type"
 #define CRL_LABEL_GROUP "features.alauda.io/group"
@@ -25,13 +25,14 @@
 #define CRL_NAME_PREFIX "cf-crl-"
 
 enum crl_limits { CRL_LIMITS_DISABLED, CRL_LIMITS_REQUIRED, CRL_LIMITS_OPTIONAL };
+
 enum crl_requests { CRL_REQUESTS_DISABLED, CRL_REQUESTS_REQUIRED, CRL_REQUESTS_FROM_LIMITS };
 
 struct crl {
-    char *name;             /* ConfigMap name, cf-crl-<customName>-<keyName> */
+    char *name; /* ConfigMap name, cf-crl-<customName>-<keyName> */
     char *group;
-    char *key;              /* resource name, e.g. tencent.com/vcuda-core */
-    char *default_value;    /* as written, NULL when empty */
+    char *key;           /* resource name, e.g. tencent.com/vcuda-core */
+    char *default_value; /* as written, NULL when empty */
     enum crl_limits limits;
     enum crl_requests requests;
     bool enabled;
@@ -45,6 +46,7 @@ struct crl_problems {
     size_t count;
     bool failed;
 };
+
 void crl_problems_free(struct crl_problems *p);
 /* The problems as one message, "; " between them (malloc'd, NULL on allocation failure). */
 char *crl_problems_join(const struct crl_problems *p);
@@ -68,11 +70,12 @@ void crl_free(struct crl *crl);
 
 /* The enabled, valid CRLs, and the invalid ones with their problems. */
 struct crl_invalid {
-    char *name;             /* namespace/name */
+    char *name; /* namespace/name */
     struct crl_problems problems;
 };
+
 struct crl_registry {
-    struct crl **crls;      /* enabled and valid */
+    struct crl **crls; /* enabled and valid */
     size_t count;
     struct crl_invalid *invalid;
     size_t invalid_count;
@@ -93,19 +96,21 @@ void crl_validate_against(const struct crl_registry *r, const cJSON *configmap, 
 
 /* One default a container takes. */
 struct crl_default {
-    int container;          /* index in spec.containers */
-    const char *key;        /* the CRL's key (owned by the registry) */
-    const char *value;      /* the CRL's defaultValue (owned by the registry) */
-    bool set_request;       /* requests: fromLimits/disabled and the container has no request
+    int container;     /* index in spec.containers */
+    const char *key;   /* the CRL's key (owned by the registry) */
+    const char *value; /* the CRL's defaultValue (owned by the registry) */
+    bool set_request;  /* requests: fromLimits/disabled and the container has no request
                              * for the key: the request is set too, because an extended
                              * resource's request must equal its limit (the API server would
                              * default it from the limit anyway; writing it keeps the pod
                              * the filter sees complete). requests: required: never. */
 };
+
 struct crl_defaults {
     struct crl_default *items;
     size_t count;
 };
+
 void crl_defaults_free(struct crl_defaults *d);
 
 /* Check a Pod against the registry: violations get one message per problem

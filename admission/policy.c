@@ -53,8 +53,7 @@ static void rebuild_crls(struct admission_policy *p, struct cluster_cache *c)
     }
     for (size_t i = 0; i < r->invalid_count; i++)
         log_warn("CustomResourceLimitation %s ignored: %zu problem(s), first: %s", r->invalid[i].name,
-                 r->invalid[i].problems.count,
-                 r->invalid[i].problems.count ? r->invalid[i].problems.items[0] : "");
+                 r->invalid[i].problems.count, r->invalid[i].problems.count ? r->invalid[i].problems.items[0] : "");
     crl_registry_free(p->crls);
     p->crls = r;
 }

@@ -17,9 +17,9 @@
 struct admission_policy {
     char *crl_namespace;
     char *quota_namespace, *quota_name;
-    struct crl_registry *crls;      /* never NULL after policy_init */
-    struct quota_config *quota;     /* NULL: no quota ConfigMap (unrestricted) or invalid */
-    char *quota_error;              /* why the quota ConfigMap was not usable, or NULL */
+    struct crl_registry *crls;  /* never NULL after policy_init */
+    struct quota_config *quota; /* NULL: no quota ConfigMap (unrestricted) or invalid */
+    char *quota_error;          /* why the quota ConfigMap was not usable, or NULL */
 };
 
 /* quota_configmap is "namespace/name". 0 or -1. */

@@ -11,10 +11,10 @@
 #ifndef GQA_ADMISSION_QUOTA_H
 #define GQA_ADMISSION_QUOTA_H
 
+#include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cjson/cJSON.h>
 
 struct quota_model {
     char *model;
@@ -32,7 +32,7 @@ struct quota_entry {
 struct quota_config {
     struct quota_entry *entries;
     size_t count;
-    char *source;           /* namespace/name of the ConfigMap */
+    char *source; /* namespace/name of the ConfigMap */
 };
 
 /* Parse the ConfigMap's data.gpu_quota. NULL with *err (malloc'd, naming the
@@ -45,8 +45,8 @@ const struct quota_entry *quota_find(const struct quota_config *q, const char *n
 /* Can namespace ns put `cores` more on a node of this model and pool, with
  * `used_cores` already in use by the namespace on that model? true, or false
  * with reason written (at most size bytes). */
-bool quota_allows(const struct quota_entry *e, const char *model, const char *pool, int64_t used_cores,
-                  int64_t cores, char *reason, size_t size);
+bool quota_allows(const struct quota_entry *e, const char *model, const char *pool, int64_t used_cores, int64_t cores,
+                  char *reason, size_t size);
 
 /* JSON for /inspect/quota: every entry with its pools, quota and usage, the
  * usage coming from used(ctx, ns, model) in cores. */

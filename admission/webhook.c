@@ -18,8 +18,7 @@
 #define REVIEW_API_VERSION "admission.k8s.io/v1"
 #define REVIEW_KIND "AdmissionReview"
 
-static int fail(struct admission_request *req, char **err, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+static int fail(struct admission_request *req, char **err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Reports why, then drops what was parsed (in that order: the arguments may
  * point into the parsed tree); always -1. */
@@ -153,8 +152,7 @@ static bool patch_is_empty(const char *patch)
     return p[strspn(p, " \t\r\n")] == '\0';
 }
 
-char *admission_response(const char *uid, bool allowed, int code, const char *message, const char *patch,
-                         size_t *len)
+char *admission_response(const char *uid, bool allowed, int code, const char *message, const char *patch, size_t *len)
 {
     struct strbuf sb;
     strbuf_init(&sb);

@@ -9,12 +9,12 @@
 #ifndef GQA_ADMISSION_WEBHOOK_H
 #define GQA_ADMISSION_WEBHOOK_H
 
+#include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stddef.h>
-#include <cjson/cJSON.h>
 
 struct admission_request {
-    cJSON *root;            /* owns everything below */
+    cJSON *root; /* owns everything below */
     const char *uid;
     const char *kind;       /* request.kind.kind: "Pod", "ConfigMap" */
     const char *namespace_; /* NULL when absent (cluster-scoped objects) */
@@ -36,7 +36,6 @@ void admission_request_free(struct admission_request *req);
  * status.message only when message is not NULL. patch (JSON text of an
  * RFC 6902 patch) is base64-encoded (standard alphabet, padded) into
  * response.patch with patchType JSONPatch when not NULL and not "[]". */
-char *admission_response(const char *uid, bool allowed, int code, const char *message, const char *patch,
-                         size_t *len);
+char *admission_response(const char *uid, bool allowed, int code, const char *message, const char *patch, size_t *len);
 
 #endif

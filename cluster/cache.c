@@ -68,9 +68,20 @@ void cache_destroy(struct cluster_cache *c)
     pthread_rwlock_destroy(&c->lock);
 }
 
-void cache_read_lock(struct cluster_cache *c) { pthread_rwlock_rdlock(&c->lock); }
-void cache_write_lock(struct cluster_cache *c) { pthread_rwlock_wrlock(&c->lock); }
-void cache_unlock(struct cluster_cache *c) { pthread_rwlock_unlock(&c->lock); }
+void cache_read_lock(struct cluster_cache *c)
+{
+    pthread_rwlock_rdlock(&c->lock);
+}
+
+void cache_write_lock(struct cluster_cache *c)
+{
+    pthread_rwlock_wrlock(&c->lock);
+}
+
+void cache_unlock(struct cluster_cache *c)
+{
+    pthread_rwlock_unlock(&c->lock);
+}
 
 struct node_state *cache_find_node(const struct cluster_cache *c, const char *name)
 {
@@ -237,8 +248,8 @@ static void uncharge(struct cluster_cache *c, struct pod_entry *e)
 }
 
 /* Where a pod is charged, if anywhere: its binding, else a live assumption. */
-static const char *charge_target(const struct cluster_cache *c, const struct pod_info *p, int64_t now,
-                                 bool *bound, int64_t *expires)
+static const char *charge_target(const struct cluster_cache *c, const struct pod_info *p, int64_t now, bool *bound,
+                                 int64_t *expires)
 {
     *bound = false;
     *expires = 0;
@@ -423,7 +434,7 @@ static int recharge_node(struct cluster_cache *c, struct node_state *n, struct n
 {
     int64_t now = clock_realtime_ns();
     struct pod_entry *pods = NULL;
-    n->present = true;               /* keeps a placeholder alive while it empties */
+    n->present = true; /* keeps a placeholder alive while it empties */
     while (n->charged) {
         struct pod_entry *e = n->charged;
         uncharge(c, e);

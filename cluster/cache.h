@@ -22,23 +22,23 @@
 #ifndef GQA_CACHE_H
 #define GQA_CACHE_H
 
+#include <cjson/cJSON.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <cjson/cJSON.h>
 
-#include "lib/clock.h"
-#include "lib/dict.h"
 #include "cluster/nodespec.h"
 #include "cluster/podspec.h"
+#include "lib/clock.h"
+#include "lib/dict.h"
 
 struct gpu_state {
     int minor;
     int numa;
-    int64_t core_used;      /* percent of this GPU in use (100 = whole GPU) */
-    int64_t vmem_total, vmem_used;   /* tencent.com/vcuda-memory blocks */
-    int64_t mmem_total, mmem_used;   /* nvidia.com/mps-memory units */
-    int pods;               /* container charges on this GPU (a pod with two shares here counts twice) */
+    int64_t core_used;             /* percent of this GPU in use (100 = whole GPU) */
+    int64_t vmem_total, vmem_used; /* tencent.com/vcuda-memory blocks */
+    int64_t mmem_total, mmem_used; /* nvidia.com/mps-memory units */
+    int pods;                      /* container charges on this GPU (a pod with two shares here counts twice) */
 };
 
 /* GPU usage the cache cannot place on a particular GPU. */
@@ -53,12 +53,12 @@ struct pod_entry;
 
 struct node_state {
     char *name;
-    bool present;               /* false: a placeholder for pods that name a node not (yet) seen */
-    struct node_spec *spec;     /* NULL for placeholders */
+    bool present;           /* false: a placeholder for pods that name a node not (yet) seen */
+    struct node_spec *spec; /* NULL for placeholders */
     int gpu_count;
     struct gpu_state *gpus;
     struct node_usage unattributed;
-    struct pod_entry *charged;  /* pods charged on this node (list through pod_entry.node_next) */
+    struct pod_entry *charged; /* pods charged on this node (list through pod_entry.node_next) */
     int charged_count;
 };
 
@@ -72,15 +72,15 @@ struct pod_entry {
     struct pod_info *info;
     /* The charge currently applied; node == NULL means none. */
     struct node_state *node;
-    bool bound;                 /* charged because bound (else assumed) */
-    int64_t expires_ns;         /* assumed charges end then; 0 for bound pods */
+    bool bound;         /* charged because bound (else assumed) */
+    int64_t expires_ns; /* assumed charges end then; 0 for bound pods */
     int nslots;
     struct slot_charge *slots;
     struct node_usage unattributed;
     struct pod_entry *node_prev, *node_next;
-    struct pod_entry *assumed_prev, *assumed_next;   /* cache.assumed list while assumed */
-    uint64_t applied_at;        /* cache generation when this pod's info was last applied */
-    char *usage_key;            /* quota usage this charge added to ("ns\x1fmodel"), or NULL */
+    struct pod_entry *assumed_prev, *assumed_next; /* cache.assumed list while assumed */
+    uint64_t applied_at;                           /* cache generation when this pod's info was last applied */
+    char *usage_key;                               /* quota usage this charge added to ("ns\x1fmodel"), or NULL */
     int64_t usage_cores;
 };
 
@@ -101,15 +101,15 @@ struct cache_config {
 struct cluster_cache {
     pthread_rwlock_t lock;
     struct cache_config cfg;
-    struct dict nodes;          /* name -> struct node_state */
-    struct dict pods;           /* namespace/name -> struct pod_entry */
-    struct dict configmaps;     /* namespace/name -> cJSON (the whole object) */
-    struct dict usage;          /* "namespace\x1fmodel" -> cores charged (intptr_t), for quota */
+    struct dict nodes;      /* name -> struct node_state */
+    struct dict pods;       /* namespace/name -> struct pod_entry */
+    struct dict configmaps; /* namespace/name -> cJSON (the whole object) */
+    struct dict usage;      /* "namespace\x1fmodel" -> cores charged (intptr_t), for quota */
     int present_nodes;
     int assumed_pods;
-    struct pod_entry *assumed;  /* pods whose charge is an assumption (expires) */
-    int64_t next_expiry_ns;     /* earliest assumed-charge expiry, INT64_MAX if none */
-    uint64_t generation;        /* bumped by every change */
+    struct pod_entry *assumed; /* pods whose charge is an assumption (expires) */
+    int64_t next_expiry_ns;    /* earliest assumed-charge expiry, INT64_MAX if none */
+    uint64_t generation;       /* bumped by every change */
 };
 
 int cache_init(struct cluster_cache *c, const struct cache_config *cfg);

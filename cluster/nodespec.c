@@ -1,7 +1,7 @@
 /* nodespec.c - Node object -> node_spec. See nodespec.h. */
 #include "cluster/nodespec.h"
-#include "lib/log.h"
 #include "cluster/podspec.h"
+#include "lib/log.h"
 #include "lib/quantity.h"
 
 #include <math.h>

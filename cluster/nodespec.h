@@ -11,28 +11,28 @@
 #ifndef GQA_NODESPEC_H
 #define GQA_NODESPEC_H
 
-#include <stdint.h>
 #include <cjson/cJSON.h>
+#include <stdint.h>
 
 #include "topology/annotation.h"
 
 struct node_gpu_spec {
     int minor;
     int numa;
-    int64_t vcuda_memory;   /* vcuda-memory blocks (256 MiB) of this GPU */
-    int64_t mps_memory;     /* mps-memory units of this GPU */
+    int64_t vcuda_memory; /* vcuda-memory blocks (256 MiB) of this GPU */
+    int64_t mps_memory;   /* mps-memory units of this GPU */
 };
 
 struct node_spec {
     char *name;
-    int64_t vcuda_core, vcuda_memory, mps_core, mps_memory, nvidia_gpu;  /* allocatable (else capacity) */
+    int64_t vcuda_core, vcuda_memory, mps_core, mps_memory, nvidia_gpu; /* allocatable (else capacity) */
     int gpu_count;
-    struct node_gpu_spec *gpus;       /* gpu_count entries */
-    struct gpu_topology *topology;    /* NULL when absent or unusable */
-    struct gpu_topology *shape;       /* what selection uses: topology, or all-SYS with unknown NUMA */
-    char *topology_error;             /* why an annotation present on the node was not used */
-    char *model;                      /* --gpu-model-label value, or NULL */
-    char *pool;                       /* --gpu-pool-label value, or NULL */
+    struct node_gpu_spec *gpus;    /* gpu_count entries */
+    struct gpu_topology *topology; /* NULL when absent or unusable */
+    struct gpu_topology *shape;    /* what selection uses: topology, or all-SYS with unknown NUMA */
+    char *topology_error;          /* why an annotation present on the node was not used */
+    char *model;                   /* --gpu-model-label value, or NULL */
+    char *pool;                    /* --gpu-pool-label value, or NULL */
 };
 
 #define DEFAULT_GPU_MODEL_LABEL "tkestack.io/gpu-model"

@@ -16,19 +16,26 @@
 const char *gpu_family_resource(enum gpu_family family)
 {
     switch (family) {
-    case GPU_FAMILY_VCUDA: return RES_VCUDA_CORE;
-    case GPU_FAMILY_MPS: return RES_MPS_CORE;
-    case GPU_FAMILY_PGPU: return RES_NVIDIA_GPU;
-    default: return "none";
+    case GPU_FAMILY_VCUDA:
+        return RES_VCUDA_CORE;
+    case GPU_FAMILY_MPS:
+        return RES_MPS_CORE;
+    case GPU_FAMILY_PGPU:
+        return RES_NVIDIA_GPU;
+    default:
+        return "none";
     }
 }
 
 const char *gpu_family_memory_resource(enum gpu_family family)
 {
     switch (family) {
-    case GPU_FAMILY_VCUDA: return RES_VCUDA_MEMORY;
-    case GPU_FAMILY_MPS: return RES_MPS_MEMORY;
-    default: return "none";
+    case GPU_FAMILY_VCUDA:
+        return RES_VCUDA_MEMORY;
+    case GPU_FAMILY_MPS:
+        return RES_MPS_MEMORY;
+    default:
+        return "none";
     }
 }
 
@@ -79,8 +86,8 @@ struct raw_amounts {
     bool has_vcore, has_vmem, has_mcore, has_mmem, has_gpu;
 };
 
-static int read_amount(const cJSON *amounts, const char *resource, int64_t *value, bool *present,
-                       const char *cname, struct strbuf *err)
+static int read_amount(const cJSON *amounts, const char *resource, int64_t *value, bool *present, const char *cname,
+                       struct strbuf *err)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(amounts, resource);
     if (!v)
@@ -99,8 +106,7 @@ static int read_amount(const cJSON *amounts, const char *resource, int64_t *valu
     return 0;
 }
 
-static int read_raw_amounts(const cJSON *amounts, const char *cname, struct raw_amounts *a,
-                            struct strbuf *err)
+static int read_raw_amounts(const cJSON *amounts, const char *cname, struct raw_amounts *a, struct strbuf *err)
 {
     memset(a, 0, sizeof(*a));
     if (!amounts)
@@ -117,8 +123,7 @@ static int read_raw_amounts(const cJSON *amounts, const char *cname, struct raw_
 static int classify_vcuda(const struct raw_amounts *a, struct container_request *c, struct strbuf *err)
 {
     if (!a->has_vcore) {
-        strbuf_printf(err, "container \"%s\" asks for %s without %s", c->name, RES_VCUDA_MEMORY,
-                      RES_VCUDA_CORE);
+        strbuf_printf(err, "container \"%s\" asks for %s without %s", c->name, RES_VCUDA_MEMORY, RES_VCUDA_CORE);
         return -1;
     }
     c->family = GPU_FAMILY_VCUDA;
@@ -133,8 +138,7 @@ static int classify_vcuda(const struct raw_amounts *a, struct container_request 
                           c->name, RES_VCUDA_CORE, a->vcore);
             return -1;
         }
-        c->whole_gpus = (int)(a->vcore / 100 > MAX_GPUS_PER_CONTAINER ? MAX_GPUS_PER_CONTAINER + 1
-                                                                       : a->vcore / 100);
+        c->whole_gpus = (int)(a->vcore / 100 > MAX_GPUS_PER_CONTAINER ? MAX_GPUS_PER_CONTAINER + 1 : a->vcore / 100);
         return 0;
     }
     if (!a->has_vmem) {
@@ -154,8 +158,8 @@ static int classify_mps(const struct raw_amounts *a, struct container_request *c
         return -1;
     }
     if (a->mcore > 100) {
-        strbuf_printf(err, "container \"%s\": %s %" PRId64 " is above 100 (MPS shares one GPU, 1..100)",
-                      c->name, RES_MPS_CORE, a->mcore);
+        strbuf_printf(err, "container \"%s\": %s %" PRId64 " is above 100 (MPS shares one GPU, 1..100)", c->name,
+                      RES_MPS_CORE, a->mcore);
         return -1;
     }
     c->family = GPU_FAMILY_MPS;
@@ -181,8 +185,10 @@ static int classify_container(const cJSON *container, struct container_request *
         return -1;
     int families = (a.has_vcore || a.has_vmem) + (a.has_mcore || a.has_mmem) + a.has_gpu;
     if (families > 1) {
-        strbuf_printf(err, "container \"%s\" mixes GPU resources of different kinds (%s, %s, %s); "
-                      "a container uses one kind", c->name, RES_VCUDA_CORE, RES_MPS_CORE, RES_NVIDIA_GPU);
+        strbuf_printf(err,
+                      "container \"%s\" mixes GPU resources of different kinds (%s, %s, %s); "
+                      "a container uses one kind",
+                      c->name, RES_VCUDA_CORE, RES_MPS_CORE, RES_NVIDIA_GPU);
         return -1;
     }
     if (a.has_vcore || a.has_vmem)
@@ -255,8 +261,8 @@ static int parse_containers(const cJSON *spec, struct pod_info *pod)
     if (!pod->request_error && pod->uses_gpu) {
         for (i = 0; i < n; i++) {
             if (pod->containers[i].whole_gpus > MAX_GPUS_PER_CONTAINER) {
-                strbuf_printf(&err, "container \"%s\" asks for more than %d whole GPUs",
-                              pod->containers[i].name, MAX_GPUS_PER_CONTAINER);
+                strbuf_printf(&err, "container \"%s\" asks for more than %d whole GPUs", pod->containers[i].name,
+                              MAX_GPUS_PER_CONTAINER);
                 pod->request_error = strbuf_detach(&err, NULL);
                 if (!pod->request_error)
                     goto oom;
@@ -321,7 +327,7 @@ static int read_container_indices(const cJSON *ann, int i, struct pod_decision *
     int tmp[MAX_GPUS_PER_CONTAINER];
     int n = parse_gpu_index_list(text, tmp, MAX_GPUS_PER_CONTAINER);
     if (n <= 0)
-        return 0;   /* unreadable: treated as absent, the pod is then unattributed */
+        return 0; /* unreadable: treated as absent, the pod is then unattributed */
     d->idx[i] = malloc(sizeof(int) * (size_t)n);
     if (!d->idx[i])
         return -1;
@@ -473,8 +479,8 @@ static int set_indices(cJSON *ann, int i, const int *idx, int count, bool vcuda)
     return rc;
 }
 
-int decision_annotations(cJSON *ann, const char *node, int64_t time_ns, int ncontainers,
-                         int *const *idx, const int *idx_count, bool vcuda)
+int decision_annotations(cJSON *ann, const char *node, int64_t time_ns, int ncontainers, int *const *idx,
+                         const int *idx_count, bool vcuda)
 {
     char when[24];
     snprintf(when, sizeof(when), "%" PRId64, time_ns);
@@ -533,8 +539,8 @@ static int copy_decision(struct pod_decision *d, int n, const char *node, int64_
     return 0;
 }
 
-struct pod_info *pod_info_with_decision(const struct pod_info *src, const char *node, int64_t time_ns,
-                                        int *const *idx, const int *idx_count)
+struct pod_info *pod_info_with_decision(const struct pod_info *src, const char *node, int64_t time_ns, int *const *idx,
+                                        const int *idx_count)
 {
     struct pod_info *p = calloc(1, sizeof(*p));
     if (!p)
@@ -549,8 +555,8 @@ struct pod_info *pod_info_with_decision(const struct pod_info *src, const char *
     p->terminal = src->terminal;
     p->uses_gpu = src->uses_gpu;
     if (!p->key || !p->ns || !p->name || (src->uid && !p->uid) || (src->node_name && !p->node_name) ||
-        (src->resource_version && !p->resource_version) ||
-        (src->request_error && !p->request_error) || copy_containers(p, src) != 0 ||
+        (src->resource_version && !p->resource_version) || (src->request_error && !p->request_error) ||
+        copy_containers(p, src) != 0 ||
         copy_decision(&p->decision, src->ncontainers, node, time_ns, idx, idx_count) != 0) {
         pod_info_free(p);
         return NULL;
@@ -641,7 +647,7 @@ static int container_member(struct jscan *s, const struct jscan_str *key, cJSON 
 static int slim_containers(struct jscan *s, cJSON *spec)
 {
     if (jscan_peek(s) != JSCAN_ARRAY)
-        return slim_value(s, spec, "containers");   /* a wrong type stays visible to the parser */
+        return slim_value(s, spec, "containers"); /* a wrong type stays visible to the parser */
     cJSON *list = cJSON_AddArrayToObject(spec, "containers");
     if (!list || jscan_enter_array(s) != 0)
         return -1;

@@ -10,9 +10,9 @@
 #ifndef GQA_PODSPEC_H
 #define GQA_PODSPEC_H
 
+#include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <cjson/cJSON.h>
 
 #define RES_VCUDA_CORE "tencent.com/vcuda-core"
 #define RES_VCUDA_MEMORY "tencent.com/vcuda-memory"
@@ -31,9 +31,9 @@
 /* Which device family a container uses (one per container). */
 enum gpu_family {
     GPU_FAMILY_NONE = 0,
-    GPU_FAMILY_VCUDA,   /* tencent.com/vcuda-core / vcuda-memory */
-    GPU_FAMILY_MPS,     /* nvidia.com/mps-core / mps-memory */
-    GPU_FAMILY_PGPU     /* nvidia.com/gpu */
+    GPU_FAMILY_VCUDA, /* tencent.com/vcuda-core / vcuda-memory */
+    GPU_FAMILY_MPS,   /* nvidia.com/mps-core / mps-memory */
+    GPU_FAMILY_PGPU   /* nvidia.com/gpu */
 };
 
 /* One container's GPU request. cores is in per-GPU percent (100 = one whole
@@ -42,34 +42,34 @@ struct container_request {
     char *name;
     enum gpu_family family;
     int64_t cores;
-    int64_t memory;      /* vcuda-memory blocks or mps-memory units; 0 if not asked */
-    bool memory_given;   /* the container named the memory resource */
-    int whole_gpus;      /* > 0: exclusive, that many completely free GPUs */
+    int64_t memory;    /* vcuda-memory blocks or mps-memory units; 0 if not asked */
+    bool memory_given; /* the container named the memory resource */
+    int whole_gpus;    /* > 0: exclusive, that many completely free GPUs */
 };
 
 /* The decision annotations found on a pod. */
 struct pod_decision {
-    char *node;                 /* predicate-node / gpu-admission.io/node, or NULL */
-    int64_t time_ns;            /* predicate-time / gpu-admission.io/time, 0 if absent */
-    bool assigned;              /* tencent.com/gpu-assigned == "true" */
-    int nidx;                   /* = number of containers */
-    int **idx;                  /* per container: minors, or NULL when no annotation */
+    char *node;      /* predicate-node / gpu-admission.io/node, or NULL */
+    int64_t time_ns; /* predicate-time / gpu-admission.io/time, 0 if absent */
+    bool assigned;   /* tencent.com/gpu-assigned == "true" */
+    int nidx;        /* = number of containers */
+    int **idx;       /* per container: minors, or NULL when no annotation */
     int *idx_count;
 };
 
 /* A pod as the cache and the allocator see it. */
 struct pod_info {
-    char *key;          /* "namespace/name": stable across updates of one pod */
+    char *key; /* "namespace/name": stable across updates of one pod */
     char *ns;
     char *name;
-    char *uid;          /* may be NULL */
-    char *resource_version;   /* metadata.resourceVersion, may be NULL */
-    char *node_name;    /* spec.nodeName, NULL while unbound */
-    bool terminal;      /* phase Succeeded or Failed: holds no GPU */
+    char *uid;              /* may be NULL */
+    char *resource_version; /* metadata.resourceVersion, may be NULL */
+    char *node_name;        /* spec.nodeName, NULL while unbound */
+    bool terminal;          /* phase Succeeded or Failed: holds no GPU */
     int ncontainers;
     struct container_request *containers;
-    bool uses_gpu;      /* at least one container has a GPU family */
-    char *request_error;  /* why the GPU request is invalid (the pod then fits nowhere), or NULL */
+    bool uses_gpu;       /* at least one container has a GPU family */
+    char *request_error; /* why the GPU request is invalid (the pod then fits nowhere), or NULL */
     struct pod_decision decision;
 };
 
@@ -95,8 +95,8 @@ struct pod_info *pod_info_clone(const struct pod_info *pod);
 /* A deep copy of pod whose decision is replaced by (node, time_ns, idx):
  * idx[i]/idx_count[i] are container i's GPU minors (NULL/0 for non-GPU
  * containers). NULL on allocation failure. */
-struct pod_info *pod_info_with_decision(const struct pod_info *pod, const char *node, int64_t time_ns,
-                                        int *const *idx, const int *idx_count);
+struct pod_info *pod_info_with_decision(const struct pod_info *pod, const char *node, int64_t time_ns, int *const *idx,
+                                        const int *idx_count);
 
 /* Parse "0,1,3" into minors. Returns the count, or -1 on syntax error.
  * out must have room for max entries. */
@@ -105,10 +105,10 @@ int parse_gpu_index_list(const char *text, int *out, int max);
 /* Append the decision annotations for `node` with per-container minors to a
  * cJSON object of annotations (both the tencent.com and gpu-admission.io keys).
  * idx[i] may be NULL for containers without GPUs. 0 or -1 on allocation failure. */
-int decision_annotations(cJSON *annotations, const char *node, int64_t time_ns, int ncontainers,
-                         int *const *idx, const int *idx_count, bool vcuda);
+int decision_annotations(cJSON *annotations, const char *node, int64_t time_ns, int ncontainers, int *const *idx,
+                         const int *idx_count, bool vcuda);
 
-const char *gpu_family_resource(enum gpu_family family);   /* the core resource name */
+const char *gpu_family_resource(enum gpu_family family); /* the core resource name */
 const char *gpu_family_memory_resource(enum gpu_family family);
 
 #endif

@@ -33,7 +33,7 @@ struct loader {
     const char *path;
     struct state_counts *counts;
     int64_t now;
-    size_t index;           /* position of the current item, for messages */
+    size_t index; /* position of the current item, for messages */
     enum load_pass pass;
 };
 

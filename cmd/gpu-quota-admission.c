@@ -5,14 +5,14 @@
  * cluster state, starts the listeners and waits for SIGTERM/SIGINT, then
  * drains in-flight requests and exits 0.
  */
+#include "cluster/statefile.h"
 #include "extender/handlers.h"
 #include "extender/live.h"
-#include "lib/log.h"
 #include "extender/options.h"
 #include "extender/server.h"
 #include "extender/simulate.h"
-#include "cluster/statefile.h"
 #include "extender/webhooks.h"
+#include "lib/log.h"
 #include "lib/version.h"
 
 #include <malloc.h>
@@ -22,7 +22,6 @@
 #include <string.h>
 
 #define DRAIN_TIMEOUT_MS 25000
-
 
 static int load_state(struct app *app, const char *path)
 {
@@ -80,8 +79,8 @@ static int load_cluster(struct app *app, const struct options *opts)
 
 static int run_server(struct app *app, const struct options *opts)
 {
-    struct server_config sc = {opts->listen_http, opts->listen_https, opts->tls_cert, opts->tls_key,
-                               opts->tls_client_ca, opts->threads, opts->max_body_bytes};
+    struct server_config sc = {opts->listen_http,   opts->listen_https, opts->tls_cert,      opts->tls_key,
+                               opts->tls_client_ca, opts->threads,      opts->max_body_bytes};
     char *err = NULL;
     struct server *srv = server_start(&sc, app, &err);
     if (!srv) {

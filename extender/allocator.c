@@ -70,8 +70,12 @@ static void load_free(struct fit_state *st, const struct pod_entry *const *exclu
     const struct node_state *n = st->node;
     for (int s = 0; s < n->gpu_count; s++) {
         const struct gpu_state *g = &n->gpus[s];
-        st->gpus[s] = (struct free_gpu){100 - g->core_used, g->vmem_total - g->vmem_used,
-                                        g->mmem_total - g->mmem_used, g->vmem_total, g->mmem_total, g->minor};
+        st->gpus[s] = (struct free_gpu){100 - g->core_used,
+                                        g->vmem_total - g->vmem_used,
+                                        g->mmem_total - g->mmem_used,
+                                        g->vmem_total,
+                                        g->mmem_total,
+                                        g->minor};
     }
     st->unattributed = n->unattributed;
     for (size_t i = 0; i < nexcluded; i++)
@@ -98,8 +102,7 @@ static void gpu_label(const struct fit_state *st, int slot, char *buf, size_t si
         snprintf(buf, size, "GPU %d (/dev/nvidia%d)", slot, minor);
 }
 
-static bool fail(struct fit_state *st, bool unresolvable, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+static bool fail(struct fit_state *st, bool unresolvable, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 static bool fail(struct fit_state *st, bool unresolvable, const char *fmt, ...)
 {
@@ -117,10 +120,14 @@ static bool node_offers(const struct fit_state *st, enum gpu_family f)
 {
     const struct node_spec *s = st->node->spec;
     switch (f) {
-    case GPU_FAMILY_VCUDA: return s->vcuda_core > 0;
-    case GPU_FAMILY_MPS: return s->mps_core > 0;
-    case GPU_FAMILY_PGPU: return s->nvidia_gpu > 0;
-    default: return true;
+    case GPU_FAMILY_VCUDA:
+        return s->vcuda_core > 0;
+    case GPU_FAMILY_MPS:
+        return s->mps_core > 0;
+    case GPU_FAMILY_PGPU:
+        return s->nvidia_gpu > 0;
+    default:
+        return true;
     }
 }
 
@@ -155,8 +162,7 @@ static bool explain_shared_misfit(struct fit_state *st, int ci)
     char label[48];
     if (roomiest < 0) {
         gpu_label(st, freest, label, sizeof(label));
-        return fail(st, false,
-                    "container \"%s\" needs %" PRId64 " %s on one GPU; the freest, %s, has %" PRId64 " free",
+        return fail(st, false, "container \"%s\" needs %" PRId64 " %s on one GPU; the freest, %s, has %" PRId64 " free",
                     r->name, r->cores, core_res, label, st->gpus[freest].cores);
     }
     gpu_label(st, roomiest, label, sizeof(label));
@@ -249,14 +255,14 @@ static bool place_whole(struct fit_state *st, int ci)
     }
     char held_note[160] = "";
     if (held > 0)
-        snprintf(held_note, sizeof(held_note), ", and %d of them %s held for %" PRId64
-                 " cores used by pods without GPU assignment", held, held == 1 ? "is" : "are",
-                 st->unattributed.cores);
+        snprintf(held_note, sizeof(held_note),
+                 ", and %d of them %s held for %" PRId64 " cores used by pods without GPU assignment", held,
+                 held == 1 ? "is" : "are", st->unattributed.cores);
     return fail(st, r->whole_gpus > st->node->gpu_count,
-                "container \"%s\" needs %d whole GPUs (%s %" PRId64 "); %d %s completely free%s%s%s%s",
-                r->name, r->whole_gpus, gpu_family_resource(r->family),
-                r->family == GPU_FAMILY_PGPU ? (int64_t)r->whole_gpus : r->cores, idle,
-                idle == 1 ? "is" : "are", idle ? " (GPUs " : "", list, idle ? ")" : "", held_note);
+                "container \"%s\" needs %d whole GPUs (%s %" PRId64 "); %d %s completely free%s%s%s%s", r->name,
+                r->whole_gpus, gpu_family_resource(r->family),
+                r->family == GPU_FAMILY_PGPU ? (int64_t)r->whole_gpus : r->cores, idle, idle == 1 ? "is" : "are",
+                idle ? " (GPUs " : "", list, idle ? ")" : "", held_note);
 }
 
 /* Usage without a GPU is charged against the node's totals: the pod fits
@@ -278,7 +284,8 @@ static bool check_unattributed(struct fit_state *st)
                 "%d pod%s without GPU assignment %s %" PRId64 " cores, %" PRId64 " vcuda-memory and %" PRId64
                 " mps-memory on this node; with this pod placed only %" PRId64 " cores, %" PRId64
                 " vcuda-memory and %" PRId64 " mps-memory would be left for them",
-                u->pods, u->pods == 1 ? "" : "s", u->pods == 1 ? "uses" : "use", u->cores, u->vmem, u->mmem, cores_left, vmem_left, mmem_left);
+                u->pods, u->pods == 1 ? "" : "s", u->pods == 1 ? "uses" : "use", u->cores, u->vmem, u->mmem, cores_left,
+                vmem_left, mmem_left);
 }
 
 /* Weight of an NVSwitch A100 pair (NV12): the yardstick of a well-connected
@@ -330,13 +337,13 @@ static int score_node(const struct fit_state *st)
 static bool check_node_kind(struct fit_state *st)
 {
     if (st->node->gpu_count == 0)
-        return fail(st, true, "node advertises no GPUs (no %s, %s or %s capacity and no %s annotation)",
-                    RES_VCUDA_CORE, RES_MPS_CORE, RES_NVIDIA_GPU, TOPOLOGY_ANNOTATION);
+        return fail(st, true, "node advertises no GPUs (no %s, %s or %s capacity and no %s annotation)", RES_VCUDA_CORE,
+                    RES_MPS_CORE, RES_NVIDIA_GPU, TOPOLOGY_ANNOTATION);
     for (int i = 0; i < st->pod->ncontainers; i++) {
         enum gpu_family f = st->pod->containers[i].family;
         if (!node_offers(st, f))
-            return fail(st, true, "node has no %s capacity (container \"%s\" asks for it)",
-                        gpu_family_resource(f), st->pod->containers[i].name);
+            return fail(st, true, "node has no %s capacity (container \"%s\" asks for it)", gpu_family_resource(f),
+                        st->pod->containers[i].name);
     }
     return true;
 }

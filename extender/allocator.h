@@ -22,8 +22,8 @@
 enum policy { POLICY_BINPACK = 0, POLICY_SPREAD };
 
 struct alloc_policy {
-    enum policy gpu;     /* order of candidate GPUs for shared requests */
-    enum policy node;    /* shape of node scores */
+    enum policy gpu;  /* order of candidate GPUs for shared requests */
+    enum policy node; /* shape of node scores */
 };
 
 #define FIT_REASON_MAX 512
@@ -31,10 +31,10 @@ struct alloc_policy {
 
 struct fit_result {
     bool fits;
-    bool unresolvable;   /* no amount of preemption on this node would help */
-    int score;           /* 0..FIT_SCORE_MAX, higher is better; 0 when it does not fit */
-    int64_t set_score;   /* whole-GPU containers: summed topology score of the chosen sets */
-    int64_t set_best;    /* ... and the best those sets could score on this node's shape */
+    bool unresolvable; /* no amount of preemption on this node would help */
+    int score;         /* 0..FIT_SCORE_MAX, higher is better; 0 when it does not fit */
+    int64_t set_score; /* whole-GPU containers: summed topology score of the chosen sets */
+    int64_t set_best;  /* ... and the best those sets could score on this node's shape */
     char reason[FIT_REASON_MAX];
     /* masks[i]: GPU slots chosen for container i (bit s = slot s); caller
      * provides room for the pod's container count. */

@@ -12,8 +12,10 @@ int app_init(struct app *app, const struct options *opts)
     if (policy_init(&app->policy, opts->crl_namespace, opts->quota_configmap) != 0)
         return -1;
     nodespec_set_labels(opts->gpu_model_label, opts->gpu_pool_label);
-    struct cache_config cc = {.assume_ttl_ns = opts->assume_ttl_ns, .configmaps_changed = policy_rebuild,
-                              .prepare_pod = policy_apply_defaults, .ctx = &app->policy};
+    struct cache_config cc = {.assume_ttl_ns = opts->assume_ttl_ns,
+                              .configmaps_changed = policy_rebuild,
+                              .prepare_pod = policy_apply_defaults,
+                              .ctx = &app->policy};
     struct placement_config pc = {.mode = opts->placement, .policy = opts->policy};
     snprintf(app->not_ready_reason, sizeof(app->not_ready_reason), "initial state not loaded yet");
     if (cache_init(&app->cache, &cc) != 0) {

@@ -10,8 +10,8 @@
 #ifndef GQA_APP_H
 #define GQA_APP_H
 
-#include <stdatomic.h>
 #include <cjson/cJSON.h>
+#include <stdatomic.h>
 
 #include "admission/policy.h"
 #include "cluster/cache.h"
@@ -24,10 +24,10 @@ struct app {
     const struct options *opts;
     struct cluster_cache cache;
     struct placement placement;
-    struct admission_policy policy;   /* CRLs and quota from ConfigMaps */
-    atomic_int ready;           /* offline: the state is loaded; live: see live_ready() */
-    atomic_int is_leader;       /* live with --leader-elect: set by the elector */
-    struct live *live;          /* NULL offline */
+    struct admission_policy policy; /* CRLs and quota from ConfigMaps */
+    atomic_int ready;               /* offline: the state is loaded; live: see live_ready() */
+    atomic_int is_leader;           /* live with --leader-elect: set by the elector */
+    struct live *live;              /* NULL offline */
     char not_ready_reason[160];
 };
 

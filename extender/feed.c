@@ -135,8 +135,7 @@ static const struct informer_sink sinks[] = {
     [FEED_CONFIGMAPS] = {NULL, cm_convert, cm_free, cm_replace, cm_apply, cm_remove, NULL},
 };
 
-struct feed *feed_new(enum feed_kind kind, struct cluster_cache *cache, const char *cm_namespace,
-                      const char *cm_name)
+struct feed *feed_new(enum feed_kind kind, struct cluster_cache *cache, const char *cm_namespace, const char *cm_name)
 {
     struct feed *f = calloc(1, sizeof(*f));
     if (!f)

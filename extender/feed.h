@@ -23,8 +23,7 @@ struct feed;
 
 /* A sink for one stream. ConfigMaps: the namespace a relist replaces and,
  * when name is not NULL, only that object. NULL on allocation failure. */
-struct feed *feed_new(enum feed_kind kind, struct cluster_cache *cache, const char *cm_namespace,
-                      const char *cm_name);
+struct feed *feed_new(enum feed_kind kind, struct cluster_cache *cache, const char *cm_namespace, const char *cm_name);
 /* The sink to give informer_new; valid while the feed lives. */
 const struct informer_sink *feed_sink(const struct feed *f);
 /* Free after the informer that uses it. NULL is a no-op. */

@@ -1,10 +1,10 @@
 /* handlers.c - endpoint handlers. See handlers.h. */
 #include "extender/handlers.h"
 #include "extender/live.h"
-#include "lib/log.h"
 #include "extender/metrics.h"
-#include "lib/strbuf.h"
 #include "extender/wire.h"
+#include "lib/log.h"
+#include "lib/strbuf.h"
 #include "lib/version.h"
 
 #include <stdlib.h>
@@ -406,7 +406,7 @@ void handle_inspect_informers(struct app *app, const struct http_request *req, s
     if (app->live)
         live_render_informers(app->live, &sb);
     else
-        strbuf_puts(&sb, "[]\n");   /* offline: the state file, no informers */
+        strbuf_puts(&sb, "[]\n"); /* offline: the state file, no informers */
     size_t len = 0;
     char *body = strbuf_detach(&sb, &len);
     http_set_body(resp, 200, CONTENT_JSON, body, len);
@@ -468,8 +468,8 @@ void handle_version(struct app *app, const struct http_request *req, struct http
     (void)req;
     struct strbuf sb;
     strbuf_init(&sb);
-    strbuf_printf(&sb, "{\"version\":\"%s\",\"gitCommit\":\"%s\",\"buildDate\":\"%s\"}\n", GQA_VERSION,
-                  GQA_GIT_COMMIT, GQA_BUILD_DATE);
+    strbuf_printf(&sb, "{\"version\":\"%s\",\"gitCommit\":\"%s\",\"buildDate\":\"%s\"}\n", GQA_VERSION, GQA_GIT_COMMIT,
+                  GQA_BUILD_DATE);
     size_t len = 0;
     char *body = strbuf_detach(&sb, &len);
     http_set_body(resp, 200, CONTENT_JSON, body, len);
@@ -511,7 +511,7 @@ void handle_metrics(struct app *app, const struct http_request *req, struct http
     (void)req;
     struct strbuf sb;
     strbuf_init(&sb);
-    cache_expire(&app->cache, clock_realtime_ns());    /* gqa_assumed_pods counts unexpired ones */
+    cache_expire(&app->cache, clock_realtime_ns()); /* gqa_assumed_pods counts unexpired ones */
     metrics_render(&sb, &app->cache);
     render_policy_metrics(app, &sb);
     if (app->live)

@@ -19,10 +19,10 @@ struct http_request {
 
 struct http_response {
     int status;
-    char *body;                 /* malloc'd, owned by the response */
+    char *body; /* malloc'd, owned by the response */
     size_t body_len;
-    const char *content_type;   /* static string */
-    const char *allow;          /* Allow header for 405, static, or NULL */
+    const char *content_type; /* static string */
+    const char *allow;        /* Allow header for 405, static, or NULL */
 };
 
 #define CONTENT_JSON "application/json"

@@ -1,10 +1,10 @@
 /* live.c - live mode: informers, recorder, leader election. See live.h. */
 #include "extender/live.h"
 #include "extender/feed.h"
+#include "extender/recorder.h"
 #include "kube/informer.h"
 #include "kube/leader.h"
 #include "lib/log.h"
-#include "extender/recorder.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -19,7 +19,7 @@ struct live {
     struct app *app;
     struct kube_config *kube;
     struct informer *informers[NINFORMERS];
-    struct feed *feeds[NINFORMERS];         /* informers[i] feeds the cache through feeds[i] */
+    struct feed *feeds[NINFORMERS]; /* informers[i] feeds the cache through feeds[i] */
     struct recorder *recorder;
     struct leader_elector *leader;
     char identity[128];
@@ -30,8 +30,8 @@ static struct kube_config *load_config(const struct options *o, char **err)
     return o->kubeconfig ? kube_config_from_file(o->kubeconfig, err) : kube_config_in_cluster(err);
 }
 
-static struct informer *cache_informer(struct live *l, int i, const char *title, const char *path,
-                                       enum feed_kind kind, const char *ns, const char *name)
+static struct informer *cache_informer(struct live *l, int i, const char *title, const char *path, enum feed_kind kind,
+                                       const char *ns, const char *name)
 {
     l->feeds[i] = feed_new(kind, &l->app->cache, ns, name);
     return l->feeds[i] ? informer_new(title, path, feed_sink(l->feeds[i]), l->kube) : NULL;
@@ -53,8 +53,7 @@ static struct informer *configmap_informer(struct live *l, int i, const char *ns
                   sel ? sel : "");
     strbuf_printf(&title, "configmaps/%s%s%s", ns, name ? "/" : "", name ? name : "");
     bool ok = ens && (!name || sel) && !strbuf_failed(&path) && !strbuf_failed(&title);
-    struct informer *inf =
-        ok ? cache_informer(l, i, title.data, path.data, FEED_CONFIGMAPS, ns, name) : NULL;
+    struct informer *inf = ok ? cache_informer(l, i, title.data, path.data, FEED_CONFIGMAPS, ns, name) : NULL;
     free(ens);
     free(sel);
     strbuf_free(&path);
@@ -70,9 +69,9 @@ static int make_informers(struct live *l, const struct options *o)
     l->informers[0] = cache_informer(l, 0, "nodes", "/api/v1/nodes", FEED_NODES, NULL, NULL);
     /* Finished pods hold no GPU; the API server leaves them out and sends a
      * DELETED event when a pod finishes. */
-    l->informers[1] = cache_informer(l, 1, "pods",
-                                     "/api/v1/pods?fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed",
-                                     FEED_PODS, NULL, NULL);
+    l->informers[1] = cache_informer(
+        l, 1, "pods", "/api/v1/pods?fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed", FEED_PODS,
+        NULL, NULL);
     l->informers[2] = configmap_informer(l, 2, o->crl_namespace, NULL);
     l->informers[3] = configmap_informer(l, 3, quota_ns, quota_name + 1);
     /* Pods are charged with CRL defaults: list them after the CRLs. */
@@ -211,6 +210,8 @@ void live_render_metrics(struct live *l, struct strbuf *out)
     for (int i = 0; i < NINFORMERS; i++)
         strbuf_printf(out, "gqa_informer_synced{informer=\"%s\"} %d\n", l->informers[i]->name,
                       atomic_load(&l->informers[i]->synced));
-    strbuf_printf(out, "# HELP gqa_leader 1 while this replica may take decisions.\n# TYPE gqa_leader gauge\n"
-                       "gqa_leader %d\n", l->leader ? atomic_load(&l->app->is_leader) : 1);
+    strbuf_printf(out,
+                  "# HELP gqa_leader 1 while this replica may take decisions.\n# TYPE gqa_leader gauge\n"
+                  "gqa_leader %d\n",
+                  l->leader ? atomic_load(&l->app->is_leader) : 1);
 }

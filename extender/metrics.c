@@ -3,8 +3,9 @@
 
 #include <stdatomic.h>
 
-static const char *const verb_names[VERB_COUNT] = {"filter", "prioritize", "bind", "preemption", "admission", "explain", "inspect",
-                                                   "health", "version", "metrics", "other"};
+static const char *const verb_names[VERB_COUNT] = {"filter",    "prioritize", "bind",    "preemption",
+                                                   "admission", "explain",    "inspect", "health",
+                                                   "version",   "metrics",    "other"};
 
 /* Status classes kept per verb: the codes this service answers. */
 static const int status_codes[] = {200, 400, 403, 404, 405, 413, 500, 503};
@@ -14,8 +15,8 @@ static const double buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05
 #define NBUCKETS (sizeof(buckets) / sizeof(buckets[0]))
 
 struct verb_metrics {
-    atomic_uint_fast64_t status[NSTATUS + 1];     /* last: any other code */
-    atomic_uint_fast64_t bucket[NBUCKETS + 1];    /* last: +Inf */
+    atomic_uint_fast64_t status[NSTATUS + 1];  /* last: any other code */
+    atomic_uint_fast64_t bucket[NBUCKETS + 1]; /* last: +Inf */
     atomic_uint_fast64_t sum_us;
     atomic_uint_fast64_t body_bytes;
 };

@@ -14,21 +14,21 @@
 #include <stdio.h>
 
 #include "extender/allocator.h"
-#include "lib/log.h"
 #include "extender/placement.h"
+#include "lib/log.h"
 
 struct options {
-    char *listen_http;          /* "" disables the HTTP listener */
-    char *listen_https;         /* NULL/"" disables the HTTPS listener */
+    char *listen_http;  /* "" disables the HTTP listener */
+    char *listen_https; /* NULL/"" disables the HTTPS listener */
     char *tls_cert, *tls_key, *tls_client_ca;
     char *state_file;
-    char *kubeconfig;           /* live mode; else in-cluster when KUBERNETES_SERVICE_HOST is set */
-    char *crl_namespace;        /* ConfigMaps watched for CustomResourceLimitations */
-    char *quota_configmap;      /* NAMESPACE/NAME of the quota ConfigMap */
-    char *gpu_model_label, *gpu_pool_label;   /* node labels naming a node's GPU model and pool */
+    char *kubeconfig;                       /* live mode; else in-cluster when KUBERNETES_SERVICE_HOST is set */
+    char *crl_namespace;                    /* ConfigMaps watched for CustomResourceLimitations */
+    char *quota_configmap;                  /* NAMESPACE/NAME of the quota ConfigMap */
+    char *gpu_model_label, *gpu_pool_label; /* node labels naming a node's GPU model and pool */
     int leader_elect;
     char *lease_namespace, *lease_name;
-    char *pod_file;             /* simulate only */
+    char *pod_file; /* simulate only */
     enum placement_mode placement;
     struct alloc_policy policy;
     int64_t assume_ttl_ns;

@@ -308,8 +308,8 @@ static void decision_indices(const struct evaluation *ev, const struct verdict *
  * replaced it meanwhile (the pod was bound or deleted), that is newer than
  * anything we know and stays. */
 struct undo {
-    struct pod_info *previous;  /* the cache's entry before the assumption, or NULL: none */
-    uint64_t applied_at;        /* the assumption's cache generation */
+    struct pod_info *previous; /* the cache's entry before the assumption, or NULL: none */
+    uint64_t applied_at;       /* the assumption's cache generation */
 };
 
 /* Under the write lock, just before the assumption is applied. */
@@ -387,8 +387,9 @@ static int commit(struct placement *p, const struct pod_info *pod, struct evalua
         decision_indices(ev, chosen, idx, count);
         struct pod_info *assumed = pod_info_with_decision(pod, chosen->name, clock_realtime_ns(), idx, count);
         *decided_out = assumed ? pod_info_clone(assumed) : NULL;
-        rc = *decided_out && undo_prepare(p, pod->key, u) == 0 ? cache_apply_pod_locked(p->cache, assumed, clock_realtime_ns())
-                                                               : (pod_info_free(assumed), -1);
+        rc = *decided_out && undo_prepare(p, pod->key, u) == 0
+                 ? cache_apply_pod_locked(p->cache, assumed, clock_realtime_ns())
+                 : (pod_info_free(assumed), -1);
         if (rc == 0)
             undo_mark(p, pod->key, u);
     }
@@ -611,7 +612,7 @@ static struct pod_info *assume_on(struct placement *p, const struct pod_info *po
         struct pod_info *copy = pod_info_clone(decided);
         int rc = -1;
         if (copy && undo_prepare(p, pod->key, u) == 0)
-            rc = cache_apply_pod_locked(p->cache, copy, clock_realtime_ns());   /* takes copy, also on failure */
+            rc = cache_apply_pod_locked(p->cache, copy, clock_realtime_ns()); /* takes copy, also on failure */
         else
             pod_info_free(copy);
         if (rc == 0) {
@@ -721,8 +722,7 @@ static int bind_locked(struct placement *p, const char *ns, const char *name, co
     return rc;
 }
 
-int placement_bind(struct placement *p, const char *ns, const char *name, const char *uid, const char *node,
-                   char **err)
+int placement_bind(struct placement *p, const char *ns, const char *name, const char *uid, const char *node, char **err)
 {
     *err = NULL;
     char *key = strbuf_format("%s/%s", ns && *ns ? ns : "default", name);
@@ -787,7 +787,7 @@ static void preempt_node(struct placement *p, const struct pod_info *pod, const 
             out[nout++] = v;
     }
     if (fits_without(p, n, pod, out, 1, masks)) {
-        pn->keep = pn->nvictims > 0;   /* GPU is not what blocks the pod here */
+        pn->keep = pn->nvictims > 0; /* GPU is not what blocks the pod here */
         return;
     }
     if (!fits_without(p, n, pod, out, nout, masks))

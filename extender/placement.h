@@ -19,8 +19,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "extender/allocator.h"
 #include "cluster/cache.h"
+#include "extender/allocator.h"
 #include "lib/strbuf.h"
 
 struct admission_policy;
@@ -51,9 +51,9 @@ struct placement {
     struct cluster_cache *cache;
     struct placement_config cfg;
     pthread_mutex_t decide_lock;
-    const struct decision_sink *sink;   /* NULL offline */
-    const atomic_int *may_decide;       /* with leader election: 1 only while leading; NULL = always */
-    const struct admission_policy *policy;  /* quota per node; NULL = none */
+    const struct decision_sink *sink;      /* NULL offline */
+    const atomic_int *may_decide;          /* with leader election: 1 only while leading; NULL = always */
+    const struct admission_policy *policy; /* quota per node; NULL = none */
 };
 
 /* Live mode: where decisions go, and the leadership flag that gates them. */
@@ -61,28 +61,28 @@ void placement_set_sink(struct placement *p, const struct decision_sink *sink);
 void placement_require_leader(struct placement *p, const atomic_int *is_leader);
 
 struct verdict {
-    const char *name;       /* the caller's string; must outlive the evaluation */
-    bool known;             /* the node is in the cache */
+    const char *name; /* the caller's string; must outlive the evaluation */
+    bool known;       /* the node is in the cache */
     bool fits;
     bool unresolvable;
-    int score;              /* 0..FIT_SCORE_MAX */
-    int64_t set_score;      /* topology score of the whole-GPU sets chosen (0 for shares) */
-    int64_t set_best;       /* the best those sets could score on this node's shape */
-    size_t reason_off;      /* into evaluation.text; reason_len 0 = no reason */
+    int score;         /* 0..FIT_SCORE_MAX */
+    int64_t set_score; /* topology score of the whole-GPU sets chosen (0 for shares) */
+    int64_t set_best;  /* the best those sets could score on this node's shape */
+    size_t reason_off; /* into evaluation.text; reason_len 0 = no reason */
     size_t reason_len;
-    size_t gpus_off;        /* into evaluation.gpus: per container, count then minors */
+    size_t gpus_off; /* into evaluation.gpus: per container, count then minors */
 };
 
 struct evaluation {
     size_t count;
     struct verdict *verdicts;
     int ncontainers;
-    struct strbuf text;     /* reasons, back to back */
-    int *gpus;              /* minors of fitting nodes, see verdict.gpus_off */
+    struct strbuf text; /* reasons, back to back */
+    int *gpus;          /* minors of fitting nodes, see verdict.gpus_off */
     size_t gpus_len, gpus_cap;
-    ssize_t chosen;         /* filter mode: index of the node answered, else -1 */
-    bool decided;           /* filter mode: a new decision was recorded */
-    char *error;            /* a request-level problem (the Error field), or NULL */
+    ssize_t chosen; /* filter mode: index of the node answered, else -1 */
+    bool decided;   /* filter mode: a new decision was recorded */
+    char *error;    /* a request-level problem (the Error field), or NULL */
 };
 
 int placement_init(struct placement *p, struct cluster_cache *cache, const struct placement_config *cfg);
@@ -109,12 +109,13 @@ int placement_bind(struct placement *p, const char *ns, const char *name, const 
 /* Preemption: one node kube-scheduler proposes, with its victims by UID. */
 struct preempt_node {
     const char *node;
-    const char *const *victims;     /* pod UIDs */
+    const char *const *victims; /* pod UIDs */
     size_t nvictims;
     /* answer */
-    bool keep;                      /* removing the kept victims frees enough GPU */
-    bool *keep_victim;              /* nvictims entries, set by placement_preempt */
+    bool keep;         /* removing the kept victims frees enough GPU */
+    bool *keep_victim; /* nvictims entries, set by placement_preempt */
 };
+
 /* Decide every proposed node: keep it only if evicting its victims frees
  * enough GPU for pod, and keep only victims whose GPUs are needed (victims
  * without GPU on that node are the scheduler's business and stay). */
@@ -122,10 +123,12 @@ int placement_preempt(struct placement *p, const struct pod_info *pod, struct pr
 
 /* Scheduler-facing score 0..10 of a verdict. */
 int verdict_priority(const struct verdict *v);
+
 static inline const char *verdict_reason(const struct evaluation *ev, const struct verdict *v)
 {
     return v->reason_len ? ev->text.data + v->reason_off : "";
 }
+
 /* Order verdict indices best first (fits, score, name). order has ev->count entries. */
 void evaluation_rank(const struct evaluation *ev, size_t *order);
 

@@ -198,7 +198,8 @@ static int bind(void *ctx, const struct pod_info *pod, const char *node, char **
     if (!path || !body)
         set_err(err, "out of memory");
     else if (kube_request(r->client, "POST", path, "application/json", body, strlen(body), RECORDER_TIMEOUT_MS,
-                          &resp) != 0 || (resp.status != 201 && resp.status != 200))
+                          &resp) != 0 ||
+             (resp.status != 201 && resp.status != 200))
         set_err(err, resp.error);
     else
         rc = 0;

@@ -12,8 +12,8 @@
 #ifndef GQA_RECORDER_H
 #define GQA_RECORDER_H
 
-#include "kube/kubeclient.h"
 #include "extender/placement.h"
+#include "kube/kubeclient.h"
 
 #define RECORDER_TIMEOUT_MS 3000
 #define RECORDER_CONFLICT_RETRIES 3

@@ -10,7 +10,7 @@ typedef void (*handler_fn)(struct app *, const struct http_request *, struct htt
 
 struct route {
     const char *path;
-    int prefix;             /* path is a prefix ending in '/' followed by a name */
+    int prefix; /* path is a prefix ending in '/' followed by a name */
     const char *method;
     handler_fn handler;
     enum metric_verb verb;
@@ -70,8 +70,7 @@ enum metric_verb router_dispatch(struct app *app, const struct http_request *req
     if (path_hit) {
         char msg[160];
         resp->allow = strcmp(path_hit->method, "GET") == 0 ? "GET, HEAD" : path_hit->method;
-        snprintf(msg, sizeof(msg), "method %.16s is not allowed on %.64s; use %s", req->method, req->path,
-                 resp->allow);
+        snprintf(msg, sizeof(msg), "method %.16s is not allowed on %.64s; use %s", req->method, req->path, resp->allow);
         http_json_error(resp, 405, msg);
         return path_hit->verb;
     }

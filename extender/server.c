@@ -1,10 +1,10 @@
 /* server.c - libmicrohttpd listeners. See server.h. */
 #include "extender/server.h"
+#include "extender/router.h"
+#include "kube/tlscreds.h"
 #include "lib/clock.h"
 #include "lib/log.h"
-#include "extender/router.h"
 #include "lib/strbuf.h"
-#include "kube/tlscreds.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -47,7 +47,7 @@ struct request_ctx {
     enum metric_verb verb;
     int status;
     int too_large;
-    int answered;        /* a response was queued early (413, 403) */
+    int answered; /* a response was queued early (413, 403) */
 };
 
 static double seconds_since(int64_t t0_ns)
@@ -96,8 +96,7 @@ static int client_cert_ok(struct MHD_Connection *conn)
     return gnutls_certificate_verify_peers2(session, &status) == GNUTLS_E_SUCCESS && status == 0;
 }
 
-static enum MHD_Result begin_request(struct listener *l, struct server *s, struct MHD_Connection *conn,
-                                     void **con_cls)
+static enum MHD_Result begin_request(struct listener *l, struct server *s, struct MHD_Connection *conn, void **con_cls)
 {
     struct request_ctx *ctx = calloc(1, sizeof(*ctx));
     if (!ctx)
@@ -141,8 +140,7 @@ static enum MHD_Result take_body(struct request_ctx *ctx, const char *data, size
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
-                                  const char *version, const char *upload_data, size_t *upload_size,
-                                  void **con_cls)
+                                  const char *version, const char *upload_data, size_t *upload_size, void **con_cls)
 {
     (void)version;
     struct listener *l = cls;
@@ -162,8 +160,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return queue(conn, ctx, &resp);
 }
 
-static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
-                         enum MHD_RequestTerminationCode toe)
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
     (void)cls;
     (void)conn;
@@ -171,7 +168,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (!ctx)
         return;
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && !ctx->status)
-        ctx->status = 499;    /* the client went away before an answer */
+        ctx->status = 499; /* the client went away before an answer */
     metrics_observe_request(ctx->verb, ctx->status, seconds_since(ctx->started_ns), ctx->body.len);
     atomic_fetch_sub(&ctx->server->in_flight, 1);
     strbuf_free(&ctx->body);
@@ -255,20 +252,15 @@ static int start_listener(struct server *s, struct listener *l, const struct ser
         flags |= MHD_USE_TLS;
     l->server = s;
     l->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_request, l,
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->threads,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)SERVER_IDLE_TIMEOUT_S,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024),
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+        flags, 0, NULL, NULL, on_request, l, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE,
+        (unsigned int)cfg->threads, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)SERVER_IDLE_TIMEOUT_S,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024), MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
         /* The options after this point apply to TLS only: for plain HTTP
          * the list ends here. The certificate comes from a callback so a
          * renewed one is served without a restart (tlscreds.c). */
-        l->tls ? MHD_OPTION_HTTPS_CERT_CALLBACK : MHD_OPTION_END, tls_creds_retrieve,
-        MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES,
-        s->ca_pem ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, s->ca_pem,
-        MHD_OPTION_END);
+        l->tls ? MHD_OPTION_HTTPS_CERT_CALLBACK : MHD_OPTION_END, tls_creds_retrieve, MHD_OPTION_HTTPS_PRIORITIES,
+        TLS_PRIORITIES, s->ca_pem ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, s->ca_pem, MHD_OPTION_END);
     if (!l->daemon) {
         struct strbuf sb;
         strbuf_init(&sb);

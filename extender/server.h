@@ -19,8 +19,8 @@
 #define SERVER_IDLE_TIMEOUT_S 30
 
 struct server_config {
-    const char *listen_http;        /* NULL or "" = off */
-    const char *listen_https;       /* NULL or "" = off */
+    const char *listen_http;  /* NULL or "" = off */
+    const char *listen_https; /* NULL or "" = off */
     const char *tls_cert_file, *tls_key_file, *tls_client_ca_file;
     int threads;
     int64_t max_body_bytes;

@@ -4,10 +4,10 @@
  * and prints that answer. See simulate.h.
  */
 #include "extender/simulate.h"
-#include "extender/handlers.h"
-#include "lib/log.h"
-#include "extender/options.h"
 #include "cluster/statefile.h"
+#include "extender/handlers.h"
+#include "extender/options.h"
+#include "lib/log.h"
 
 #include <stdio.h>
 #include <stdlib.h>

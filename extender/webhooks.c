@@ -1,16 +1,16 @@
 /* webhooks.c - admission webhooks and validate-crl. See webhooks.h. */
 #include "extender/webhooks.h"
 #include "admission/webhook.h"
-#include "lib/log.h"
 #include "cluster/statefile.h"
+#include "lib/log.h"
 #include "lib/strbuf.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define CODE_INVALID 422     /* the ConfigMap is not a valid CRL */
-#define CODE_FORBIDDEN 403   /* the pod breaks an enabled CRL */
+#define CODE_INVALID 422   /* the ConfigMap is not a valid CRL */
+#define CODE_FORBIDDEN 403 /* the pod breaks an enabled CRL */
 
 static void answer(struct http_response *resp, const char *uid, bool allowed, int code, const char *message,
                    const char *patch)
@@ -95,7 +95,7 @@ void handle_admission_validate(struct app *app, const struct http_request *req, 
     else if (is_kind(&ar, "Pod") && creates_or_updates(&ar))
         review_pod(app, &ar, resp, false);
     else
-        answer(resp, ar.uid, true, 200, NULL, NULL);   /* nothing this webhook judges */
+        answer(resp, ar.uid, true, 200, NULL, NULL); /* nothing this webhook judges */
     admission_request_free(&ar);
 }
 

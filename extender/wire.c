@@ -52,8 +52,8 @@ static char *scan_error(const struct jscan *s, const char *where)
 {
     struct strbuf sb;
     strbuf_init(&sb);
-    strbuf_printf(&sb, "malformed JSON%s%s at byte %zu: %s", where ? " in " : "", where ? where : "",
-                  s->error_offset, s->error ? s->error : "unexpected input");
+    strbuf_printf(&sb, "malformed JSON%s%s at byte %zu: %s", where ? " in " : "", where ? where : "", s->error_offset,
+                  s->error ? s->error : "unexpected input");
     return strbuf_detach(&sb, NULL);
 }
 
@@ -68,7 +68,7 @@ static int expect(struct jscan *s, enum jscan_type t, const char *msg, char **er
     if (!s->error && got != JSCAN_NONE)
         *err = message(msg);
     else if (!s->error)
-        jscan_skip_value(s);   /* records the syntax error */
+        jscan_skip_value(s); /* records the syntax error */
     return -1;
 }
 
@@ -447,7 +447,7 @@ static int fill_preemption(struct preemption_args *a, const cJSON *map, char **e
         *err = message("out of memory");
         return -1;
     }
-    a->nodes[0].keep_victim = keep;   /* one block for all nodes; freed through nodes[0] */
+    a->nodes[0].keep_victim = keep; /* one block for all nodes; freed through nodes[0] */
     size_t at = 0;
     const cJSON *node;
     cJSON_ArrayForEach(node, map)

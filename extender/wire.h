@@ -17,19 +17,19 @@
 #ifndef GQA_WIRE_H
 #define GQA_WIRE_H
 
-#include <stddef.h>
 #include <cjson/cJSON.h>
+#include <stddef.h>
 
-#include "lib/jscan.h"
 #include "extender/placement.h"
+#include "lib/jscan.h"
 
 enum args_form { ARGS_NODE_NAMES = 0, ARGS_NODES };
 
 struct extender_args {
-    cJSON *pod;                 /* the Pod object */
+    cJSON *pod; /* the Pod object */
     enum args_form form;
     size_t count;
-    const char **names;         /* count NUL-terminated names (point into names_buf) */
+    const char **names; /* count NUL-terminated names (point into names_buf) */
     char *names_buf;
 };
 
@@ -50,6 +50,7 @@ char *wire_priority_list(const struct extender_args *args, const struct evaluati
 struct binding_args {
     char *pod_name, *pod_namespace, *pod_uid, *node;
 };
+
 int wire_parse_binding(const char *body, size_t len, struct binding_args *b, char **err);
 void wire_binding_free(struct binding_args *b);
 /* ExtenderBindingResult: {"Error": message or ""}. */
@@ -58,13 +59,14 @@ char *wire_binding_result(const char *error, size_t *len);
 /* ExtenderPreemptionArgs: Pod, and the victims per node either as full pods
  * (NodeNameToVictims) or by UID (NodeNameToMetaVictims). */
 struct preemption_args {
-    cJSON *root;                    /* owns everything below */
+    cJSON *root; /* owns everything below */
     const cJSON *pod;
     size_t count;
-    struct preempt_node *nodes;     /* victims point into root */
-    const char **uids;              /* all victims' UIDs, back to back */
-    int *pdb_violations;            /* per node */
+    struct preempt_node *nodes; /* victims point into root */
+    const char **uids;          /* all victims' UIDs, back to back */
+    int *pdb_violations;        /* per node */
 };
+
 int wire_parse_preemption(const char *body, size_t len, struct preemption_args *a, char **err);
 void wire_preemption_free(struct preemption_args *a);
 /* ExtenderPreemptionResult: NodeNameToMetaVictims of the kept nodes and victims. */

@@ -320,7 +320,7 @@ static int list_and_replace(struct informer *inf, struct kube_client *kc)
 struct watch_ctx {
     struct informer *inf;
     enum event_result outcome;
-    bool healthy;           /* an event or bookmark arrived on this watch */
+    bool healthy; /* an event or bookmark arrived on this watch */
 };
 
 static int on_line(void *arg, const char *line, size_t len)
@@ -435,7 +435,8 @@ static void wait_for_others(struct informer *inf)
     }
     if (!inf->stop && !others_synced(inf))
         log_warn("informer %s: listing without waiting longer for the ConfigMaps (CRL defaults may be missed "
-                 "for pods listed now)", inf->name);
+                 "for pods listed now)",
+                 inf->name);
 }
 
 static void *informer_main(void *arg)

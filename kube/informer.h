@@ -21,9 +21,9 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stddef.h>
-#include <cjson/cJSON.h>
 
 #include "kube/kubeclient.h"
 
@@ -51,23 +51,23 @@ struct informer_sink {
 
 struct informer {
     /* configuration */
-    char *name;                 /* "nodes", "pods", "configmaps/kube-public", ... */
-    char *list_path;            /* collection path with its selectors */
+    char *name;      /* "nodes", "pods", "configmaps/kube-public", ... */
+    char *list_path; /* collection path with its selectors */
     struct informer_sink sink;
     const struct kube_config *kube;
-    int watch_timeout_s;        /* server-side timeoutSeconds, jittered per watch */
-    struct informer **after;    /* list only once these have synced (bounded wait) */
+    int watch_timeout_s;     /* server-side timeoutSeconds, jittered per watch */
+    struct informer **after; /* list only once these have synced (bounded wait) */
     size_t nafter;
 
     /* state */
     pthread_t thread;
     int started;
     volatile int stop;
-    atomic_int synced;          /* 1 after the first successful list */
-    pthread_mutex_t lock;       /* guards the strings below */
+    atomic_int synced;    /* 1 after the first successful list */
+    pthread_mutex_t lock; /* guards the strings below */
     char resource_version[64];
     char last_error[256];
-    int64_t failing_since_ns;   /* 0 while healthy */
+    int64_t failing_since_ns; /* 0 while healthy */
 
     /* counters for /metrics and /inspect */
     atomic_uint_fast64_t events, relists, reconnects, bookmarks, errors;
@@ -91,6 +91,7 @@ struct informer_status {
     char resource_version[64];
     char last_error[256];
 };
+
 void informer_status(struct informer *inf, struct informer_status *out);
 
 /* Apply one watch event line ({"type": ..., "object": ...}) through the sink.

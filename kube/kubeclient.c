@@ -28,12 +28,12 @@
 #include <unistd.h>
 
 #define KUBE_CONNECT_TIMEOUT_MS 10000L
-#define KUBE_DEFAULT_TIMEOUT_MS 60000L  /* kube_request with timeout_ms <= 0 */
-#define KUBE_POLL_MS 100                /* how often a transfer checks stop and idle */
+#define KUBE_DEFAULT_TIMEOUT_MS 60000L /* kube_request with timeout_ms <= 0 */
+#define KUBE_POLL_MS 100               /* how often a transfer checks stop and idle */
 #define KUBE_KEEPIDLE_S 30L
 #define KUBE_KEEPINTVL_S 15L
-#define KUBE_MAX_LINE ((size_t)64 << 20)    /* one watch event */
-#define KUBE_LINE_KEEP ((size_t)1 << 20)    /* a line buffer bigger than this is released after use */
+#define KUBE_MAX_LINE ((size_t)64 << 20) /* one watch event */
+#define KUBE_LINE_KEEP ((size_t)1 << 20) /* a line buffer bigger than this is released after use */
 #define KUBE_MAX_TOKEN ((off_t)64 << 10)
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -51,18 +51,17 @@ static int is_space(char ch)
     return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n';
 }
 
-
 /* ---- the client ----------------------------------------------------------- */
 
 struct kube_client {
     CURL *curl;
-    CURLM *multi;               /* owns the connection cache between transfers */
+    CURLM *multi; /* owns the connection cache between transfers */
     char *server;
     char *static_token;
     char *token_file;
-    char *file_token;           /* the last successful read of token_file */
-    struct stat token_stat;     /* the file as it was for that read */
-    int token_warned;           /* a failed re-read was logged; quiet until it recovers */
+    char *file_token;       /* the last successful read of token_file */
+    struct stat token_stat; /* the file as it was for that read */
+    int token_warned;       /* a failed re-read was logged; quiet until it recovers */
     char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -80,13 +79,13 @@ static CURLcode set_common_options(CURL *h, char *errbuf)
 {
     CURLcode rc = curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
     if (rc == CURLE_OK)
-        rc = curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);    /* threads: no SIGALRM for DNS timeouts */
+        rc = curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L); /* threads: no SIGALRM for DNS timeouts */
     if (rc == CURLE_OK)
         rc = curl_easy_setopt(h, CURLOPT_USERAGENT, "gpu-quota-admission/" GQA_VERSION);
     if (rc == CURLE_OK)
         rc = curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, KUBE_CONNECT_TIMEOUT_MS);
     if (rc == CURLE_OK)
-        rc = curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);  /* notice a vanished server on a quiet watch */
+        rc = curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L); /* notice a vanished server on a quiet watch */
     if (rc == CURLE_OK)
         rc = curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, KUBE_KEEPIDLE_S);
     if (rc == CURLE_OK)
@@ -96,7 +95,7 @@ static CURLcode set_common_options(CURL *h, char *errbuf)
     if (rc == CURLE_OK)
         rc = curl_easy_setopt(h, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
     if (rc == CURLE_OK)
-        rc = curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");  /* big lists come gzipped */
+        rc = curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, ""); /* big lists come gzipped */
     /* HTTP/2 when the TLS server offers it; a build without it keeps HTTP/1.1. */
     if (rc == CURLE_OK)
         (void)curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
@@ -119,8 +118,8 @@ static CURLcode set_tls_options(CURL *h, const struct kube_config *cfg)
         if (rc == CURLE_OK)
             rc = curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
         if (!atomic_exchange(&insecure_warned, 1))
-            log_warn("kube client: TLS verification of %s is disabled (insecure-skip-tls-verify in %s)",
-                     cfg->server, cfg->source ? cfg->source : "the configuration");
+            log_warn("kube client: TLS verification of %s is disabled (insecure-skip-tls-verify in %s)", cfg->server,
+                     cfg->source ? cfg->source : "the configuration");
     } else if (cfg->ca_data || cfg->ca_file) {
         rc = cfg->ca_data ? set_blob(h, CURLOPT_CAINFO_BLOB, cfg->ca_data)
                           : curl_easy_setopt(h, CURLOPT_CAINFO, cfg->ca_file);
@@ -321,15 +320,15 @@ static struct curl_slist *build_headers(struct kube_client *c, const char *conte
 
 struct xfer {
     struct kube_client *c;
-    struct strbuf body;         /* the answer (a refused watch's too) */
-    struct strbuf line;         /* a watch line still waiting for its '\n' */
-    kube_line_fn on_line;       /* NULL: collect the body */
+    struct strbuf body;   /* the answer (a refused watch's too) */
+    struct strbuf line;   /* a watch line still waiting for its '\n' */
+    kube_line_fn on_line; /* NULL: collect the body */
     void *ctx;
     const volatile int *stop;
     long idle_timeout_ms;
     int64_t last_byte_ms;
-    int mode;                   /* watch: 0 undecided, 1 stream lines, 2 collect */
-    int stopped;                /* stop flag or on_line: a clean end */
+    int mode;    /* watch: 0 undecided, 1 stream lines, 2 collect */
+    int stopped; /* stop flag or on_line: a clean end */
     int idle, too_long, oom;
 };
 
@@ -531,14 +530,31 @@ static CURLcode run_transfer(struct xfer *x)
 
 static const char *reason_phrase(long status)
 {
-    static const struct { long code; const char *text; } table[] = {
-        {400, "Bad Request"}, {401, "Unauthorized"}, {403, "Forbidden"}, {404, "Not Found"},
-        {405, "Method Not Allowed"}, {406, "Not Acceptable"}, {408, "Request Timeout"}, {409, "Conflict"},
-        {410, "Gone"}, {412, "Precondition Failed"}, {413, "Request Entity Too Large"},
-        {415, "Unsupported Media Type"}, {422, "Unprocessable Entity"}, {429, "Too Many Requests"},
-        {500, "Internal Server Error"}, {501, "Not Implemented"}, {502, "Bad Gateway"},
-        {503, "Service Unavailable"}, {504, "Gateway Timeout"},
+    static const struct {
+        long code;
+        const char *text;
+    } table[] = {
+        {400, "Bad Request"},
+        {401, "Unauthorized"},
+        {403, "Forbidden"},
+        {404, "Not Found"},
+        {405, "Method Not Allowed"},
+        {406, "Not Acceptable"},
+        {408, "Request Timeout"},
+        {409, "Conflict"},
+        {410, "Gone"},
+        {412, "Precondition Failed"},
+        {413, "Request Entity Too Large"},
+        {415, "Unsupported Media Type"},
+        {422, "Unprocessable Entity"},
+        {429, "Too Many Requests"},
+        {500, "Internal Server Error"},
+        {501, "Not Implemented"},
+        {502, "Bad Gateway"},
+        {503, "Service Unavailable"},
+        {504, "Gateway Timeout"},
     };
+
     for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
         if (table[i].code == status)
             return table[i].text;
@@ -575,7 +591,7 @@ static char *status_error(const char *method, const char *path, long status, con
     char *msg = body_message(body, len);
     const char *reason = reason_phrase(status);
     char *err = strbuf_format("%s %s: %ld%s%s%s%s", method, path, status, reason ? " " : "", reason ? reason : "",
-                        msg ? ": " : "", msg ? msg : "");
+                              msg ? ": " : "", msg ? msg : "");
     free(msg);
     return err;
 }
@@ -681,8 +697,8 @@ static void flush_last_line(struct xfer *x)
         deliver_line(x);
 }
 
-int kube_watch(struct kube_client *c, const char *path, kube_line_fn on_event, void *ctx,
-               const volatile int *stop, long idle_timeout_ms, struct kube_response *r)
+int kube_watch(struct kube_client *c, const char *path, kube_line_fn on_event, void *ctx, const volatile int *stop,
+               long idle_timeout_ms, struct kube_response *r)
 {
     memset(r, 0, sizeof(*r));
     struct xfer x;

@@ -26,10 +26,10 @@ struct kube_client *kube_client_new(const struct kube_config *cfg, char **err);
 void kube_client_free(struct kube_client *c);
 
 struct kube_response {
-    long status;                /* HTTP status; 0 when no answer was received */
-    char *body;                 /* malloc'd, NUL-terminated (may be empty) */
+    long status; /* HTTP status; 0 when no answer was received */
+    char *body;  /* malloc'd, NUL-terminated (may be empty) */
     size_t body_len;
-    char *error;                /* malloc'd human message when status is 0 or >= 400:
+    char *error; /* malloc'd human message when status is 0 or >= 400:
                                    "GET /api/v1/pods: 403 Forbidden: pods is forbidden: ..."
                                    (the Status.message when the body is a Status) */
 };
@@ -62,8 +62,8 @@ int kube_request(struct kube_client *c, const char *method, const char *path, co
 /* on_event is also called once with len 0 (line "") when the server has
  * accepted the watch (200 and its headers complete), before any event. */
 typedef int (*kube_line_fn)(void *ctx, const char *line, size_t len);
-int kube_watch(struct kube_client *c, const char *path, kube_line_fn on_event, void *ctx,
-               const volatile int *stop, long idle_timeout_ms, struct kube_response *r);
+int kube_watch(struct kube_client *c, const char *path, kube_line_fn on_event, void *ctx, const volatile int *stop,
+               long idle_timeout_ms, struct kube_response *r);
 
 /* Percent-encode a query parameter value (selectors contain '=', '!' and ','). malloc'd. */
 char *kube_escape(const char *value);

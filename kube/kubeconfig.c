@@ -62,8 +62,8 @@ static struct kube_config *config_new(const char *source)
 /* What is needed while reading one kubeconfig. */
 struct kc_parse {
     const char *path;
-    char *dir;      /* the kubeconfig's directory: relative paths start there */
-    char *err;      /* the first failure: "kubeconfig PATH: ..." */
+    char *dir; /* the kubeconfig's directory: relative paths start there */
+    char *err; /* the first failure: "kubeconfig PATH: ..." */
     int failed;
 };
 
@@ -129,7 +129,8 @@ static int kc_named(struct kc_parse *p, const cJSON *root, const char *list, con
     if (!cJSON_IsArray(arr))
         return kc_fail(p, "%s must be a list", list);
     const cJSON *item;
-    cJSON_ArrayForEach(item, arr) {
+    cJSON_ArrayForEach(item, arr)
+    {
         const cJSON *n = cJSON_GetObjectItemCaseSensitive(item, "name");
         if (!cJSON_IsString(n) || strcmp(n->valuestring, name) != 0)
             continue;
@@ -239,8 +240,8 @@ static int kc_unsupported_auth(struct kc_parse *p, const cJSON *user, const char
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(user, "exec");
     if (v && !cJSON_IsNull(v))
-        return kc_fail(p, "%s: exec credential plugins are not supported (use token, tokenFile or a client certificate)",
-                       where);
+        return kc_fail(
+            p, "%s: exec credential plugins are not supported (use token, tokenFile or a client certificate)", where);
     v = cJSON_GetObjectItemCaseSensitive(user, "auth-provider");
     if (v && !cJSON_IsNull(v))
         return kc_fail(p, "%s: auth-provider plugins are not supported (use token, tokenFile or a client certificate)",
@@ -389,7 +390,7 @@ struct kube_config *kube_config_from_file(const char *path, char **err)
     free(p.dir);
     if (!cfg && !p.failed)
         kc_oom(&p);
-    set_err(err, p.err);   /* NULL on success */
+    set_err(err, p.err); /* NULL on success */
     return cfg;
 }
 
@@ -416,7 +417,7 @@ struct kube_config *kube_config_in_cluster(char **err)
     if (!dir || !*dir)
         dir = KUBE_SA_DIR;
     struct kube_config *cfg = config_new("in-cluster");
-    int v6 = strchr(host, ':') && host[0] != '[';   /* an IPv6 literal needs brackets in a URL */
+    int v6 = strchr(host, ':') && host[0] != '['; /* an IPv6 literal needs brackets in a URL */
     if (cfg) {
         cfg->server = strbuf_format("https://%s%s%s:%s", v6 ? "[" : "", host, v6 ? "]" : "", port);
         cfg->ca_file = strbuf_format("%s/ca.crt", dir);

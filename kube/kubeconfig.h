@@ -9,16 +9,16 @@
 #define GQA_KUBECONFIG_H
 
 struct kube_config {
-    char *server;               /* "https://10.0.0.1:6443", no trailing slash */
-    char *ca_file;              /* PEM file, or NULL */
-    char *ca_data;              /* PEM text (decoded certificate-authority-data), or NULL */
+    char *server;  /* "https://10.0.0.1:6443", no trailing slash */
+    char *ca_file; /* PEM file, or NULL */
+    char *ca_data; /* PEM text (decoded certificate-authority-data), or NULL */
     char *client_cert_file, *client_key_file;
-    char *client_cert_data, *client_key_data;   /* PEM text, or NULL */
-    char *token;                /* static bearer token, or NULL */
-    char *token_file;           /* re-read when its mtime/size changes, or NULL; when both are set the
+    char *client_cert_data, *client_key_data; /* PEM text, or NULL */
+    char *token;                              /* static bearer token, or NULL */
+    char *token_file;                         /* re-read when its mtime/size changes, or NULL; when both are set the
                                    file wins and token is used only while the file cannot be read */
     int insecure_skip_tls_verify;
-    char *source;               /* "in-cluster" or the kubeconfig path, for messages */
+    char *source; /* "in-cluster" or the kubeconfig path, for messages */
 };
 
 /* In-cluster: KUBERNETES_SERVICE_HOST/PORT, the service account's ca.crt and

@@ -39,7 +39,7 @@
 #include <unistd.h>
 
 #define US_PER_S INT64_C(1000000)
-#define MICROTIME_LEN 28    /* "2026-11-21T19:50:52.123456Z" + NUL */
+#define MICROTIME_LEN 28 /* "2026-11-21T19:50:52.123456Z" + NUL */
 /* A remote leaseDurationSeconds beyond this is treated as this (about 31
  * years): effectively "never expires" without overflowing nanoseconds. */
 #define MAX_DURATION_S INT64_C(1000000000)
@@ -50,7 +50,7 @@ struct leader_elector {
     /* Immutable after leader_start. */
     char *ns, *name, *identity;
     char *collection_path, *object_path;
-    int64_t lease_s;            /* our leaseDurationSeconds */
+    int64_t lease_s; /* our leaseDurationSeconds */
     int64_t deadline_ns, retry_ns;
     atomic_int *is_leader;
     struct kube_client *client;
@@ -58,12 +58,12 @@ struct leader_elector {
 
     /* Election thread only. */
     int leading;
-    int64_t last_renew_ns;      /* send time of the last successful write */
-    cJSON *lease;               /* the Lease as last read or written */
-    char *observed_spec;        /* its spec, serialised, to notice changes */
-    int64_t observed_ns;        /* when observed_spec last changed */
-    int spec_changed;           /* the last read changed it (log once per change) */
-    int releasing;              /* the release at stop: best effort, short */
+    int64_t last_renew_ns; /* send time of the last successful write */
+    cJSON *lease;          /* the Lease as last read or written */
+    char *observed_spec;   /* its spec, serialised, to notice changes */
+    int64_t observed_ns;   /* when observed_spec last changed */
+    int spec_changed;      /* the last read changed it (log once per change) */
+    int releasing;         /* the release at stop: best effort, short */
     uint64_t rng;
 
     /* Guarded by mu. */
@@ -86,7 +86,7 @@ static int64_t real_us(void)
 int leader_format_microtime(int64_t unix_us, char *buf, size_t size)
 {
     int64_t secs = unix_us / US_PER_S, frac = unix_us % US_PER_S;
-    if (frac < 0) {     /* C division truncates toward zero; we want floor */
+    if (frac < 0) { /* C division truncates toward zero; we want floor */
         frac += US_PER_S;
         secs--;
     }
@@ -94,8 +94,8 @@ int leader_format_microtime(int64_t unix_us, char *buf, size_t size)
     struct tm tm;
     if (!gmtime_r(&t, &tm) || tm.tm_year < -1900 || tm.tm_year > 9999 - 1900)
         return -1;
-    int n = snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)frac);
+    int n = snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                     tm.tm_hour, tm.tm_min, tm.tm_sec, (int)frac);
     return n < 0 || (size_t)n >= size ? -1 : 0;
 }
 
@@ -166,8 +166,8 @@ static int take_offset(const char **p, int64_t *east_s)
         return 0;
     char sign = **p;
     int hh, mm;
-    if (take_char(p, "+-") || take_digits(p, 2, &hh) || take_char(p, ":") || take_digits(p, 2, &mm) ||
-        hh > 23 || mm > 59)
+    if (take_char(p, "+-") || take_digits(p, 2, &hh) || take_char(p, ":") || take_digits(p, 2, &mm) || hh > 23 ||
+        mm > 59)
         return -1;
     *east_s = (sign == '-' ? -1 : 1) * (int64_t)(hh * 3600 + mm * 60);
     return 0;
@@ -182,8 +182,8 @@ int leader_parse_microtime(const char *s, int64_t *unix_us)
     int64_t frac, east;
     if (take_digits(&p, 4, &y) || take_char(&p, "-") || take_digits(&p, 2, &mo) || take_char(&p, "-") ||
         take_digits(&p, 2, &d) || take_char(&p, "Tt") || take_digits(&p, 2, &h) || take_char(&p, ":") ||
-        take_digits(&p, 2, &mi) || take_char(&p, ":") || take_digits(&p, 2, &sec) ||
-        take_fraction(&p, &frac) || take_offset(&p, &east) || *p != '\0')
+        take_digits(&p, 2, &mi) || take_char(&p, ":") || take_digits(&p, 2, &sec) || take_fraction(&p, &frac) ||
+        take_offset(&p, &east) || *p != '\0')
         return -1;
     if (mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo) || h > 23 || mi > 59 || sec > 59)
         return -1;
@@ -273,17 +273,17 @@ void leader_describe(struct leader_elector *le, char *buf, size_t size)
 
 /* The fields of a Lease we use. Strings point into the cJSON tree. */
 struct lease_view {
-    const char *rv;             /* metadata.resourceVersion, or NULL */
-    const char *holder;         /* "" when absent or null */
-    int64_t duration_s;         /* 0 when absent */
-    int64_t transitions;        /* 0 when absent */
-    const char *renew_time;     /* or NULL */
-    int malformed;              /* a field of the wrong type, or no spec */
+    const char *rv;         /* metadata.resourceVersion, or NULL */
+    const char *holder;     /* "" when absent or null */
+    int64_t duration_s;     /* 0 when absent */
+    int64_t transitions;    /* 0 when absent */
+    const char *renew_time; /* or NULL */
+    int malformed;          /* a field of the wrong type, or no spec */
 };
 
 static int64_t clamp_count(double v)
 {
-    if (!(v >= 0))      /* also NaN */
+    if (!(v >= 0)) /* also NaN */
         return 0;
     return v > 2147483647.0 ? 2147483647 : (int64_t)v;
 }
@@ -363,7 +363,7 @@ struct spec_values {
     const char *holder;
     int64_t duration_s;
     int64_t transitions;
-    int new_term;               /* acquireTime = now (else keep it) */
+    int new_term; /* acquireTime = now (else keep it) */
 };
 
 static int set_field(cJSON *obj, const char *key, cJSON *val)
@@ -410,7 +410,7 @@ static cJSON *new_lease(const struct leader_elector *le)
         cJSON_Delete(meta);
         return NULL;
     }
-    if (set_field(lease, "metadata", meta)) {   /* set_field freed meta */
+    if (set_field(lease, "metadata", meta)) { /* set_field freed meta */
         cJSON_Delete(lease);
         return NULL;
     }
@@ -425,9 +425,9 @@ static cJSON *new_lease(const struct leader_elector *le)
 /* ---- API calls ---- */
 
 struct call {
-    long status;                /* 0: no answer (error says why) */
-    cJSON *obj;                 /* the parsed 2xx body, or NULL */
-    char *error;                /* malloc'd message, or NULL */
+    long status; /* 0: no answer (error says why) */
+    cJSON *obj;  /* the parsed 2xx body, or NULL */
+    char *error; /* malloc'd message, or NULL */
 };
 
 static void call_free(struct call *c)
@@ -470,11 +470,11 @@ static void lease_call(struct leader_elector *le, const char *method, const char
     }
     char *body = send ? cJSON_PrintUnformatted(send) : NULL;
     if (send && !body)
-        return;     /* error NULL reads as "out of memory" */
+        return; /* error NULL reads as "out of memory" */
     struct kube_response r;
     memset(&r, 0, sizeof r);
-    int rc = kube_request(le->client, method, path, body ? "application/json" : NULL, body,
-                          body ? strlen(body) : 0, timeout, &r);
+    int rc = kube_request(le->client, method, path, body ? "application/json" : NULL, body, body ? strlen(body) : 0,
+                          timeout, &r);
     free(body);
     out->status = rc == 0 ? r.status : 0;
     if (rc != 0 || r.status >= 400 || r.status < 200) {
@@ -496,9 +496,9 @@ static void lease_call(struct leader_elector *le, const char *method, const char
 static void stop_leading(struct leader_elector *le, enum log_level level, const char *why);
 
 enum outcome {
-    HELD,           /* we hold the lease: written just now */
-    OTHER,          /* someone else holds it (or won a race with us) */
-    FAILED,         /* no answer, an error, or a conflict on our own lease */
+    HELD,   /* we hold the lease: written just now */
+    OTHER,  /* someone else holds it (or won a race with us) */
+    FAILED, /* no answer, an error, or a conflict on our own lease */
 };
 
 static int64_t effective_duration_s(const struct leader_elector *le, const struct lease_view *v)
@@ -529,8 +529,7 @@ static enum outcome put_lease(struct leader_elector *le, cJSON *lease, int ours)
         c.obj = NULL;
         out = HELD;
     } else if (c.status == 409 && !ours) {
-        log_info("leader election %s/%s: another candidate took the lease first: %s", le->ns, le->name,
-                 call_error(&c));
+        log_info("leader election %s/%s: another candidate took the lease first: %s", le->ns, le->name, call_error(&c));
         set_view(le, VIEW_FOLLOWER, "another candidate", "");
         out = OTHER;
     } else {
@@ -573,7 +572,8 @@ static enum outcome consider_lease(struct leader_elector *le)
     read_lease(le->lease, &v);
     if (v.malformed && le->spec_changed)
         log_warn("leader election %s/%s: malformed lease (no spec, or a field of the wrong type), treating "
-                 "it as held by someone else", le->ns, le->name);
+                 "it as held by someone else",
+                 le->ns, le->name);
     int64_t duration_s = effective_duration_s(le, &v);
     const char *holder = v.malformed ? "(malformed lease)" : v.holder;
     if (!leader_may_acquire(holder, le->identity, le->observed_ns, duration_s, clock_monotonic_ns())) {
@@ -586,8 +586,8 @@ static enum outcome consider_lease(struct leader_elector *le)
     if (!ours)
         stop_leading(le, LOG_ERROR, "the lease no longer names us");
     if (!ours && v.holder[0])
-        log_info("leader election %s/%s: lease of %s expired (unchanged for %lld s), taking it over", le->ns,
-                 le->name, holder, (long long)duration_s);
+        log_info("leader election %s/%s: lease of %s expired (unchanged for %lld s), taking it over", le->ns, le->name,
+                 holder, (long long)duration_s);
     /* A new term when it was not ours: transitions count changes of holder. */
     struct spec_values sv = {le->identity, le->lease_s, ours ? v.transitions : v.transitions + 1, !ours};
     cJSON *copy = cJSON_Duplicate(le->lease, 1);
@@ -623,8 +623,7 @@ static int renew_cached(struct leader_elector *le)
         keep_lease(le, c.obj);
         c.obj = NULL;
     } else {
-        log_warn("leader election %s/%s: renewing lease: %s (reading it again)", le->ns, le->name,
-                 call_error(&c));
+        log_warn("leader election %s/%s: renewing lease: %s (reading it again)", le->ns, le->name, call_error(&c));
     }
     call_free(&c);
     return ok;
@@ -677,7 +676,7 @@ static void stop_leading(struct leader_elector *le, enum log_level level, const 
 {
     if (!le->leading)
         return;
-    atomic_store(le->is_leader, 0);     /* first: stop deciding, then talk */
+    atomic_store(le->is_leader, 0); /* first: stop deciding, then talk */
     le->leading = 0;
     log_msg(level, "leader election %s/%s: no longer leader: %s", le->ns, le->name, why);
 }
@@ -724,7 +723,7 @@ static int wait_or_stop(struct leader_elector *le, int64_t wait_ns)
     pthread_mutex_lock(&le->mu);
     while (!le->stopping) {
         if (pthread_cond_timedwait(&le->wake, &le->mu, &until) != 0)
-            break;      /* ETIMEDOUT (or an error: do not spin) */
+            break; /* ETIMEDOUT (or an error: do not spin) */
     }
     int stopping = le->stopping;
     pthread_mutex_unlock(&le->mu);
@@ -768,8 +767,8 @@ static void release_lease(struct leader_elector *le)
     if (c.obj)
         log_info("leader election %s/%s: released the lease", le->ns, le->name);
     else
-        log_warn("leader election %s/%s: releasing the lease: %s (followers wait for it to expire)", le->ns,
-                 le->name, call_error(&c));
+        log_warn("leader election %s/%s: releasing the lease: %s (followers wait for it to expire)", le->ns, le->name,
+                 call_error(&c));
     call_free(&c);
 }
 
@@ -900,7 +899,7 @@ struct leader_elector *leader_start(const struct kube_config *kube, const struct
 {
     char *scratch = NULL;
     if (!err)
-        err = &scratch;     /* the caller does not want the message */
+        err = &scratch; /* the caller does not want the message */
     char *bad = check_config(cfg, is_leader);
     if (bad || !kube) {
         *err = bad ? bad : strbuf_format("leader election: no API server configuration");

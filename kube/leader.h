@@ -19,12 +19,12 @@
 #include "kube/kubeclient.h"
 
 struct leader_config {
-    const char *namespace_;     /* --lease-namespace (default kube-system) */
-    const char *name;           /* --lease-name (default gpu-quota-admission) */
-    const char *identity;       /* holderIdentity: hostname + "_" + random suffix */
-    int64_t lease_duration_ms;  /* 15000 */
-    int64_t renew_deadline_ms;  /* 10000 */
-    int64_t retry_period_ms;    /* 2000 */
+    const char *namespace_;    /* --lease-namespace (default kube-system) */
+    const char *name;          /* --lease-name (default gpu-quota-admission) */
+    const char *identity;      /* holderIdentity: hostname + "_" + random suffix */
+    int64_t lease_duration_ms; /* 15000 */
+    int64_t renew_deadline_ms; /* 10000 */
+    int64_t retry_period_ms;   /* 2000 */
 };
 
 struct leader_elector;

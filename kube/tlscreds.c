@@ -15,7 +15,7 @@ struct creds {
     gnutls_pcert_st chain[MAX_CHAIN];
     unsigned int chain_len;
     gnutls_privkey_t key;
-    struct creds *older;        /* kept until shutdown */
+    struct creds *older; /* kept until shutdown */
 };
 
 struct file_id {

@@ -19,6 +19,7 @@
 int64_t clock_realtime_ns(void);
 /* Nanoseconds on CLOCK_MONOTONIC: for durations and deadlines only. */
 int64_t clock_monotonic_ns(void);
+
 static inline int64_t clock_monotonic_ms(void)
 {
     return clock_monotonic_ns() / NS_PER_MS;

@@ -55,8 +55,7 @@ static struct dict_entry *find_slot(const struct dict *d, const char *key, size_
         struct dict_entry *e = &d->slots[i];
         if (!e->key)
             return NULL;
-        if (e->key != DICT_TOMBSTONE && e->hash == h && strncmp(e->key, key, len) == 0 &&
-            e->key[len] == '\0')
+        if (e->key != DICT_TOMBSTONE && e->hash == h && strncmp(e->key, key, len) == 0 && e->key[len] == '\0')
             return e;
     }
 }

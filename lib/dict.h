@@ -13,16 +13,16 @@
 #include <stdint.h>
 
 struct dict_entry {
-    char *key;          /* NULL: empty slot; DICT_TOMBSTONE: deleted */
+    char *key; /* NULL: empty slot; DICT_TOMBSTONE: deleted */
     uint64_t hash;
     void *value;
 };
 
 struct dict {
     struct dict_entry *slots;
-    size_t cap;         /* power of two */
-    size_t used;        /* live entries */
-    size_t filled;      /* live entries + tombstones */
+    size_t cap;    /* power of two */
+    size_t used;   /* live entries */
+    size_t filled; /* live entries + tombstones */
 };
 
 int dict_init(struct dict *d, size_t expected);
@@ -46,6 +46,10 @@ void *dict_get_hashed(const struct dict *d, const char *key, size_t len, uint64_
 /* Iterate: start with *pos = 0; returns the next entry or NULL at the end.
  * The table must not be modified during iteration. */
 struct dict_entry *dict_next(const struct dict *d, size_t *pos);
-static inline size_t dict_size(const struct dict *d) { return d->used; }
+
+static inline size_t dict_size(const struct dict *d)
+{
+    return d->used;
+}
 
 #endif

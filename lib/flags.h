@@ -23,23 +23,23 @@
 typedef int (*flag_setter)(void *target, const char *value);
 
 struct flag_spec {
-    const char *name;       /* without the leading "--" */
-    const char *arg;        /* what the value looks like ("FILE", "a|b"); NULL for a switch */
+    const char *name; /* without the leading "--" */
+    const char *arg;  /* what the value looks like ("FILE", "a|b"); NULL for a switch */
     flag_setter set;
     const char *help;
-    unsigned scope;         /* bits of the commands that accept it (none: every command), | FLAG_NO_ENV */
+    unsigned scope; /* bits of the commands that accept it (none: every command), | FLAG_NO_ENV */
 };
 
 /* Never read from the environment (--help, --version). */
 #define FLAG_NO_ENV 0x80000000u
 
 struct flag_parser {
-    const char *prog;               /* prefix of error lines */
+    const char *prog; /* prefix of error lines */
     const struct flag_spec *flags;
     size_t count;
-    const char *env_prefix;         /* "GQA_", or NULL: no environment */
-    unsigned command;               /* the command being parsed (one bit), 0: no subcommands */
-    FILE *err;                      /* where the one-line error goes */
+    const char *env_prefix; /* "GQA_", or NULL: no environment */
+    unsigned command;       /* the command being parsed (one bit), 0: no subcommands */
+    FILE *err;              /* where the one-line error goes */
 };
 
 /* Apply the environment, then argv[0..argc) (flags only, no program name).

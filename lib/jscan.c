@@ -53,13 +53,14 @@ static const char ERR_UNCONSUMED[] = "previous value was not consumed";
 
 /* "invalid escape \q" for every printable ASCII byte, built at compile time
  * so the message can name the offending character and still be static. */
-#define ESC_MSG(c) { 'i', 'n', 'v', 'a', 'l', 'i', 'd', ' ', 'e', 's', 'c', 'a', 'p', 'e', \
-                     ' ', '\\', (char)(c), '\0' }
+#define ESC_MSG(c)                                                                                       \
+    {                                                                                                    \
+        'i', 'n', 'v', 'a', 'l', 'i', 'd', ' ', 'e', 's', 'c', 'a', 'p', 'e', ' ', '\\', (char)(c), '\0' \
+    }
 #define ESC_MSG4(c) ESC_MSG(c), ESC_MSG((c) + 1), ESC_MSG((c) + 2), ESC_MSG((c) + 3)
 #define ESC_MSG16(c) ESC_MSG4(c), ESC_MSG4((c) + 4), ESC_MSG4((c) + 8), ESC_MSG4((c) + 12)
 static const char escape_msgs[96][18] = {
-    ESC_MSG16(0x20), ESC_MSG16(0x30), ESC_MSG16(0x40),
-    ESC_MSG16(0x50), ESC_MSG16(0x60), ESC_MSG16(0x70),
+    ESC_MSG16(0x20), ESC_MSG16(0x30), ESC_MSG16(0x40), ESC_MSG16(0x50), ESC_MSG16(0x60), ESC_MSG16(0x70),
 };
 
 static const char *escape_msg(unsigned char c)
@@ -72,23 +73,23 @@ static const char *escape_msg(unsigned char c)
 /* ---- byte classes ------------------------------------------------------ */
 
 static const unsigned char is_ws[256] = {
-    [' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\r'] = 1,
+    [' '] = 1,
+    ['\t'] = 1,
+    ['\n'] = 1,
+    ['\r'] = 1,
 };
 
 /* First byte of a value -> its type; 0 (JSCAN_NONE) for anything else. */
 static const unsigned char value_type[256] = {
-    ['{'] = JSCAN_OBJECT, ['['] = JSCAN_ARRAY, ['"'] = JSCAN_STRING,
-    ['-'] = JSCAN_NUMBER, ['0'] = JSCAN_NUMBER, ['1'] = JSCAN_NUMBER,
-    ['2'] = JSCAN_NUMBER, ['3'] = JSCAN_NUMBER, ['4'] = JSCAN_NUMBER,
-    ['5'] = JSCAN_NUMBER, ['6'] = JSCAN_NUMBER, ['7'] = JSCAN_NUMBER,
-    ['8'] = JSCAN_NUMBER, ['9'] = JSCAN_NUMBER,
-    ['t'] = JSCAN_TRUE, ['f'] = JSCAN_FALSE, ['n'] = JSCAN_NULL,
+    ['{'] = JSCAN_OBJECT, ['['] = JSCAN_ARRAY,  ['"'] = JSCAN_STRING, ['-'] = JSCAN_NUMBER, ['0'] = JSCAN_NUMBER,
+    ['1'] = JSCAN_NUMBER, ['2'] = JSCAN_NUMBER, ['3'] = JSCAN_NUMBER, ['4'] = JSCAN_NUMBER, ['5'] = JSCAN_NUMBER,
+    ['6'] = JSCAN_NUMBER, ['7'] = JSCAN_NUMBER, ['8'] = JSCAN_NUMBER, ['9'] = JSCAN_NUMBER, ['t'] = JSCAN_TRUE,
+    ['f'] = JSCAN_FALSE,  ['n'] = JSCAN_NULL,
 };
 
 /* Escapes other than \u that JSON allows, mapped to the byte they stand for. */
 static const unsigned char simple_escape[256] = {
-    ['"'] = '"', ['\\'] = '\\', ['/'] = '/', ['b'] = '\b',
-    ['f'] = '\f', ['n'] = '\n', ['r'] = '\r', ['t'] = '\t',
+    ['"'] = '"', ['\\'] = '\\', ['/'] = '/', ['b'] = '\b', ['f'] = '\f', ['n'] = '\n', ['r'] = '\r', ['t'] = '\t',
 };
 
 static inline int is_digit(unsigned char c)
@@ -100,7 +101,7 @@ static int hex_value(unsigned char c)
 {
     if (is_digit(c))
         return c - '0';
-    c |= 0x20;  /* fold to lower case; non-letters stay out of range */
+    c |= 0x20; /* fold to lower case; non-letters stay out of range */
     if ((unsigned)(c - 'a') < 6u)
         return c - 'a' + 10;
     return -1;
@@ -164,8 +165,8 @@ static inline int is_special(unsigned char c)
  * JSCAN_NO_* macros force the fallbacks, so tests can cover every path. */
 #if defined(__GNUC__) && defined(__SSE2__) && !defined(JSCAN_NO_SSE2)
 #define JSCAN_USE_SSE2 1
-#elif defined(__GNUC__) && defined(__BYTE_ORDER__) && \
-    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && !defined(JSCAN_NO_SWAR)
+#elif defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && \
+    !defined(JSCAN_NO_SWAR)
 #define JSCAN_USE_SWAR 1
 #endif
 
@@ -210,7 +211,7 @@ static inline const char *find_special(const char *p, const char *end)
 #elif defined(JSCAN_USE_SWAR)
     while (end - p >= 8) {
         uint64_t v;
-        memcpy(&v, p, sizeof v);  /* unaligned-safe load; compiles to one mov */
+        memcpy(&v, p, sizeof v); /* unaligned-safe load; compiles to one mov */
         uint64_t m = special_bytes(v);
         if (m)
             return p + (__builtin_ctzll(m) >> 3);
@@ -242,8 +243,7 @@ static const char *scan_escape(struct jscan *s, const char *p, const char *open)
 
 /* The rest of the string opened at `open`, from its first special byte p:
  * escapes, errors, and the runs of plain bytes between them. */
-static const char *scan_string_slow(struct jscan *s, const char *open, const char *p,
-                                    int *escaped)
+static const char *scan_string_slow(struct jscan *s, const char *open, const char *p, int *escaped)
 {
     const char *end = s->end;
     for (;;) {
@@ -321,13 +321,13 @@ static inline const char *scan_literal(struct jscan *s, const char *p, const cha
 {
     if ((size_t)(s->end - p) >= n && memcmp(p, word, n) == 0)
         return p + n;
-    for (size_t i = 0; i < n; i++) {  /* slow path: locate the failure */
+    for (size_t i = 0; i < n; i++) { /* slow path: locate the failure */
         if (p + i == s->end)
             return fail_at(s, p + i, ERR_EOF);
         if (p[i] != word[i])
             return fail_at(s, p + i, ERR_LITERAL);
     }
-    return p + n;  /* not reached: the fast path matched */
+    return p + n; /* not reached: the fast path matched */
 }
 
 /* Reads `"key" :` at p; returns the position after the colon. */
@@ -370,8 +370,7 @@ static inline const char *after_comma(struct jscan *s, const char *comma, char c
 /* A value just ended inside the containers closer[base+1..*depth]: pop every
  * container that closes now; stop at a comma (having read the next key in an
  * object) or when depth is back to base. */
-static inline const char *after_value(struct jscan *s, const char *p, const char *closer,
-                                      int *depth, int base)
+static inline const char *after_value(struct jscan *s, const char *p, const char *closer, int *depth, int base)
 {
     while (*depth > base) {
         p = skip_ws(p, s->end);
@@ -398,12 +397,18 @@ static inline const char *scan_scalar(struct jscan *s, const char *p, int type)
 {
     int escaped = 0;
     switch (type) {
-    case JSCAN_STRING: return scan_string(s, p, &escaped);
-    case JSCAN_NUMBER: return scan_number(s, p);
-    case JSCAN_TRUE: return scan_literal(s, p, "true", 4);
-    case JSCAN_FALSE: return scan_literal(s, p, "false", 5);
-    case JSCAN_NULL: return scan_literal(s, p, "null", 4);
-    default: return fail_at(s, p, ERR_VALUE);
+    case JSCAN_STRING:
+        return scan_string(s, p, &escaped);
+    case JSCAN_NUMBER:
+        return scan_number(s, p);
+    case JSCAN_TRUE:
+        return scan_literal(s, p, "true", 4);
+    case JSCAN_FALSE:
+        return scan_literal(s, p, "false", 5);
+    case JSCAN_NULL:
+        return scan_literal(s, p, "null", 4);
+    default:
+        return fail_at(s, p, ERR_VALUE);
     }
 }
 
@@ -431,9 +436,9 @@ static const char *skip_from(struct jscan *s, const char *p)
                 closer[++depth] = c;
                 if (c == '}' && !(p = member_key(s, p, NULL)))
                     return NULL;
-                continue;  /* now at the first member's value */
+                continue; /* now at the first member's value */
             }
-            p++;  /* empty container: a complete value */
+            p++; /* empty container: a complete value */
         } else if (!(p = scan_scalar(s, p, type))) {
             return NULL;
         }
@@ -448,7 +453,7 @@ static const char *skip_from(struct jscan *s, const char *p)
 void jscan_init(struct jscan *s, const char *buf, size_t len)
 {
     if (!buf)
-        buf = "";  /* NULL + 0 is undefined; an empty text is still an error */
+        buf = ""; /* NULL + 0 is undefined; an empty text is still an error */
     s->start = buf;
     s->pos = buf;
     s->end = buf + len;
@@ -618,7 +623,7 @@ int jscan_finish(struct jscan *s)
     if (p != s->end)
         return fail(s, p, ERR_TRAILING);
     if (prev_token(s, p) < 0)
-        return fail(s, p, ERR_EMPTY);  /* no value was ever read */
+        return fail(s, p, ERR_EMPTY); /* no value was ever read */
     s->pos = p;
     return 0;
 }
@@ -689,10 +694,10 @@ static int decode_escape(const char **pp, const char *end, unsigned char out[4])
             cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
             p += 6;
         } else {
-            cp = 0xFFFD;  /* high surrogate without its low half */
+            cp = 0xFFFD; /* high surrogate without its low half */
         }
     } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-        cp = 0xFFFD;      /* low surrogate without a high half */
+        cp = 0xFFFD; /* low surrogate without a high half */
     }
     *pp = p;
     return utf8_encode((uint32_t)cp, out);
@@ -715,7 +720,7 @@ int jscan_key_is(const struct jscan_str *key, const char *literal)
             n = decode_escape(&p, end, buf);
         else
             buf[0] = (unsigned char)*p++;
-        for (int i = 0; i < n; i++) {  /* n < 0 (bad escape) never matches */
+        for (int i = 0; i < n; i++) { /* n < 0 (bad escape) never matches */
             if (*lit == '\0' || *lit != buf[i])
                 return 0;
             lit++;

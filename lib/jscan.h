@@ -56,9 +56,9 @@ struct jscan {
     const char *start;
     const char *pos;
     const char *end;
-    int depth;                /* current nesting depth, bounded by JSCAN_MAX_DEPTH */
-    const char *error;        /* NULL while no error */
-    size_t error_offset;      /* byte offset of the error */
+    int depth;           /* current nesting depth, bounded by JSCAN_MAX_DEPTH */
+    const char *error;   /* NULL while no error */
+    size_t error_offset; /* byte offset of the error */
 };
 
 #define JSCAN_MAX_DEPTH 512
@@ -77,8 +77,16 @@ struct jscan_span {
     size_t len;
 };
 
-enum jscan_type { JSCAN_NONE, JSCAN_OBJECT, JSCAN_ARRAY, JSCAN_STRING, JSCAN_NUMBER,
-                  JSCAN_TRUE, JSCAN_FALSE, JSCAN_NULL };
+enum jscan_type {
+    JSCAN_NONE,
+    JSCAN_OBJECT,
+    JSCAN_ARRAY,
+    JSCAN_STRING,
+    JSCAN_NUMBER,
+    JSCAN_TRUE,
+    JSCAN_FALSE,
+    JSCAN_NULL
+};
 
 void jscan_init(struct jscan *s, const char *buf, size_t len);
 

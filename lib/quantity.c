@@ -32,12 +32,12 @@
 /* The number as scanned, with the text split into its parts. */
 struct qty_num {
     int negative;
-    const char *int_digits;   /* digits before '.', possibly none */
+    const char *int_digits; /* digits before '.', possibly none */
     size_t n_int;
-    const char *frac_digits;  /* digits after '.', possibly none */
+    const char *frac_digits; /* digits after '.', possibly none */
     size_t n_frac;
-    int64_t dec_exp;          /* from a decimal suffix or e/E exponent */
-    unsigned bin_exp;         /* from a binary suffix (Ki = 10 ... Ei = 60) */
+    int64_t dec_exp;  /* from a decimal suffix or e/E exponent */
+    unsigned bin_exp; /* from a binary suffix (Ki = 10 ... Ei = 60) */
 };
 
 /* The significant digits S of a parsed number: indices [first, last] into
@@ -56,11 +56,9 @@ struct qty_suffix {
 
 /* Exact-case suffixes, as apimachinery's suffixer tables define them. */
 static const struct qty_suffix qty_suffixes[] = {
-    {"n", -9, 0}, {"u", -6, 0}, {"m", -3, 0}, {"", 0, 0},
-    {"k", 3, 0}, {"M", 6, 0}, {"G", 9, 0}, {"T", 12, 0},
-    {"P", 15, 0}, {"E", 18, 0},
-    {"Ki", 0, 10}, {"Mi", 0, 20}, {"Gi", 0, 30}, {"Ti", 0, 40},
-    {"Pi", 0, 50}, {"Ei", 0, 60},
+    {"n", -9, 0},  {"u", -6, 0},  {"m", -3, 0},  {"", 0, 0},    {"k", 3, 0},   {"M", 6, 0},
+    {"G", 9, 0},   {"T", 12, 0},  {"P", 15, 0},  {"E", 18, 0},  {"Ki", 0, 10}, {"Mi", 0, 20},
+    {"Gi", 0, 30}, {"Ti", 0, 40}, {"Pi", 0, 50}, {"Ei", 0, 60},
 };
 
 static int is_digit(char c)
@@ -228,8 +226,8 @@ static uint64_t digits_value(const struct qty_num *num, size_t from, size_t to)
  * `zeros` implied leading zeros, and whether that floor is inexact.
  * Working from the last digit, carry = floor((d * mul + carry) / 10) stays
  * below mul <= 2^60, so 10 * mul never overflows uint64. */
-static uint64_t frac_times(const struct qty_num *num, size_t from, size_t last,
-                           int64_t zeros, uint64_t mul, int *inexact)
+static uint64_t frac_times(const struct qty_num *num, size_t from, size_t last, int64_t zeros, uint64_t mul,
+                           int *inexact)
 {
     uint64_t carry = 0;
     for (size_t i = last + 1; i-- > from;) {
@@ -248,8 +246,7 @@ static uint64_t frac_times(const struct qty_num *num, size_t from, size_t last,
 
 /* |value| * 10^scale, rounded away from zero, checked against limit.
  * Returns QTY_OK, or QTY_ERR_RANGE; *inexact tells if rounding happened. */
-static qty_status scaled_magnitude(const struct qty_sig *sig, int scale, uint64_t limit,
-                                   uint64_t *out, int *inexact)
+static qty_status scaled_magnitude(const struct qty_sig *sig, int scale, uint64_t limit, uint64_t *out, int *inexact)
 {
     const struct qty_num *num = sig->num;
     int64_t exp = sig_exponent(sig, scale);

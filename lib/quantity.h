@@ -22,10 +22,10 @@
 
 typedef enum {
     QTY_OK = 0,
-    QTY_ERR_SYNTAX,    /* not a quantity at all */
-    QTY_ERR_RANGE,     /* a quantity, but too large (or too precise) for int64 */
-    QTY_ERR_FRACTION,  /* a valid quantity that is not a whole number (integer resources) */
-    QTY_ERR_NEGATIVE   /* negative where a resource amount is expected */
+    QTY_ERR_SYNTAX,   /* not a quantity at all */
+    QTY_ERR_RANGE,    /* a quantity, but too large (or too precise) for int64 */
+    QTY_ERR_FRACTION, /* a valid quantity that is not a whole number (integer resources) */
+    QTY_ERR_NEGATIVE  /* negative where a resource amount is expected */
 } qty_status;
 
 /* Parse text[0..len) and store value*1000 (milli-units) in *milli.

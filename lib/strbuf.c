@@ -180,11 +180,21 @@ void strbuf_json_string_n(struct strbuf *sb, const char *s, size_t len)
         strbuf_append(sb, s + run, i - run);
         run = i + 1;
         switch (c) {
-        case '"': strbuf_append(sb, "\\\"", 2); break;
-        case '\\': strbuf_append(sb, "\\\\", 2); break;
-        case '\n': strbuf_append(sb, "\\n", 2); break;
-        case '\r': strbuf_append(sb, "\\r", 2); break;
-        case '\t': strbuf_append(sb, "\\t", 2); break;
+        case '"':
+            strbuf_append(sb, "\\\"", 2);
+            break;
+        case '\\':
+            strbuf_append(sb, "\\\\", 2);
+            break;
+        case '\n':
+            strbuf_append(sb, "\\n", 2);
+            break;
+        case '\r':
+            strbuf_append(sb, "\\r", 2);
+            break;
+        case '\t':
+            strbuf_append(sb, "\\t", 2);
+            break;
         default:
             if (c >= 0x80) {
                 strbuf_append(sb, "\\ufffd", 6);

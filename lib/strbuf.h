@@ -14,10 +14,10 @@
 #include <stdint.h>
 
 struct strbuf {
-    char *data;     /* always NUL-terminated when len > 0 or cap > 0 */
+    char *data; /* always NUL-terminated when len > 0 or cap > 0 */
     size_t len;
     size_t cap;
-    int failed;     /* an allocation failed: contents are incomplete */
+    int failed; /* an allocation failed: contents are incomplete */
 };
 
 void strbuf_init(struct strbuf *sb);
@@ -45,6 +45,10 @@ int strbuf_set_error(char **err, const char *fmt, ...) __attribute__((format(pri
 int strbuf_read_file(struct strbuf *sb, const char *path);
 /* Hand the buffer's memory to the caller (NULL if failed); the strbuf is reset. */
 char *strbuf_detach(struct strbuf *sb, size_t *len);
-static inline int strbuf_failed(const struct strbuf *sb) { return sb->failed; }
+
+static inline int strbuf_failed(const struct strbuf *sb)
+{
+    return sb->failed;
+}
 
 #endif

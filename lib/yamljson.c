@@ -95,7 +95,7 @@ static char *format_message(size_t line, size_t column, const char *problem)
 struct strmap {
     const char **keys; /* NULL marks an empty slot */
     size_t *vals;
-    size_t cap;        /* a power of two; 0 until the first insert */
+    size_t cap; /* a power of two; 0 until the first insert */
     size_t used;
 };
 
@@ -128,7 +128,7 @@ static const size_t *strmap_get(const struct strmap *m, const char *key)
 
 static int strmap_grow(struct strmap *m)
 {
-    struct strmap n = { NULL, NULL, m->cap ? m->cap * 2 : 32, 0 };
+    struct strmap n = {NULL, NULL, m->cap ? m->cap * 2 : 32, 0};
     n.keys = calloc(n.cap, sizeof *n.keys);
     n.vals = calloc(n.cap, sizeof *n.vals);
     if (!n.keys || !n.vals) {
@@ -175,7 +175,9 @@ static void strmap_free(struct strmap *m)
 /* Scalar typing                                                            */
 
 enum yj_kind {
-    YJ_NULL, YJ_TRUE, YJ_FALSE,
+    YJ_NULL,
+    YJ_TRUE,
+    YJ_FALSE,
     YJ_INT,     /* an integer a double holds exactly -> number */
     YJ_FLOAT,   /* -> number */
     YJ_BIGINT,  /* an integer too large for a double -> string */
@@ -183,17 +185,12 @@ enum yj_kind {
     YJ_STRING
 };
 
-static const char *const null_words[] = { "~", "null", "Null", "NULL", NULL };
-static const char *const true_words[] = {
-    "y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON", NULL
-};
-static const char *const false_words[] = {
-    "n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF", NULL
-};
-static const char *const special_words[] = {
-    ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF",
-    ".nan", ".NaN", ".NAN", NULL
-};
+static const char *const null_words[] = {"~", "null", "Null", "NULL", NULL};
+static const char *const true_words[] = {"y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON", NULL};
+static const char *const false_words[] = {"n",     "N",     "no",  "No",  "NO",  "false",
+                                          "False", "FALSE", "off", "Off", "OFF", NULL};
+static const char *const special_words[] = {".inf",  ".Inf",  ".INF", "+.inf", "+.Inf", "+.INF", "-.inf",
+                                            "-.Inf", "-.INF", ".nan", ".NaN",  ".NAN",  NULL};
 
 static int word_in(const char *s, size_t n, const char *const *words)
 {
@@ -216,8 +213,7 @@ static int digit_value(char c)
 
 /* Accumulate s[i..n) as digits of base into *mag; *overflow when it passes
  * 64 bits (the value then only matters as "too big"). 0 on a bad digit. */
-static int accumulate(const char *s, size_t i, size_t n, unsigned base,
-                      uint64_t *mag, int *overflow)
+static int accumulate(const char *s, size_t i, size_t n, unsigned base, uint64_t *mag, int *overflow)
 {
     if (i == n)
         return 0;
@@ -236,8 +232,7 @@ static int accumulate(const char *s, size_t i, size_t n, unsigned base,
 /* Integer syntax of Go's strconv.ParseInt(s, 0, 64), which go-yaml uses:
  * sign, then 0x/0o/0b prefix, or a leading 0 meaning octal, else decimal.
  * When base10 is set only plain decimal digits are accepted. */
-static int parse_integer(const char *s, size_t n, int base10,
-                         uint64_t *mag, int *neg, int *overflow)
+static int parse_integer(const char *s, size_t n, int base10, uint64_t *mag, int *neg, int *overflow)
 {
     size_t i = 0;
     unsigned base = 10;
@@ -383,7 +378,7 @@ static int tag_accepts(const char *suffix, int kind)
 /* The core tag suffix that forces typing ("int" for !!int), else NULL. */
 static const char *typing_tag(const char *tag)
 {
-    static const char *const typed[] = { "null", "bool", "int", "float", NULL };
+    static const char *const typed[] = {"null", "bool", "int", "float", NULL};
     size_t plen = strlen(YJ_CORE_TAG_PREFIX);
     if (strncmp(tag, YJ_CORE_TAG_PREFIX, plen) != 0)
         return NULL;
@@ -396,12 +391,17 @@ static const char *typing_tag(const char *tag)
 static cJSON *node_of_kind(int kind, double num, const char *text)
 {
     switch (kind) {
-    case YJ_NULL: return cJSON_CreateNull();
-    case YJ_TRUE: return cJSON_CreateTrue();
-    case YJ_FALSE: return cJSON_CreateFalse();
+    case YJ_NULL:
+        return cJSON_CreateNull();
+    case YJ_TRUE:
+        return cJSON_CreateTrue();
+    case YJ_FALSE:
+        return cJSON_CreateFalse();
     case YJ_INT:
-    case YJ_FLOAT: return cJSON_CreateNumber(num);
-    default: return cJSON_CreateString(text);
+    case YJ_FLOAT:
+        return cJSON_CreateNumber(num);
+    default:
+        return cJSON_CreateString(text);
     }
 }
 
@@ -410,19 +410,19 @@ static cJSON *node_of_kind(int kind, double num, const char *text)
 
 struct anchor {
     char *name;
-    cJSON *node;   /* the anchored value; owned only when 'owned' */
-    char *text;    /* a scalar's text, so an alias can serve as a key; else NULL */
-    size_t size;   /* nodes in the subtree: what one alias use costs */
-    int height;    /* container nesting inside the subtree */
-    int owned;     /* anchored mapping keys are not in the tree, so we own them */
+    cJSON *node; /* the anchored value; owned only when 'owned' */
+    char *text;  /* a scalar's text, so an alias can serve as a key; else NULL */
+    size_t size; /* nodes in the subtree: what one alias use costs */
+    int height;  /* container nesting inside the subtree */
+    int owned;   /* anchored mapping keys are not in the tree, so we own them */
 };
 
 struct frame {
-    cJSON *node;          /* the open array or object */
-    char *anchor;         /* registered on close, so a node cannot contain itself */
-    size_t first_node;    /* node counter before this container, for its size */
-    int child_height;     /* deepest container nesting among the children */
-    char *key;            /* mappings: key awaiting its value; NULL when a key is due */
+    cJSON *node;       /* the open array or object */
+    char *anchor;      /* registered on close, so a node cannot contain itself */
+    size_t first_node; /* node counter before this container, for its size */
+    int child_height;  /* deepest container nesting among the children */
+    char *key;         /* mappings: key awaiting its value; NULL when a key is due */
     size_t nkeys;
     struct strmap keyset; /* member names, once nkeys reaches the threshold */
 };
@@ -447,6 +447,7 @@ struct builder {
 
 /* Record the first failure; later ones are consequences. Always returns -1. */
 YJ_PRINTF(3, 4)
+
 static int fail_at(struct builder *b, yaml_mark_t mark, const char *fmt, ...)
 {
     char problem[256];
@@ -513,7 +514,7 @@ static int new_anchor_slot(struct builder *b, char *name)
     }
     if (strmap_put(&b->anchor_index, name, b->n_anchors) != 0)
         return -1;
-    b->anchors[b->n_anchors] = (struct anchor){ .name = name };
+    b->anchors[b->n_anchors] = (struct anchor){.name = name};
     b->n_anchors++;
     return 0;
 }
@@ -521,8 +522,8 @@ static int new_anchor_slot(struct builder *b, char *name)
 /* Bind name (malloc'd and taken over; NULL means its copy failed) to node. A
  * redefined anchor refers to the newest node from then on. On failure name,
  * and node when owned, are freed. */
-static int add_anchor(struct builder *b, char *name, cJSON *node, int owned,
-                      const char *text, size_t size, int height, yaml_mark_t mark)
+static int add_anchor(struct builder *b, char *name, cJSON *node, int owned, const char *text, size_t size, int height,
+                      yaml_mark_t mark)
 {
     char *text_copy = text ? dup_str(text) : NULL;
     const size_t *idx = name ? strmap_get(&b->anchor_index, name) : NULL;
@@ -654,8 +655,7 @@ static int on_key_scalar(struct builder *b, const yaml_event_t *ev)
 {
     const char *text = (const char *)ev->data.scalar.value;
     const char *anchor = (const char *)ev->data.scalar.anchor;
-    if (!ev->data.scalar.tag && ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE
-        && strcmp(text, "<<") == 0)
+    if (!ev->data.scalar.tag && ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && strcmp(text, "<<") == 0)
         return fail_at(b, ev->start_mark, "merge keys (<<) are not supported");
     /* Keys stay text, but a tagged key must still type-check, and an anchored
      * one may later be aliased as a value. */
@@ -684,8 +684,7 @@ static int on_scalar(struct builder *b, const yaml_event_t *ev)
     cJSON *node = scalar_node(b, ev);
     if (!node)
         return -1;
-    if (!top(b) && len == 0 && !anchor && !ev->data.scalar.tag
-        && ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
+    if (!top(b) && len == 0 && !anchor && !ev->data.scalar.tag && ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
         b->root_empty = 1;
     b->nodes++;
     if (place(b, node, 0, ev->start_mark) != 0)
@@ -717,8 +716,7 @@ static int on_alias(struct builder *b, const yaml_event_t *ev)
     }
     /* Charge the copy before making it, so a bomb fails before it allocates. */
     if (a->size > YJ_MAX_ALIAS_NODES - b->expanded)
-        return fail_at(b, ev->start_mark, "aliases expand to more than %u nodes",
-                       YJ_MAX_ALIAS_NODES);
+        return fail_at(b, ev->start_mark, "aliases expand to more than %u nodes", YJ_MAX_ALIAS_NODES);
     if (b->depth + (size_t)a->height > YJ_MAX_DEPTH)
         return fail_at(b, ev->start_mark, "nesting deeper than %d levels", YJ_MAX_DEPTH);
     cJSON *copy = cJSON_Duplicate(a->node, 1);
@@ -740,14 +738,11 @@ static int push_frame(struct builder *b, cJSON *node, char *anchor)
         b->stack = grown;
         b->stack_cap = cap;
     }
-    b->stack[b->depth++] = (struct frame){
-        .node = node, .anchor = anchor, .first_node = b->nodes - 1
-    };
+    b->stack[b->depth++] = (struct frame){.node = node, .anchor = anchor, .first_node = b->nodes - 1};
     return 0;
 }
 
-static int open_container(struct builder *b, const yaml_event_t *ev,
-                          const yaml_char_t *anchor, int is_map)
+static int open_container(struct builder *b, const yaml_event_t *ev, const yaml_char_t *anchor, int is_map)
 {
     if (expecting_key(b))
         return fail_at(b, ev->start_mark, "mapping keys must be scalars");
@@ -807,8 +802,7 @@ static int end_document(struct builder *b, yaml_mark_t mark)
         cJSON_Delete(root);
         return 0;
     }
-    if ((!b->docs && !(b->docs = cJSON_CreateArray()))
-        || !cJSON_AddItemToArray(b->docs, root)) {
+    if ((!b->docs && !(b->docs = cJSON_CreateArray())) || !cJSON_AddItemToArray(b->docs, root)) {
         cJSON_Delete(root);
         return oom(b, mark);
     }
@@ -842,7 +836,7 @@ static int handle_event(struct builder *b, const yaml_event_t *ev)
  * (columns in characters, like libyaml's marks). */
 static yaml_mark_t mark_of_offset(const struct builder *b, size_t offset)
 {
-    yaml_mark_t m = { 0, 0, 0 };
+    yaml_mark_t m = {0, 0, 0};
     for (size_t i = 0; i < offset && i < b->input_len; i++) {
         unsigned char c = (unsigned char)b->input[i];
         if (c == '\n') {
@@ -865,15 +859,14 @@ static void parser_error(struct builder *b)
         break;
     case YAML_READER_ERROR:
         if (p->problem_value >= 0)
-            fail_at(b, mark_of_offset(b, p->problem_offset), "%s (#x%X)", problem,
-                    (unsigned)p->problem_value);
+            fail_at(b, mark_of_offset(b, p->problem_offset), "%s (#x%X)", problem, (unsigned)p->problem_value);
         else
             fail_at(b, mark_of_offset(b, p->problem_offset), "%s", problem);
         break;
     default:
         if (p->context)
-            fail_at(b, p->problem_mark, "%s (%s at line %zu, column %zu)", problem,
-                    p->context, p->context_mark.line + 1, p->context_mark.column + 1);
+            fail_at(b, p->problem_mark, "%s (%s at line %zu, column %zu)", problem, p->context,
+                    p->context_mark.line + 1, p->context_mark.column + 1);
         else
             fail_at(b, p->problem_mark, "%s", problem);
     }

@@ -21,8 +21,8 @@
 #ifndef GQA_YAMLJSON_H
 #define GQA_YAMLJSON_H
 
-#include <stddef.h>
 #include <cjson/cJSON.h>
+#include <stddef.h>
 
 /* Convert the YAML text buf[0..len). A stream with several documents
  * ("---" separated) yields a JSON array of the documents; a single document

@@ -18,9 +18,7 @@
  * annotation cannot blow up log lines and Kubernetes events. */
 #define TOKEN_ECHO_MAX 32
 
-
 /* ---------------------------------------------------------------- errors */
-
 
 static int out_of_memory(char **err)
 {
@@ -38,7 +36,7 @@ static const struct {
     const char *token;
     enum topo_link_class cls;
 } fixed_links[] = {
-    {"X", TOPO_LINK_SELF}, {"SYS", TOPO_LINK_SYS}, {"NODE", TOPO_LINK_NODE},
+    {"X", TOPO_LINK_SELF},  {"SYS", TOPO_LINK_SYS}, {"NODE", TOPO_LINK_NODE},
     {"PHB", TOPO_LINK_PHB}, {"PXB", TOPO_LINK_PXB}, {"PIX", TOPO_LINK_PIX},
 };
 
@@ -103,12 +101,12 @@ void topology_format_link(struct topo_link link, char *buf, size_t size)
  * keys and would silently return the first, hiding a conflicting second
  * value, so a duplicate is an error. `prefix` is the path of obj including
  * a trailing dot ("" for the root, "gpus[2]." for a GPU). */
-static int member(const cJSON *obj, const char *prefix, const char *key,
-                  const cJSON **out, char **err)
+static int member(const cJSON *obj, const char *prefix, const char *key, const cJSON **out, char **err)
 {
     const cJSON *found = NULL;
     const cJSON *child;
-    cJSON_ArrayForEach(child, obj) {
+    cJSON_ArrayForEach(child, obj)
+    {
         if (!child->string || strcmp(child->string, key) != 0)
             continue;
         if (found)
@@ -127,7 +125,7 @@ static int json_to_int(const cJSON *item, int min, int *out)
         return -1;
     double d = item->valuedouble;
     if (!(d >= (double)min && d <= (double)INT_MAX))
-        return -1;  /* the negated form also rejects NaN */
+        return -1; /* the negated form also rejects NaN */
     int v = (int)d;
     if ((double)v != d)
         return -1;
@@ -137,8 +135,8 @@ static int json_to_int(const cJSON *item, int min, int *out)
 
 /* Reads an integer member. 1 when read, 0 when absent (*out untouched), -1
  * on error. `expect` completes "must be ..." in the message. */
-static int field_int(const cJSON *obj, const char *prefix, const char *key, int min,
-                     const char *expect, int *out, char **err)
+static int field_int(const cJSON *obj, const char *prefix, const char *key, int min, const char *expect, int *out,
+                     char **err)
 {
     const cJSON *item = NULL;
     if (member(obj, prefix, key, &item, err) < 0)
@@ -160,8 +158,7 @@ static char *dup_string(const char *s)
 }
 
 /* Reads an optional string member into a malloc'd copy (NULL if absent). */
-static int field_string(const cJSON *obj, const char *prefix, const char *key,
-                        char **out, char **err)
+static int field_string(const cJSON *obj, const char *prefix, const char *key, char **out, char **err)
 {
     const cJSON *item = NULL;
     if (member(obj, prefix, key, &item, err) < 0)
@@ -200,15 +197,13 @@ static int parse_gpu_index(const cJSON *obj, const char *prefix, int pos, char *
         return strbuf_set_error(err, "%sindex: required", prefix);
     /* gpus[i].index == i is what lets callers index gpus[] directly. */
     if (index != pos)
-        return strbuf_set_error(err, "%sindex: must be %d (its position in gpus), got %d",
-                         prefix, pos, index);
+        return strbuf_set_error(err, "%sindex: must be %d (its position in gpus), got %d", prefix, pos, index);
     return 0;
 }
 
-static int parse_gpu_numbers(const cJSON *obj, const char *prefix, struct topo_gpu *gpu,
-                             char **err)
+static int parse_gpu_numbers(const cJSON *obj, const char *prefix, struct topo_gpu *gpu, char **err)
 {
-    gpu->minor = gpu->index;  /* the common case: minor numbers follow the index */
+    gpu->minor = gpu->index; /* the common case: minor numbers follow the index */
     gpu->numa = -1;
     int memory = 0;
     if (field_int(obj, prefix, "minor", 0, "a non-negative integer", &gpu->minor, err) < 0 ||
@@ -228,8 +223,7 @@ static int parse_gpu(const cJSON *obj, int pos, struct topo_gpu *gpu, char **err
     if (parse_gpu_index(obj, prefix, pos, err) < 0)
         return -1;
     gpu->index = pos;
-    if (parse_gpu_numbers(obj, prefix, gpu, err) < 0 ||
-        field_string(obj, prefix, "uuid", &gpu->uuid, err) < 0 ||
+    if (parse_gpu_numbers(obj, prefix, gpu, err) < 0 || field_string(obj, prefix, "uuid", &gpu->uuid, err) < 0 ||
         field_string(obj, prefix, "model", &gpu->model, err) < 0)
         return -1;
     return 0;
@@ -242,8 +236,7 @@ static int check_minors_unique(const struct gpu_topology *t, char **err)
     for (int i = 1; i < t->count; i++)
         for (int j = 0; j < i; j++)
             if (t->gpus[i].minor == t->gpus[j].minor)
-                return strbuf_set_error(err, "gpus[%d].minor: %d is already used by gpus[%d]",
-                                 i, t->gpus[i].minor, j);
+                return strbuf_set_error(err, "gpus[%d].minor: %d is already used by gpus[%d]", i, t->gpus[i].minor, j);
     return 0;
 }
 
@@ -270,13 +263,13 @@ static int parse_gpus(const cJSON *root, struct gpu_topology *t, char **err)
     if (n == 0)
         return strbuf_set_error(err, "gpus: must not be empty");
     if (n > TOPOLOGY_MAX_GPUS)
-        return strbuf_set_error(err, "gpus: %d entries, at most %d are supported", n,
-                         TOPOLOGY_MAX_GPUS);
+        return strbuf_set_error(err, "gpus: %d entries, at most %d are supported", n, TOPOLOGY_MAX_GPUS);
     if (alloc_arrays(t, n) < 0)
         return out_of_memory(err);
     int i = 0;
     const cJSON *gpu;
-    cJSON_ArrayForEach(gpu, gpus) {
+    cJSON_ArrayForEach(gpu, gpus)
+    {
         if (parse_gpu(gpu, i, &t->gpus[i], err) < 0)
             return -1;
         i++;
@@ -292,8 +285,8 @@ static void default_links(struct gpu_topology *t)
 {
     for (int i = 0; i < t->count; i++)
         for (int j = 0; j < t->count; j++)
-            t->links[i * t->count + j] = (struct topo_link){
-                .cls = (uint8_t)(i == j ? TOPO_LINK_SELF : TOPO_LINK_SYS), .nvlinks = 0};
+            t->links[i * t->count + j] =
+                (struct topo_link){.cls = (uint8_t)(i == j ? TOPO_LINK_SELF : TOPO_LINK_SYS), .nvlinks = 0};
 }
 
 static int parse_link_cell(const cJSON *cell, int i, int j, struct topo_link *out, char **err)
@@ -301,8 +294,7 @@ static int parse_link_cell(const cJSON *cell, int i, int j, struct topo_link *ou
     if (!cJSON_IsString(cell))
         return strbuf_set_error(err, "links[%d][%d]: must be a string", i, j);
     if (topology_parse_link(cell->valuestring, out) < 0)
-        return strbuf_set_error(err, "links[%d][%d]: unknown link \"%.*s\"", i, j, TOKEN_ECHO_MAX,
-                         cell->valuestring);
+        return strbuf_set_error(err, "links[%d][%d]: unknown link \"%.*s\"", i, j, TOKEN_ECHO_MAX, cell->valuestring);
     if (i == j && out->cls != TOPO_LINK_SELF)
         return strbuf_set_error(err, "links[%d][%d]: must be \"X\" on the diagonal", i, j);
     if (i != j && out->cls == TOPO_LINK_SELF)
@@ -316,11 +308,12 @@ static int parse_link_row(const cJSON *row, int i, struct gpu_topology *t, char 
         return strbuf_set_error(err, "links[%d]: must be an array", i);
     int n = cJSON_GetArraySize(row);
     if (n != t->count)
-        return strbuf_set_error(err, "links[%d]: %d %s for %d %s", i, n, plural(n, "entry", "entries"),
-                         t->count, plural(t->count, "GPU", "GPUs"));
+        return strbuf_set_error(err, "links[%d]: %d %s for %d %s", i, n, plural(n, "entry", "entries"), t->count,
+                                plural(t->count, "GPU", "GPUs"));
     int j = 0;
     const cJSON *cell;
-    cJSON_ArrayForEach(cell, row) {
+    cJSON_ArrayForEach(cell, row)
+    {
         if (parse_link_cell(cell, i, j, &t->links[i * t->count + j], err) < 0)
             return -1;
         j++;
@@ -341,8 +334,10 @@ static int check_symmetry(const struct gpu_topology *t, char **err)
             char ta[8], tb[8];
             topology_format_link(a, ta, sizeof ta);
             topology_format_link(b, tb, sizeof tb);
-            return strbuf_set_error(err, "links[%d][%d] is %s but links[%d][%d] is %s: "
-                                  "the matrix must be symmetric", i, j, ta, j, i, tb);
+            return strbuf_set_error(err,
+                                    "links[%d][%d] is %s but links[%d][%d] is %s: "
+                                    "the matrix must be symmetric",
+                                    i, j, ta, j, i, tb);
         }
     }
     return 0;
@@ -361,11 +356,12 @@ static int parse_links(const cJSON *root, struct gpu_topology *t, char **err)
         return strbuf_set_error(err, "links: must be an array");
     int rows = cJSON_GetArraySize(links);
     if (rows != t->count)
-        return strbuf_set_error(err, "links: %d %s for %d %s", rows, plural(rows, "row", "rows"),
-                         t->count, plural(t->count, "GPU", "GPUs"));
+        return strbuf_set_error(err, "links: %d %s for %d %s", rows, plural(rows, "row", "rows"), t->count,
+                                plural(t->count, "GPU", "GPUs"));
     int i = 0;
     const cJSON *row;
-    cJSON_ArrayForEach(row, links) {
+    cJSON_ArrayForEach(row, links)
+    {
         if (parse_link_row(row, i, t, err) < 0)
             return -1;
         i++;
@@ -394,8 +390,7 @@ struct gpu_topology *topology_from_json(const cJSON *value, char **err)
     }
     /* Unknown keys are ignored so that a newer agent can add fields
      * without breaking older extenders; incompatible changes bump version. */
-    if (parse_version(value, t, err) < 0 || parse_gpus(value, t, err) < 0 ||
-        parse_links(value, t, err) < 0) {
+    if (parse_version(value, t, err) < 0 || parse_gpus(value, t, err) < 0 || parse_links(value, t, err) < 0) {
         topology_free(t);
         return NULL;
     }
@@ -461,10 +456,8 @@ static int add_opt_string(cJSON *obj, const char *key, const char *s)
  * by us byte-identical to those written by the node agent. */
 static int fill_gpu(cJSON *obj, const struct topo_gpu *gpu)
 {
-    if (!cJSON_AddNumberToObject(obj, "index", gpu->index) ||
-        !cJSON_AddNumberToObject(obj, "minor", gpu->minor) ||
-        add_opt_string(obj, "uuid", gpu->uuid) < 0 ||
-        add_opt_string(obj, "model", gpu->model) < 0 ||
+    if (!cJSON_AddNumberToObject(obj, "index", gpu->index) || !cJSON_AddNumberToObject(obj, "minor", gpu->minor) ||
+        add_opt_string(obj, "uuid", gpu->uuid) < 0 || add_opt_string(obj, "model", gpu->model) < 0 ||
         !cJSON_AddNumberToObject(obj, "memoryMiB", (double)gpu->memory_mib) ||
         !cJSON_AddNumberToObject(obj, "numa", gpu->numa))
         return -1;
@@ -518,8 +511,8 @@ cJSON *topology_to_json(const struct gpu_topology *topo)
         return NULL;
     /* Everything hangs off root as soon as it is created, so one delete
      * cleans up after a failure at any depth. */
-    if (!cJSON_AddNumberToObject(root, "version", topo->version) ||
-        add_gpus(root, topo) < 0 || add_links(root, topo) < 0) {
+    if (!cJSON_AddNumberToObject(root, "version", topo->version) || add_gpus(root, topo) < 0 ||
+        add_links(root, topo) < 0) {
         cJSON_Delete(root);
         return NULL;
     }

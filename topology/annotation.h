@@ -20,8 +20,8 @@
 #ifndef GQA_TOPOLOGY_ANNOTATION_H
 #define GQA_TOPOLOGY_ANNOTATION_H
 
-#include <stdint.h>
 #include <cjson/cJSON.h>
+#include <stdint.h>
 
 #define TOPOLOGY_ANNOTATION "gpu-admission.io/topology"
 #define TOPOLOGY_MAX_GPUS 64
@@ -29,7 +29,7 @@
 /* Link classes, ordered by bandwidth: a larger value is a better link.
  * NVLink keeps its bond count separately (struct topo_link.nvlinks). */
 enum topo_link_class {
-    TOPO_LINK_SELF = 0,  /* "X" */
+    TOPO_LINK_SELF = 0, /* "X" */
     TOPO_LINK_SYS,
     TOPO_LINK_NODE,
     TOPO_LINK_PHB,
@@ -39,24 +39,24 @@ enum topo_link_class {
 };
 
 struct topo_link {
-    uint8_t cls;       /* enum topo_link_class */
-    uint8_t nvlinks;   /* bonded NVLink count when cls == TOPO_LINK_NV, else 0 */
+    uint8_t cls;     /* enum topo_link_class */
+    uint8_t nvlinks; /* bonded NVLink count when cls == TOPO_LINK_NV, else 0 */
 };
 
 struct topo_gpu {
     int index;
-    int minor;             /* device minor (/dev/nvidiaN) */
-    char *uuid;            /* may be NULL */
-    char *model;           /* may be NULL */
-    int64_t memory_mib;    /* 0 when unknown */
-    int numa;              /* -1 when unknown */
+    int minor;          /* device minor (/dev/nvidiaN) */
+    char *uuid;         /* may be NULL */
+    char *model;        /* may be NULL */
+    int64_t memory_mib; /* 0 when unknown */
+    int numa;           /* -1 when unknown */
 };
 
 struct gpu_topology {
     int version;
     int count;
-    struct topo_gpu *gpus;       /* count entries, gpus[i].index == i */
-    struct topo_link *links;     /* count*count, row-major: links[i*count+j] */
+    struct topo_gpu *gpus;   /* count entries, gpus[i].index == i */
+    struct topo_link *links; /* count*count, row-major: links[i*count+j] */
 };
 
 /* Parse and validate an annotation value (a JSON text). Returns NULL on error

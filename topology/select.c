@@ -63,13 +63,20 @@
 int64_t topology_link_weight(struct topo_link link)
 {
     switch (link.cls) {
-    case TOPO_LINK_SYS: return WEIGHT_SYS;
-    case TOPO_LINK_NODE: return WEIGHT_NODE;
-    case TOPO_LINK_PHB: return WEIGHT_PHB;
-    case TOPO_LINK_PXB: return WEIGHT_PXB;
-    case TOPO_LINK_PIX: return WEIGHT_PIX;
-    case TOPO_LINK_NV: return WEIGHT_NV_BASE + WEIGHT_NV_PER_LINK * (int64_t)link.nvlinks;
-    default: return 0;  /* X, or a class we do not know: no credit */
+    case TOPO_LINK_SYS:
+        return WEIGHT_SYS;
+    case TOPO_LINK_NODE:
+        return WEIGHT_NODE;
+    case TOPO_LINK_PHB:
+        return WEIGHT_PHB;
+    case TOPO_LINK_PXB:
+        return WEIGHT_PXB;
+    case TOPO_LINK_PIX:
+        return WEIGHT_PIX;
+    case TOPO_LINK_NV:
+        return WEIGHT_NV_BASE + WEIGHT_NV_PER_LINK * (int64_t)link.nvlinks;
+    default:
+        return 0; /* X, or a class we do not know: no credit */
     }
 }
 
@@ -126,7 +133,7 @@ struct cands {
     int n;
     int idx[TOPOLOGY_MAX_GPUS];
     int numa[TOPOLOGY_MAX_GPUS];
-    int twin[TOPOLOGY_MAX_GPUS];     /* lowest position of the twin class */
+    int twin[TOPOLOGY_MAX_GPUS]; /* lowest position of the twin class */
     int32_t w[TOPOLOGY_MAX_GPUS][TOPOLOGY_MAX_GPUS];
 };
 
@@ -137,7 +144,7 @@ static void cands_init(struct cands *c, const struct gpu_topology *t, uint64_t f
         if (free_mask >> i & 1) {
             c->idx[c->n] = i;
             c->numa[c->n] = gpu_numa(t, i);
-            c->twin[c->n] = c->n;   /* find_twins() groups them when it pays */
+            c->twin[c->n] = c->n; /* find_twins() groups them when it pays */
             c->n++;
         }
     }
@@ -240,7 +247,7 @@ static uint64_t greedy_from(const struct cands *c, uint64_t allowed, int k, int 
             }
         }
         if (pick < 0)
-            break;   /* fewer than k allowed: callers never ask for that */
+            break; /* fewer than k allowed: callers never ask for that */
         set |= (uint64_t)1 << pick;
         pairs += gain[pick];
         numa = numa_add(numa, c->numa[pick]);
@@ -311,19 +318,18 @@ struct search {
     const struct cands *c;
     uint32_t allowed;
     int k;
-    int64_t best;           /* best score reached (or the greedy bar) */
-    uint32_t best_set;      /* 0 until a set reaching `best` was met */
-    struct tiebreak *tb;    /* NULL: only the best value is wanted */
-    int32_t pair_max[TOPOLOGY_EXACT_MAX];  /* max weight among allowed <= p */
-    int left[TOPOLOGY_EXACT_MAX];          /* allowed positions <= p */
-    int64_t gain[TOPOLOGY_EXACT_MAX];      /* weight to the chosen GPUs */
-    int below[TOPOLOGY_EXACT_MAX];         /* allowed twins below p */
-    uint32_t started;       /* twin classes with a member taken */
-    int owed;               /* their lower members still to take */
+    int64_t best;                         /* best score reached (or the greedy bar) */
+    uint32_t best_set;                    /* 0 until a set reaching `best` was met */
+    struct tiebreak *tb;                  /* NULL: only the best value is wanted */
+    int32_t pair_max[TOPOLOGY_EXACT_MAX]; /* max weight among allowed <= p */
+    int left[TOPOLOGY_EXACT_MAX];         /* allowed positions <= p */
+    int64_t gain[TOPOLOGY_EXACT_MAX];     /* weight to the chosen GPUs */
+    int below[TOPOLOGY_EXACT_MAX];        /* allowed twins below p */
+    uint32_t started;                     /* twin classes with a member taken */
+    int owed;                             /* their lower members still to take */
 };
 
-static void search_init(struct search *s, const struct cands *c, uint32_t allowed, int k,
-                        struct tiebreak *tb)
+static void search_init(struct search *s, const struct cands *c, uint32_t allowed, int k, struct tiebreak *tb)
 {
     memset(s, 0, sizeof(*s));
     s->c = c;
@@ -476,10 +482,10 @@ struct tiebreak {
     const struct cands *c;
     uint32_t free;
     int nsizes;
-    int sizes[KEY_SIZES];       /* descending */
+    int sizes[KEY_SIZES]; /* descending */
     bool caps_known;
-    int64_t cap[KEY_SIZES];     /* best t-set among all free GPUs */
-    uint32_t set;               /* incumbent */
+    int64_t cap[KEY_SIZES]; /* best t-set among all free GPUs */
+    uint32_t set;           /* incumbent */
     bool have[KEY_SIZES];
     int64_t key[KEY_SIZES];
     bool have_sum;
@@ -557,8 +563,7 @@ static bool incumbent_at_caps(struct tiebreak *tb)
 }
 
 /* Makes `set` the incumbent with the key parts already computed for it. */
-static void adopt(struct tiebreak *tb, uint32_t set, const int64_t *parts, int nparts,
-                  const int64_t *sum)
+static void adopt(struct tiebreak *tb, uint32_t set, const int64_t *parts, int nparts, const int64_t *sum)
 {
     tiebreak_reset(tb, set);
     for (int i = 0; i < nparts; i++) {
@@ -575,7 +580,7 @@ static bool wins_against_capped(struct tiebreak *tb, uint32_t set)
 {
     int64_t sum = affinity_sum(tb->c, tb->free & ~set);
     if (sum <= incumbent_sum(tb))
-        return false;  /* equal parts at best, and a higher mask */
+        return false; /* equal parts at best, and a higher mask */
     int64_t parts[KEY_SIZES];
     for (int i = 0; i < tb->nsizes; i++) {
         parts[i] = key_part(tb, set, i);
@@ -639,8 +644,7 @@ uint64_t topology_best_set(const struct gpu_topology *t, uint64_t free_mask, int
     /* Stack-allocated: ~16 KiB, and no allocation that could fail. */
     struct cands c;
     cands_init(&c, t, free_mask);
-    uint64_t positions = c.n <= TOPOLOGY_EXACT_MAX ? exact_set(&c, k)
-                                                   : greedy(&c, all_gpus(c.n), k);
+    uint64_t positions = c.n <= TOPOLOGY_EXACT_MAX ? exact_set(&c, k) : greedy(&c, all_gpus(c.n), k);
     uint64_t set = to_gpu_mask(&c, positions);
     if (score)
         *score = topology_set_score(t, set);
@@ -660,10 +664,10 @@ uint64_t topology_best_set(const struct gpu_topology *t, uint64_t free_mask, int
 
 struct memo_entry {
     uint64_t hash;
-    int count;                   /* 0: empty */
-    struct topo_link *links;     /* count * count */
-    int *numa;                   /* count */
-    uint64_t known[2];           /* bit k: value[k] is set (k <= 64) */
+    int count;               /* 0: empty */
+    struct topo_link *links; /* count * count */
+    int *numa;               /* count */
+    uint64_t known[2];       /* bit k: value[k] is set (k <= 64) */
     int64_t value[TOPOLOGY_MAX_GPUS + 1];
 };
 

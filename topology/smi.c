@@ -58,13 +58,12 @@
 #define ECHO_MAX 32
 #define UNKNOWN_NUMA (-1)
 
-
 /* ----------------------------------------------------------------- lines */
 
 struct line {
     const char *s;
     int len;
-    int no;        /* 1-based */
+    int no; /* 1-based */
 };
 
 /* Advances *pos past the next line; false at the end of the text. */
@@ -84,7 +83,7 @@ static bool next_line(const char **pos, struct line *ln)
 struct token {
     const char *s;
     int len;
-    int col;       /* 1-based byte column */
+    int col; /* 1-based byte column */
 };
 
 static bool blank(char ch)
@@ -182,8 +181,8 @@ static const struct {
 
 struct matrix {
     int ngpu;
-    int ndev;                          /* GPU and NIC columns */
-    int dev_gpu[MAX_TOKENS];           /* GPU index of a device column, -1 for a NIC */
+    int ndev;                /* GPU and NIC columns */
+    int dev_gpu[MAX_TOKENS]; /* GPU index of a device column, -1 for a NIC */
     int nvalues;
     enum value_column values[VALUE_COLUMN_COUNT];
     int header_line;
@@ -211,30 +210,28 @@ static int value_column_at(const struct token *tok, int left, enum value_column 
     return 0;
 }
 
-static int add_value_column(struct matrix *m, const struct line *ln, const struct token *t,
-                            enum value_column kind, char **err)
+static int add_value_column(struct matrix *m, const struct line *ln, const struct token *t, enum value_column kind,
+                            char **err)
 {
     for (int i = 0; i < m->nvalues; i++)
         if (m->values[i] == kind)
             return strbuf_set_error(err, "line %d, column %d: column \"%s\" appears twice", ln->no, t->col,
-                             value_columns[kind].name);
+                                    value_columns[kind].name);
     m->values[m->nvalues++] = kind;
     return 0;
 }
 
-static int add_device_column(struct matrix *m, const struct line *ln, const struct token *t,
-                             char **err)
+static int add_device_column(struct matrix *m, const struct line *ln, const struct token *t, char **err)
 {
     if (m->nvalues > 0)
-        return strbuf_set_error(err, "line %d, column %d: unexpected column \"%.*s\" after \"%s\"", ln->no,
-                         t->col, echo_len(t), t->s, value_columns[m->values[m->nvalues - 1]].name);
+        return strbuf_set_error(err, "line %d, column %d: unexpected column \"%.*s\" after \"%s\"", ln->no, t->col,
+                                echo_len(t), t->s, value_columns[m->values[m->nvalues - 1]].name);
     int g = gpu_label(t);
     if (g >= 0 && g != m->ngpu)
-        return strbuf_set_error(err, "line %d, column %d: expected column GPU%d, got \"%.*s\"", ln->no,
-                         t->col, m->ngpu, echo_len(t), t->s);
+        return strbuf_set_error(err, "line %d, column %d: expected column GPU%d, got \"%.*s\"", ln->no, t->col, m->ngpu,
+                                echo_len(t), t->s);
     if (g >= 0 && m->ngpu == TOPOLOGY_MAX_GPUS)
-        return strbuf_set_error(err, "line %d, column %d: more than %d GPUs", ln->no, t->col,
-                         TOPOLOGY_MAX_GPUS);
+        return strbuf_set_error(err, "line %d, column %d: more than %d GPUs", ln->no, t->col, TOPOLOGY_MAX_GPUS);
     if (g >= 0)
         m->ngpu++;
     m->dev_gpu[m->ndev++] = g;
@@ -248,15 +245,15 @@ static int parse_header(struct matrix *m, const struct line *ln, char **err)
     if (n < 0)
         return strbuf_set_error(err, "line %d: more than %d columns", ln->no, MAX_TOKENS);
     if (n == 0 || !token_is(&tok[0], "GPU0"))
-        return strbuf_set_error(err, "line %d, column %d: expected the header row of `nvidia-smi topo -m` "
-                              "(GPU0 GPU1 ... CPU Affinity), got \"%.*s\"",
-                         ln->no, n ? tok[0].col : 1, n ? echo_len(&tok[0]) : 0, n ? tok[0].s : "");
+        return strbuf_set_error(err,
+                                "line %d, column %d: expected the header row of `nvidia-smi topo -m` "
+                                "(GPU0 GPU1 ... CPU Affinity), got \"%.*s\"",
+                                ln->no, n ? tok[0].col : 1, n ? echo_len(&tok[0]) : 0, n ? tok[0].s : "");
     m->header_line = ln->no;
     for (int i = 0; i < n;) {
         enum value_column kind;
         int span = value_column_at(&tok[i], n - i, &kind);
-        int rc = span ? add_value_column(m, ln, &tok[i], kind, err)
-                      : add_device_column(m, ln, &tok[i], err);
+        int rc = span ? add_value_column(m, ln, &tok[i], kind, err) : add_device_column(m, ln, &tok[i], err);
         if (rc < 0)
             return -1;
         i += span ? span : 1;
@@ -279,21 +276,20 @@ static int parse_cell(const struct token *t, struct topo_link *out)
     return topology_parse_link(buf, out);
 }
 
-static int check_diagonal(const struct line *ln, const struct token *t, int g, int j,
-                          struct topo_link link, char **err)
+static int check_diagonal(const struct line *ln, const struct token *t, int g, int j, struct topo_link link, char **err)
 {
     if (g == j && link.cls != TOPO_LINK_SELF)
-        return strbuf_set_error(err, "line %d, column %d: GPU%d to itself must be \"X\", got \"%.*s\"",
-                         ln->no, t->col, g, echo_len(t), t->s);
+        return strbuf_set_error(err, "line %d, column %d: GPU%d to itself must be \"X\", got \"%.*s\"", ln->no, t->col,
+                                g, echo_len(t), t->s);
     if (g != j && link.cls == TOPO_LINK_SELF)
         return strbuf_set_error(err, "line %d, column %d: \"X\" between GPU%d and GPU%d (only the diagonal is X)",
-                         ln->no, t->col, g, j);
+                                ln->no, t->col, g, j);
     return 0;
 }
 
 /* Row g is being read; row j < g was read before, so (j, g) is known. */
-static int check_symmetry(const struct matrix *m, const struct line *ln, const struct token *t,
-                          int g, int j, struct topo_link link, char **err)
+static int check_symmetry(const struct matrix *m, const struct line *ln, const struct token *t, int g, int j,
+                          struct topo_link link, char **err)
 {
     if (j >= g)
         return 0;
@@ -303,26 +299,25 @@ static int check_symmetry(const struct matrix *m, const struct line *ln, const s
     char mine[8], theirs[8];
     topology_format_link(link, mine, sizeof mine);
     topology_format_link(other, theirs, sizeof theirs);
-    return strbuf_set_error(err, "line %d, column %d: GPU%d to GPU%d is %s but GPU%d to GPU%d is %s "
-                          "(line %d, column %d); the matrix must be symmetric",
-                     ln->no, t->col, g, j, mine, j, g, theirs, m->row_line[j],
-                     m->cell_col[j * TOPOLOGY_MAX_GPUS + g]);
+    return strbuf_set_error(err,
+                            "line %d, column %d: GPU%d to GPU%d is %s but GPU%d to GPU%d is %s "
+                            "(line %d, column %d); the matrix must be symmetric",
+                            ln->no, t->col, g, j, mine, j, g, theirs, m->row_line[j],
+                            m->cell_col[j * TOPOLOGY_MAX_GPUS + g]);
 }
 
-static int parse_link_cells(struct matrix *m, const struct line *ln, const struct token *cells,
-                            int g, char **err)
+static int parse_link_cells(struct matrix *m, const struct line *ln, const struct token *cells, int g, char **err)
 {
     for (int d = 0; d < m->ndev; d++) {
         const struct token *t = &cells[d];
         struct topo_link link;
         if (parse_cell(t, &link) < 0)
-            return strbuf_set_error(err, "line %d, column %d: unknown link \"%.*s\"", ln->no, t->col,
-                             echo_len(t), t->s);
+            return strbuf_set_error(err, "line %d, column %d: unknown link \"%.*s\"", ln->no, t->col, echo_len(t),
+                                    t->s);
         int j = m->dev_gpu[d];
         if (j < 0)
-            continue;  /* GPU to NIC: checked for sense, not kept */
-        if (check_diagonal(ln, t, g, j, link, err) < 0 ||
-            check_symmetry(m, ln, t, g, j, link, err) < 0)
+            continue; /* GPU to NIC: checked for sense, not kept */
+        if (check_diagonal(ln, t, g, j, link, err) < 0 || check_symmetry(m, ln, t, g, j, link, err) < 0)
             return -1;
         m->links[g * TOPOLOGY_MAX_GPUS + j] = link;
         m->cell_col[g * TOPOLOGY_MAX_GPUS + j] = t->col;
@@ -331,13 +326,11 @@ static int parse_link_cells(struct matrix *m, const struct line *ln, const struc
 }
 
 /* The trailing value cells; missing ones (a shorter row) stay unknown. */
-static int parse_values(struct matrix *m, const struct line *ln, const struct token *vals, int n,
-                        int g, char **err)
+static int parse_values(struct matrix *m, const struct line *ln, const struct token *vals, int n, int g, char **err)
 {
     if (n > m->nvalues)
-        return strbuf_set_error(err, "line %d, column %d: unexpected \"%.*s\" after the last column",
-                         ln->no, vals[m->nvalues].col, echo_len(&vals[m->nvalues]),
-                         vals[m->nvalues].s);
+        return strbuf_set_error(err, "line %d, column %d: unexpected \"%.*s\" after the last column", ln->no,
+                                vals[m->nvalues].col, echo_len(&vals[m->nvalues]), vals[m->nvalues].s);
     for (int i = 0; i < n; i++)
         if (m->values[i] == VALUE_NUMA_AFFINITY)
             m->numa[g] = small_number(vals[i].s, vals[i].len);
@@ -345,25 +338,23 @@ static int parse_values(struct matrix *m, const struct line *ln, const struct to
 }
 
 /* One row of the table. NIC rows (any label but GPU<n>) are skipped. */
-static int parse_row(struct matrix *m, const struct line *ln, const struct token *tok, int n,
-                     int *next_gpu, char **err)
+static int parse_row(struct matrix *m, const struct line *ln, const struct token *tok, int n, int *next_gpu, char **err)
 {
     int g = gpu_label(&tok[0]);
     if (g < 0)
         return 0;
     if (g >= m->ngpu)
-        return strbuf_set_error(err, "line %d, column %d: row GPU%d, but the header has %d GPU %s", ln->no,
-                         tok[0].col, g, m->ngpu, m->ngpu == 1 ? "column" : "columns");
+        return strbuf_set_error(err, "line %d, column %d: row GPU%d, but the header has %d GPU %s", ln->no, tok[0].col,
+                                g, m->ngpu, m->ngpu == 1 ? "column" : "columns");
     if (g < *next_gpu)
-        return strbuf_set_error(err, "line %d, column %d: a second row for GPU%d (the first is on line %d)",
-                         ln->no, tok[0].col, g, m->row_line[g]);
+        return strbuf_set_error(err, "line %d, column %d: a second row for GPU%d (the first is on line %d)", ln->no,
+                                tok[0].col, g, m->row_line[g]);
     if (g != *next_gpu)
-        return strbuf_set_error(err, "line %d, column %d: expected the row of GPU%d, got GPU%d", ln->no,
-                         tok[0].col, *next_gpu, g);
+        return strbuf_set_error(err, "line %d, column %d: expected the row of GPU%d, got GPU%d", ln->no, tok[0].col,
+                                *next_gpu, g);
     if (n - 1 < m->ndev)
-        return strbuf_set_error(err, "line %d, column %d: row GPU%d has %d link %s, the header has %d",
-                         ln->no, end_column(tok, n), g, n - 1, n - 1 == 1 ? "entry" : "entries",
-                         m->ndev);
+        return strbuf_set_error(err, "line %d, column %d: row GPU%d has %d link %s, the header has %d", ln->no,
+                                end_column(tok, n), g, n - 1, n - 1 == 1 ? "entry" : "entries", m->ndev);
     m->row_line[g] = ln->no;
     m->numa[g] = UNKNOWN_NUMA;
     if (parse_link_cells(m, ln, tok + 1, g, err) < 0 ||
@@ -377,7 +368,7 @@ static int parse_row(struct matrix *m, const struct line *ln, const struct token
 static int parse_rows(struct matrix *m, const char **pos, struct line *ln, char **err)
 {
     int next_gpu = 0;
-    int end = ln->no + 1;   /* where the table ends: past the last line by default */
+    int end = ln->no + 1; /* where the table ends: past the last line by default */
     struct token tok[MAX_TOKENS];
     while (next_line(pos, ln)) {
         int n = tokenize(ln, tok, MAX_TOKENS);
@@ -403,11 +394,10 @@ static int parse_matrix(struct matrix *m, const char *text, char **err)
     bool found = false;
     while (!found && next_line(&pos, &ln)) {
         struct token tok[1];
-        found = tokenize(&ln, tok, 1) != 0;   /* -1 (more than one) counts too */
+        found = tokenize(&ln, tok, 1) != 0; /* -1 (more than one) counts too */
     }
     if (!found)
-        return strbuf_set_error(err, "line %d: no header row (expected `nvidia-smi topo -m` output)",
-                         ln.no + 1);
+        return strbuf_set_error(err, "line %d: no header row (expected `nvidia-smi topo -m` output)", ln.no + 1);
     if (parse_header(m, &ln, err) < 0)
         return -1;
     return parse_rows(m, &pos, &ln, err);
@@ -528,19 +518,20 @@ static int parse_memory(const struct field *f, int64_t *out)
     return 0;
 }
 
-static int csv_index(const struct line *ln, const struct field *f, struct csv_gpu *gpus, int ngpu,
-                     char **err)
+static int csv_index(const struct line *ln, const struct field *f, struct csv_gpu *gpus, int ngpu, char **err)
 {
     int index = small_number(f->s, f->len);
     if (index < 0)
-        return strbuf_set_error(err, "query CSV line %d, column %d: index must be a number, got \"%.*s\"",
-                         ln->no, f->col, f->len < ECHO_MAX ? f->len : ECHO_MAX, f->s);
+        return strbuf_set_error(err, "query CSV line %d, column %d: index must be a number, got \"%.*s\"", ln->no,
+                                f->col, f->len < ECHO_MAX ? f->len : ECHO_MAX, f->s);
     if (index >= ngpu)
-        return strbuf_set_error(err, "query CSV line %d, column %d: GPU index %d, but topo -m shows %d %s",
-                         ln->no, f->col, index, ngpu, ngpu == 1 ? "GPU" : "GPUs");
+        return strbuf_set_error(err, "query CSV line %d, column %d: GPU index %d, but topo -m shows %d %s", ln->no,
+                                f->col, index, ngpu, ngpu == 1 ? "GPU" : "GPUs");
     if (gpus[index].seen)
-        return strbuf_set_error(err, "query CSV line %d, column %d: GPU index %d is listed twice "
-                              "(first on line %d)", ln->no, f->col, index, gpus[index].line);
+        return strbuf_set_error(err,
+                                "query CSV line %d, column %d: GPU index %d is listed twice "
+                                "(first on line %d)",
+                                ln->no, f->col, index, gpus[index].line);
     return index;
 }
 
@@ -549,16 +540,17 @@ static int parse_csv_line(const struct line *ln, struct csv_gpu *gpus, int ngpu,
     struct field f[4];
     int n = split_fields(ln, f, 4);
     if (n != 4)
-        return strbuf_set_error(err, "query CSV line %d: %d %s, expected 4 (index, uuid, name, memory.total)",
-                         ln->no, n, n == 1 ? "field" : "fields");
+        return strbuf_set_error(err, "query CSV line %d: %d %s, expected 4 (index, uuid, name, memory.total)", ln->no,
+                                n, n == 1 ? "field" : "fields");
     int index = csv_index(ln, &f[0], gpus, ngpu, err);
     if (index < 0)
         return -1;
     struct csv_gpu *g = &gpus[index];
     if (parse_memory(&f[3], &g->memory_mib) < 0)
-        return strbuf_set_error(err, "query CSV line %d, column %d: memory.total must be like \"81920 MiB\", "
-                              "got \"%.*s\"", ln->no, f[3].col,
-                         f[3].len < ECHO_MAX ? f[3].len : ECHO_MAX, f[3].s);
+        return strbuf_set_error(err,
+                                "query CSV line %d, column %d: memory.total must be like \"81920 MiB\", "
+                                "got \"%.*s\"",
+                                ln->no, f[3].col, f[3].len < ECHO_MAX ? f[3].len : ECHO_MAX, f[3].s);
     bool oom = false;
     g->uuid = field_text(&f[1], &oom);
     g->model = field_text(&f[2], &oom);
@@ -573,8 +565,8 @@ static int parse_csv(const char *csv, struct csv_gpu *gpus, int ngpu, char **err
 {
     int rows = count_csv_rows(csv);
     if (rows != ngpu)
-        return strbuf_set_error(err, "query CSV lists %d %s but topo -m shows %d", rows,
-                         rows == 1 ? "GPU" : "GPUs", ngpu);
+        return strbuf_set_error(err, "query CSV lists %d %s but topo -m shows %d", rows, rows == 1 ? "GPU" : "GPUs",
+                                ngpu);
     const char *pos = csv;
     struct line ln = {0};
     bool first = true;
@@ -609,7 +601,7 @@ static struct gpu_topology *assemble(const struct matrix *m, struct csv_gpu *csv
     t->version = 1;
     t->gpus = calloc((size_t)m->ngpu, sizeof(*t->gpus));
     t->links = calloc((size_t)m->ngpu * (size_t)m->ngpu, sizeof(*t->links));
-    t->count = t->gpus ? m->ngpu : 0;   /* topology_free() walks count gpus */
+    t->count = t->gpus ? m->ngpu : 0; /* topology_free() walks count gpus */
     if (!t->gpus || !t->links) {
         topology_free(t);
         return NULL;
@@ -652,8 +644,7 @@ static struct gpu_topology *round_trip(struct gpu_topology *t, char **err)
     return parsed;
 }
 
-struct gpu_topology *topology_from_smi(const char *topo_text, const char *query_csv, const int *minors,
-                                       char **err)
+struct gpu_topology *topology_from_smi(const char *topo_text, const char *query_csv, const int *minors, char **err)
 {
     if (err)
         *err = NULL;

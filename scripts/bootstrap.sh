@@ -23,6 +23,7 @@ declare -A commands=(
   [openssl]=openssl
   [curl]=curl
   [valgrind]=valgrind
+  [clang-format]=clang-format
 )
 
 missing=()

@@ -1,21 +1,28 @@
 #!/usr/bin/env bash
-# Build gpu-quota-admission twice and run every test in both builds:
+# Check the layering and the formatting, then build gpu-quota-admission twice
+# and run every test in both builds:
 #   build/release  Release, unit tests also under valgrind, end-to-end tests, bench smoke test
 #   build/asan     Debug with AddressSanitizer + UndefinedBehaviorSanitizer (leaks included)
-# Exits non-zero when any test fails.
+# Each tree is configured with tests on whatever its cache says (run-demo.sh
+# configures build/release without them), and a tree without tests fails.
+# Exits non-zero when any check or test fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 jobs="$(nproc)"
 
+echo "== check layers and format"
+bash scripts/check-layers.sh
+bash scripts/check-format.sh
+
 run_build() {
   local dir=$1; shift
   echo "== configure $dir"
-  cmake -S . -B "$dir" "$@" >/dev/null
+  cmake -S . -B "$dir" -DGQA_BUILD_TESTS=ON "$@" >/dev/null
   echo "== build $dir"
   cmake --build "$dir" -j"$jobs"
   echo "== test $dir"
-  (cd "$dir" && ctest --output-on-failure -j"$jobs")
+  (cd "$dir" && ctest --output-on-failure --no-tests=error -j"$jobs")
 }
 
 run_build build/release -DCMAKE_BUILD_TYPE=Release -DGQA_VALGRIND_TESTS=ON

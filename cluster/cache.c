@@ -2,6 +2,7 @@
 #include "cluster/cache.h"
 #include "lib/log.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -696,16 +697,28 @@ int cache_apply_object(struct cluster_cache *c, cJSON *obj, int64_t now, char **
 
 /* ---- relists -------------------------------------------------------------- */
 
-/* Keys present in the cache but not in the new list, collected before any
- * deletion (deleting while iterating a dict is not allowed). */
-static char **stale_keys(const struct dict *have, const struct dict *keep, bool (*in_scope)(const char *, const void *),
+/* What a relist of one kind needs to know. Items are the kind's parsed
+ * objects (node_spec, pod_info, cJSON ConfigMap). */
+struct relist_kind {
+    size_t table;                                                   /* offsetof the kind's dict in the cache */
+    char *(*key_of)(const void *item);                              /* malloc'd, NULL on OOM */
+    bool (*held)(const struct dict_entry *e, const void *scope);    /* an entry this relist replaces */
+    int (*remove)(struct cluster_cache *c, const char *key);        /* 0, or -1 when memory ran out */
+    int (*apply)(struct cluster_cache *c, void *item, int64_t now); /* takes item, also on failure */
+    void (*free_item)(void *item);
+    void (*changed)(struct cluster_cache *c); /* under the same lock, after; may be NULL */
+};
+
+/* Keys of held entries that the new list does not mention, collected before
+ * any deletion (deleting while iterating a dict is not allowed). */
+static char **stale_keys(const struct dict *have, const struct dict *keep, const struct relist_kind *k,
                          const void *scope, size_t *count)
 {
     size_t n = 0, pos = 0;
     char **keys = calloc(dict_size(have) + 1, sizeof(*keys));
     struct dict_entry *e;
     while (keys && (e = dict_next(have, &pos))) {
-        if (dict_get(keep, e->key) || (in_scope && !in_scope(e->key, scope)))
+        if (!k->held(e, scope) || dict_get(keep, e->key))
             continue;
         if (!(keys[n++] = strdup(e->key))) {
             for (size_t i = 0; i + 1 < n; i++)
@@ -720,73 +733,120 @@ static char **stale_keys(const struct dict *have, const struct dict *keep, bool 
 
 static void free_keys(char **keys, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; keys && i < n; i++)
         free(keys[i]);
     free(keys);
 }
 
-int cache_replace_nodes(struct cluster_cache *c, struct node_spec **specs, size_t n)
+/* The names of the new list, so that what it no longer holds can be found. */
+static int index_items(struct dict *keep, const struct relist_kind *k, void **items, size_t n)
+{
+    if (dict_init(keep, n) != 0)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        char *key = k->key_of(items[i]);
+        int rc = key ? dict_set(keep, key, items[i], NULL) : -1;
+        free(key);
+        if (rc != 0) {
+            dict_free(keep);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Make the kind hold exactly items[0..n) under one write lock: readers see
+ * the old set or the new one, never a mix, and nothing twice. */
+static int relist(struct cluster_cache *c, const struct relist_kind *k, void **items, size_t n, const void *scope,
+                  int64_t now)
 {
     struct dict keep;
-    if (dict_init(&keep, n) != 0)
-        goto oom;
-    for (size_t i = 0; i < n; i++)
-        if (dict_set(&keep, specs[i]->name, specs[i], NULL) != 0)
-            goto oom_keep;
+    if (index_items(&keep, k, items, n) != 0) {
+        for (size_t i = 0; i < n; i++)
+            k->free_item(items[i]);
+        return -1;
+    }
     cache_write_lock(c);
-    /* Placeholders are not nodes the list could mention; only present ones go. */
-    size_t nstale = 0, pos = 0, k = 0;
-    char **stale = calloc(dict_size(&c->nodes) + 1, sizeof(*stale));
-    struct dict_entry *e;
-    while (stale && (e = dict_next(&c->nodes, &pos)))
-        if (((struct node_state *)e->value)->present && !dict_get(&keep, e->key))
-            stale[nstale++] = strdup(e->key);
+    size_t nstale = 0;
+    char **stale = stale_keys((struct dict *)((char *)c + k->table), &keep, k, scope, &nstale);
     int rc = stale ? 0 : -1;
-    for (k = 0; k < nstale; k++)
-        if (!stale[k] || delete_node_locked(c, stale[k]) != 0)
+    for (size_t i = 0; i < nstale; i++)
+        if (k->remove(c, stale[i]) != 0)
             rc = -1;
     for (size_t i = 0; i < n; i++)
-        if (apply_node_locked(c, specs[i]) != 0)
+        if (k->apply(c, items[i], now) != 0)
             rc = -1;
+    if (k->changed)
+        k->changed(c);
     cache_unlock(c);
     free_keys(stale, nstale);
     dict_free(&keep);
     return rc;
-oom_keep:
-    dict_free(&keep);
-oom:
-    for (size_t i = 0; i < n; i++)
-        node_spec_free(specs[i]);
-    return -1;
+}
+
+static char *node_key(const void *item)
+{
+    return strdup(((const struct node_spec *)item)->name);
+}
+
+/* Placeholders are not nodes the list could mention; only present ones go. */
+static bool node_held(const struct dict_entry *e, const void *scope)
+{
+    (void)scope;
+    return ((const struct node_state *)e->value)->present;
+}
+
+static int node_apply(struct cluster_cache *c, void *item, int64_t now)
+{
+    (void)now;
+    return apply_node_locked(c, item);
+}
+
+static void node_free(void *item)
+{
+    node_spec_free(item);
+}
+
+int cache_replace_nodes(struct cluster_cache *c, struct node_spec **specs, size_t n)
+{
+    static const struct relist_kind nodes = {
+        offsetof(struct cluster_cache, nodes), node_key, node_held, delete_node_locked, node_apply, node_free, NULL};
+    return relist(c, &nodes, (void **)specs, n, NULL, 0);
+}
+
+static char *pod_key(const void *item)
+{
+    return strdup(((const struct pod_info *)item)->key);
+}
+
+static bool every_entry(const struct dict_entry *e, const void *scope)
+{
+    (void)e;
+    (void)scope;
+    return true;
+}
+
+static int pod_remove(struct cluster_cache *c, const char *key)
+{
+    cache_delete_pod_locked(c, key);
+    return 0;
+}
+
+static int pod_apply(struct cluster_cache *c, void *item, int64_t now)
+{
+    return cache_apply_pod_locked(c, item, now);
+}
+
+static void pod_free(void *item)
+{
+    pod_info_free(item);
 }
 
 int cache_replace_pods(struct cluster_cache *c, struct pod_info **pods, size_t n, int64_t now)
 {
-    struct dict keep;
-    if (dict_init(&keep, n) != 0)
-        goto oom;
-    for (size_t i = 0; i < n; i++)
-        if (dict_set(&keep, pods[i]->key, pods[i], NULL) != 0)
-            goto oom_keep;
-    cache_write_lock(c);
-    size_t nstale = 0;
-    char **stale = stale_keys(&c->pods, &keep, NULL, NULL, &nstale);
-    int rc = stale ? 0 : -1;
-    for (size_t k = 0; k < nstale; k++)
-        cache_delete_pod_locked(c, stale[k]);
-    for (size_t i = 0; i < n; i++)
-        if (cache_apply_pod_locked(c, pods[i], now) != 0)
-            rc = -1;
-    cache_unlock(c);
-    free_keys(stale, nstale);
-    dict_free(&keep);
-    return rc;
-oom_keep:
-    dict_free(&keep);
-oom:
-    for (size_t i = 0; i < n; i++)
-        pod_info_free(pods[i]);
-    return -1;
+    static const struct relist_kind pods_kind = {
+        offsetof(struct cluster_cache, pods), pod_key, every_entry, pod_remove, pod_apply, pod_free, NULL};
+    return relist(c, &pods_kind, (void **)pods, n, NULL, now);
 }
 
 struct cm_scope {
@@ -794,48 +854,49 @@ struct cm_scope {
     const char *name;
 };
 
-static bool configmap_in_scope(const char *key, const void *scope)
+static char *configmap_key(const void *item)
+{
+    return object_key(item);
+}
+
+/* The namespace relisted, or (name given) just that one object. */
+static bool configmap_held(const struct dict_entry *e, const void *scope)
 {
     const struct cm_scope *s = scope;
     size_t nl = strlen(s->ns);
-    if (strncmp(key, s->ns, nl) != 0 || key[nl] != '/')
+    if (strncmp(e->key, s->ns, nl) != 0 || e->key[nl] != '/')
         return false;
-    return !s->name || strcmp(key + nl + 1, s->name) == 0;
+    return !s->name || strcmp(e->key + nl + 1, s->name) == 0;
+}
+
+static int configmap_remove(struct cluster_cache *c, const char *key)
+{
+    cJSON_Delete(dict_del(&c->configmaps, key));
+    c->generation++;
+    return 0;
+}
+
+static int configmap_apply(struct cluster_cache *c, void *item, int64_t now)
+{
+    (void)now;
+    return apply_configmap_locked(c, item);
+}
+
+static void configmap_free(void *item)
+{
+    cJSON_Delete(item);
 }
 
 int cache_replace_configmaps(struct cluster_cache *c, const char *ns, const char *name, cJSON **cms, size_t n)
 {
-    struct dict keep;
+    /* Derived state (CRLs, quota) changes in the same step as the ConfigMaps. */
+    static const struct relist_kind configmaps = {offsetof(struct cluster_cache, configmaps),
+                                                  configmap_key,
+                                                  configmap_held,
+                                                  configmap_remove,
+                                                  configmap_apply,
+                                                  configmap_free,
+                                                  configmaps_changed};
     struct cm_scope scope = {ns, name};
-    if (dict_init(&keep, n) != 0)
-        goto oom;
-    for (size_t i = 0; i < n; i++) {
-        char *key = object_key(cms[i]);
-        int rc = key ? dict_set(&keep, key, cms[i], NULL) : -1;
-        free(key);
-        if (rc != 0)
-            goto oom_keep;
-    }
-    cache_write_lock(c);
-    size_t nstale = 0;
-    char **stale = stale_keys(&c->configmaps, &keep, configmap_in_scope, &scope, &nstale);
-    int rc = stale ? 0 : -1;
-    for (size_t k = 0; k < nstale; k++) {
-        cJSON_Delete(dict_del(&c->configmaps, stale[k]));
-        c->generation++;
-    }
-    for (size_t i = 0; i < n; i++)
-        if (apply_configmap_locked(c, cms[i]) != 0)
-            rc = -1;
-    configmaps_changed(c);
-    cache_unlock(c);
-    free_keys(stale, nstale);
-    dict_free(&keep);
-    return rc;
-oom_keep:
-    dict_free(&keep);
-oom:
-    for (size_t i = 0; i < n; i++)
-        cJSON_Delete(cms[i]);
-    return -1;
+    return relist(c, &configmaps, (void **)cms, n, &scope, 0);
 }

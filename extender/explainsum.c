@@ -3,6 +3,7 @@
 #include "lib/dict.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -280,6 +281,14 @@ void explain_put_summary(struct strbuf *sb, const struct evaluation *ev, const s
     free_groups(groups, ngroups);
 }
 
+/* Nodes that could never take the pod (no GPUs, another kind of GPU, not
+ * cached) say little about why it waits; the pod itself, or the nodes of
+ * its kind that are full or out of quota, do. */
+static bool actionable(enum reason_class c)
+{
+    return c != REASON_NODE_UNKNOWN && c != REASON_NO_GPU && c != REASON_NO_CAPACITY;
+}
+
 enum reason_class explain_main_reason(const struct evaluation *ev)
 {
     size_t counts[REASON_CLASS_COUNT] = {0};
@@ -289,8 +298,13 @@ enum reason_class explain_main_reason(const struct evaluation *ev)
         counts[ev->verdicts[i].why < REASON_CLASS_COUNT ? ev->verdicts[i].why : REASON_NONE]++;
     }
     enum reason_class main = REASON_NONE;
-    for (int c = 1; c < REASON_CLASS_COUNT; c++)
-        if (counts[c] > counts[main] || (main == REASON_NONE && counts[c]))
+    for (int c = 1; c < REASON_CLASS_COUNT; c++) {
+        if (!counts[c])
+            continue;
+        bool better = main == REASON_NONE || (actionable(c) && !actionable(main)) ||
+                      (actionable(c) == actionable(main) && counts[c] > counts[main]);
+        if (better)
             main = (enum reason_class)c;
+    }
     return main;
 }

@@ -1,8 +1,10 @@
 /* handlers.c - endpoint handlers. See handlers.h. */
 #include "extender/handlers.h"
+#include "extender/capacity.h"
 #include "extender/explainsum.h"
 #include "extender/live.h"
 #include "extender/metrics.h"
+#include "extender/pending.h"
 #include "extender/wire.h"
 #include "lib/labelsel.h"
 #include "lib/log.h"
@@ -45,8 +47,9 @@ static struct pod_info *decode_args(struct app *app, const struct http_request *
     return pod;
 }
 
-static void count_outcome(const struct evaluation *ev)
+static void count_outcome(const struct pod_info *pod, const struct evaluation *ev)
 {
+    pending_observe(pod->key, ev);
     uint64_t fit = 0;
     for (size_t i = 0; i < ev->count; i++)
         fit += ev->verdicts[i].fits;
@@ -71,7 +74,7 @@ static void extender_verb(struct app *app, const struct http_request *req, struc
     if (evaluate(&app->placement, pod, args.names, args.count, &ev) == 0) {
         body = ev.error ? wire_filter_error(ev.error, &len) : encode(&args, &ev, &len);
         if (count)
-            count_outcome(&ev);
+            count_outcome(pod, &ev);
     }
     http_set_body(resp, 200, CONTENT_JSON, body, len);
     evaluation_free(&ev);
@@ -567,6 +570,8 @@ void handle_metrics(struct app *app, const struct http_request *req, struct http
     cache_expire(&app->cache, clock_realtime_ns()); /* gqa_assumed_pods counts unexpired ones */
     metrics_render(&sb, &app->cache);
     render_policy_metrics(app, &sb);
+    capacity_render_metrics(&app->cache, app->opts->metrics_per_node, &sb);
+    pending_render_metrics(&app->cache, &sb);
     if (app->live)
         live_render_metrics(app->live, &sb);
     size_t len = 0;

@@ -18,9 +18,9 @@
 
 #define PROG "kubectl-gpu"
 
-#define OPT_STRING(setter, field)                                              \
-    static int setter(void *target, const char *v)                             \
-    {                                                                          \
+#define OPT_STRING(setter, field)                                                       \
+    static int setter(void *target, const char *v)                                      \
+    {                                                                                   \
         return *v ? flags_set_string(&((struct gpuctl_options *)target)->field, v) : 1; \
     }
 
@@ -113,16 +113,15 @@ static const struct flag_spec flags[] = {
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "kubectl gpu: the GPU cluster as gpu-quota-admission sees it.\n\n"
-            "Usage:\n"
-            "  kubectl gpu top [nodes|gpus] [-l SELECTOR] [--model M] [-o wide|json|yaml]\n"
-            "      one row per GPU node (or per GPU): GPUs, cores and memory used, pods\n"
-            "  kubectl gpu explain POD [-n NS] | -f POD.yaml [-o wide|json|yaml]\n"
-            "      why a pod fits where it fits, the other nodes grouped by reason, the nearest miss\n"
-            "  kubectl gpu quota [-n NS] [-o json|yaml]\n"
-            "      GPU quota and usage per namespace, model and pool\n\n"
-            "Flags:\n");
+    fprintf(out, "kubectl gpu: the GPU cluster as gpu-quota-admission sees it.\n\n"
+                 "Usage:\n"
+                 "  kubectl gpu top [nodes|gpus] [-l SELECTOR] [--model M] [-o wide|json|yaml]\n"
+                 "      one row per GPU node (or per GPU): GPUs, cores and memory used, pods\n"
+                 "  kubectl gpu explain POD [-n NS] | -f POD.yaml [-o wide|json|yaml]\n"
+                 "      why a pod fits where it fits, the other nodes grouped by reason, the nearest miss\n"
+                 "  kubectl gpu quota [-n NS] [-o json|yaml]\n"
+                 "      GPU quota and usage per namespace, model and pool\n\n"
+                 "Flags:\n");
     struct flag_parser p = {PROG, flags, NFLAGS, NULL, 0, out};
     flags_print_help(&p, out, 34);
 }

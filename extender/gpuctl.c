@@ -147,8 +147,8 @@ static cJSON *service_call(struct gpuctl *g, const char *method, const char *pat
         fprintf(g->err, "kubectl-gpu: %s: the answer is not JSON\n", url.data);
     else if (!answer) {
         char *why = failure_text(&r);
-        const char *where = g->opts->server ? g->opts->server
-                                            : (g->opts->service ? g->opts->service : GPUCTL_DEFAULT_SERVICE);
+        const char *where =
+            g->opts->server ? g->opts->server : (g->opts->service ? g->opts->service : GPUCTL_DEFAULT_SERVICE);
         fprintf(g->err, "kubectl-gpu: %s %s (service %s): %s\n", method, path, where, why ? why : "out of memory");
         free(why);
     }
@@ -332,8 +332,8 @@ static int top_nodes_table(struct gpuctl *g, const cJSON *nodes)
 {
     bool wide = g->opts->output == OUT_WIDE;
     static const char *const narrow_h[] = {"NAME", "MODEL", "GPUS", "CORES", "CORES%", "MEMORY", "MEMORY%", "PODS"};
-    static const char *const wide_h[] = {"NAME",   "MODEL",  "POOL",    "GPUS",    "IDLE", "PARTIAL",
-                                         "CORES",  "CORES%", "MEMORY",  "MEMORY%", "PODS", "UNASSIGNED"};
+    static const char *const wide_h[] = {"NAME",  "MODEL",  "POOL",   "GPUS",    "IDLE", "PARTIAL",
+                                         "CORES", "CORES%", "MEMORY", "MEMORY%", "PODS", "UNASSIGNED"};
     struct table *t = wide ? table_new(12, wide_h) : table_new(8, narrow_h);
     bool failed = !t;
     const cJSON *node;
@@ -483,9 +483,17 @@ static cJSON *load_pod_file(struct gpuctl *g)
         pod = NULL;
     }
     free(err);
+    /* As kubectl does with -f: -n fills in a missing namespace and must agree with a given one. */
     cJSON *meta = pod ? cJSON_GetObjectItemCaseSensitive(pod, "metadata") : NULL;
-    if (cJSON_IsObject(meta) && !cJSON_GetObjectItemCaseSensitive(meta, "namespace") && g->opts->namespace_)
+    const char *given = str(meta, "namespace");
+    if (cJSON_IsObject(meta) && !*given && g->opts->namespace_)
         cJSON_AddStringToObject(meta, "namespace", g->opts->namespace_);
+    if (*given && g->opts->namespace_ && strcmp(given, g->opts->namespace_) != 0) {
+        fprintf(g->err, "kubectl-gpu: the namespace of %s (%s) does not match -n %s\n", path, given,
+                g->opts->namespace_);
+        cJSON_Delete(pod);
+        return NULL;
+    }
     return pod;
 }
 
@@ -563,9 +571,7 @@ static void explain_groups(struct gpuctl *g, const cJSON *summary, int64_t feasi
     cJSON_ArrayForEach(grp, summary)
     {
         int64_t count = num(grp, "count");
-        char head[48];
-        snprintf(head, sizeof(head), "%" PRId64 " node%s:", count, count == 1 ? "" : "s");
-        fprintf(g->out, "  %-11s %s", head, str(grp, "message"));
+        fprintf(g->out, "  %" PRId64 " node%s: %s", count, count == 1 ? "" : "s", str(grp, "message"));
         int shown = 0, limit = wide ? 5 : 3;
         fputs(" (", g->out);
         cJSON_ArrayForEach(ex, cJSON_GetObjectItemCaseSensitive(grp, "examples")) if (shown < limit)

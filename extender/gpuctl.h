@@ -22,6 +22,7 @@
 #define GPUCTL_DEFAULT_SERVICE "kube-system/gpu-quota-admission"
 
 enum gpuctl_output { OUT_TABLE = 0, OUT_WIDE, OUT_JSON, OUT_YAML };
+
 enum gpuctl_color { COLOR_AUTO = 0, COLOR_ALWAYS, COLOR_NEVER };
 
 struct gpuctl_options {

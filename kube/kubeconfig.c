@@ -64,8 +64,8 @@ static struct kube_config *config_new(const char *source)
 struct kc_parse {
     const char *path;
     const char *context; /* instead of current-context, or NULL */
-    char *dir; /* the kubeconfig's directory: relative paths start there */
-    char *err; /* the first failure: "kubeconfig PATH: ..." */
+    char *dir;           /* the kubeconfig's directory: relative paths start there */
+    char *err;           /* the first failure: "kubeconfig PATH: ..." */
     int failed;
 };
 

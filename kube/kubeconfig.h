@@ -18,7 +18,7 @@ struct kube_config {
     char *token_file;                         /* re-read when its mtime/size changes, or NULL; when both are set the
                                    file wins and token is used only while the file cannot be read */
     int insecure_skip_tls_verify;
-    char *source;    /* "in-cluster" or the kubeconfig path, for messages */
+    char *source;     /* "in-cluster" or the kubeconfig path, for messages */
     char *namespace_; /* the context's namespace (kubectl's default -n), or NULL */
 };
 

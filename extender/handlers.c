@@ -10,6 +10,7 @@
 #include "lib/log.h"
 #include "lib/strbuf.h"
 #include "lib/version.h"
+#include "lib/yamljson.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -211,9 +212,13 @@ char *explain_pod(struct app *app, cJSON *pod_json, int *fits_somewhere, char **
 
 void handle_explain(struct app *app, const struct http_request *req, struct http_response *resp)
 {
-    cJSON *pod = cJSON_ParseWithLength(req->body ? req->body : "", req->body_len);
+    /* JSON, or YAML as people paste it (the /ui form, curl --data-binary @pod.yaml). */
+    const char *text = req->body ? req->body : "";
+    cJSON *pod = text_looks_like_json(text, req->body_len) ? cJSON_ParseWithLength(text, req->body_len) : NULL;
+    if (!pod && req->body_len)
+        pod = yaml_to_json(text, req->body_len, NULL);
     if (!cJSON_IsObject(pod)) {
-        http_json_error(resp, 400, "body must be a Pod as a JSON object");
+        http_json_error(resp, 400, "body must be a Pod (a JSON or YAML object)");
         cJSON_Delete(pod);
         return;
     }

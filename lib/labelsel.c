@@ -127,6 +127,9 @@ static int parse_set(struct sel_parse *ps, struct requirement *r)
     if (*ps->p != '(')
         return sel_fail(ps, "expected \"(\"");
     ps->p++;
+    skip_space(ps);
+    if (*ps->p == ')')
+        return sel_fail(ps, "the set of values of in and notin cannot be empty");
     for (;;) {
         if (parse_value(ps, r) != 0)
             return -1;

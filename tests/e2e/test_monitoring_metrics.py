@@ -117,6 +117,13 @@ def every_metric_used_is_exported(s):
     for name, where in sorted(used.items()):
         s.check(name in exported or name in PROMETHEUS_OWN, "%s (%s) is exported by the binary" % (name, where),
                 "exported: %s" % sorted(n for n in exported if n.startswith("gqa_")))
+    with open(s.path("docs", "reference.md")) as f:
+        doc = f.read()
+    shorthand = re.findall(r"`(_[a-z_]+)`", doc)  # "`gqa_informer_events_total`, `_relists_total`"
+    families = {line.split()[2] for line in text.splitlines() if line.startswith("# TYPE ")}
+    for family in sorted(families):
+        s.check(family in doc or any(family.endswith(t) for t in shorthand),
+                "%s is documented in docs/reference.md" % family)
     for family in ("gqa_resource_allocatable", "gqa_gpu_fragmentation_ratio", "gqa_resource_stranded",
                    "gqa_pending_pods", "gqa_filter_unschedulable_total", "gqa_node_gpus"):
         s.check(family in exported, "%s is exported" % family)

@@ -89,11 +89,6 @@ struct node_state *cache_find_node(const struct cluster_cache *c, const char *na
     return dict_get(&c->nodes, name);
 }
 
-struct node_state *cache_find_node_n(const struct cluster_cache *c, const char *name, size_t len)
-{
-    return dict_get_n(&c->nodes, name, len);
-}
-
 struct pod_entry *cache_find_pod(const struct cluster_cache *c, const char *key)
 {
     return dict_get(&c->pods, key);

@@ -155,7 +155,7 @@ struct fit_out {
 };
 
 static bool fit_on(struct cluster_cache *c, const char *node, const struct pod_info *p, const struct pod_entry *self,
-                   enum policy gpu, enum policy nodep, struct fit_out *out)
+                   enum pack_policy gpu, enum pack_policy nodep, struct fit_out *out)
 {
     memset(out, 0, sizeof(*out));
     out->r.masks = out->masks;
@@ -828,15 +828,15 @@ static void test_non_gpu_and_helpers(void **state)
     assert_true(pod_has_vcuda_share(p));
     pod_info_free(p);
 
-    enum policy pol = POLICY_BINPACK;
-    assert_int_equal(policy_parse("spread", &pol), 0);
+    enum pack_policy pol = POLICY_BINPACK;
+    assert_int_equal(pack_policy_parse("spread", &pol), 0);
     assert_int_equal(pol, POLICY_SPREAD);
-    assert_int_equal(policy_parse("binpack", &pol), 0);
+    assert_int_equal(pack_policy_parse("binpack", &pol), 0);
     assert_int_equal(pol, POLICY_BINPACK);
-    assert_int_equal(policy_parse("Spread", &pol), -1);
-    assert_int_equal(policy_parse("", &pol), -1);
-    assert_string_equal(policy_name(POLICY_SPREAD), "spread");
-    assert_string_equal(policy_name(POLICY_BINPACK), "binpack");
+    assert_int_equal(pack_policy_parse("Spread", &pol), -1);
+    assert_int_equal(pack_policy_parse("", &pol), -1);
+    assert_string_equal(pack_policy_name(POLICY_SPREAD), "spread");
+    assert_string_equal(pack_policy_name(POLICY_BINPACK), "binpack");
 }
 
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)

@@ -437,7 +437,7 @@ struct world {
     struct placement pl;
 };
 
-static void world_init(struct world *w, enum placement_mode mode, enum policy gpu)
+static void world_init(struct world *w, enum placement_mode mode, enum pack_policy gpu)
 {
     struct cache_config cc = {.assume_ttl_ns = 60LL * 1000000000LL};
     assert_int_equal(cache_init(&w->cache, &cc), 0);

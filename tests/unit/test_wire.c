@@ -10,21 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster/cache.h"
-#include "cluster/nodespec.h"
 #include "extender/placement.h"
-#include "cluster/podspec.h"
 #include "extender/wire.h"
-
-static char *q(const char *text)
-{
-    size_t len = strlen(text) + 1;
-    char *json = malloc(len);
-    assert_non_null(json);
-    for (size_t i = 0; i < len; i++)
-        json[i] = text[i] == '\'' ? '"' : text[i];
-    return json;
-}
+#include "tests/unit/support.h"
 
 static const char POD[] = "{'metadata':{'name':'p','namespace':'ns'},'spec':{'containers':[{'name':'c',"
                           "'resources':{'limits':{'tencent.com/vcuda-core':'50','tencent.com/vcuda-memory':'10'}}}]}}";

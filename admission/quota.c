@@ -15,13 +15,10 @@ static void *fail(char **err, const char *fmt, ...) __attribute__((format(printf
 
 static void *fail(char **err, const char *fmt, ...)
 {
-    struct strbuf sb;
-    strbuf_init(&sb);
     va_list ap;
     va_start(ap, fmt);
-    strbuf_vprintf(&sb, fmt, ap);
+    strbuf_vset_error(err, fmt, ap);
     va_end(ap);
-    *err = strbuf_detach(&sb, NULL);
     return NULL;
 }
 

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-int policy_parse(const char *name, enum policy *out)
+int pack_policy_parse(const char *name, enum pack_policy *out)
 {
     if (strcmp(name, "binpack") == 0)
         *out = POLICY_BINPACK;
@@ -27,7 +27,7 @@ const char *reason_class_name(enum reason_class c)
     return (unsigned)c < REASON_CLASS_COUNT ? names[c] : "none";
 }
 
-const char *policy_name(enum policy p)
+const char *pack_policy_name(enum pack_policy p)
 {
     return p == POLICY_SPREAD ? "spread" : "binpack";
 }

@@ -19,11 +19,11 @@
 #include "cluster/cache.h"
 #include "cluster/podspec.h"
 
-enum policy { POLICY_BINPACK = 0, POLICY_SPREAD };
+enum pack_policy { POLICY_BINPACK = 0, POLICY_SPREAD };
 
 struct alloc_policy {
-    enum policy gpu;  /* order of candidate GPUs for shared requests */
-    enum policy node; /* shape of node scores */
+    enum pack_policy gpu;  /* order of candidate GPUs for shared requests */
+    enum pack_policy node; /* shape of node scores */
 };
 
 /* Why a pod does not fit, as a class that stays the same from node to node
@@ -85,7 +85,8 @@ bool allocator_fit_excluding(const struct node_state *n, const struct pod_info *
 /* Does the pod use vcuda shared containers (GPU-Manager's binpack order is then mandatory)? */
 bool pod_has_vcuda_share(const struct pod_info *pod);
 
-int policy_parse(const char *name, enum policy *out);
-const char *policy_name(enum policy p);
+/* "binpack" or "spread" (the --gpu-policy and --node-policy values): 0, or -1. */
+int pack_policy_parse(const char *name, enum pack_policy *out);
+const char *pack_policy_name(enum pack_policy p);
 
 #endif

@@ -24,11 +24,6 @@ struct verb_metrics {
 static struct verb_metrics verbs[VERB_COUNT];
 static atomic_uint_fast64_t filter_nodes_fit, filter_nodes_failed, decisions;
 
-const char *metric_verb_name(enum metric_verb verb)
-{
-    return verb_names[verb];
-}
-
 void metrics_observe_request(enum metric_verb verb, int status, double seconds, uint64_t body_bytes)
 {
     struct verb_metrics *m = &verbs[verb];

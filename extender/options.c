@@ -117,13 +117,13 @@ static int set_placement(void *target, const char *v)
 static int set_gpu_policy(void *target, const char *v)
 {
     struct options *o = target;
-    return policy_parse(v, &o->policy.gpu) ? 1 : 0;
+    return pack_policy_parse(v, &o->policy.gpu) ? 1 : 0;
 }
 
 static int set_node_policy(void *target, const char *v)
 {
     struct options *o = target;
-    return policy_parse(v, &o->policy.node) ? 1 : 0;
+    return pack_policy_parse(v, &o->policy.node) ? 1 : 0;
 }
 
 static int set_assume_ttl(void *target, const char *v)

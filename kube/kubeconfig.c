@@ -76,14 +76,12 @@ static int kc_fail(struct kc_parse *p, const char *fmt, ...)
     if (p->failed)
         return -1;
     p->failed = 1;
-    struct strbuf sb;
-    strbuf_init(&sb);
-    strbuf_printf(&sb, "kubeconfig %s: ", p->path);
     va_list ap;
     va_start(ap, fmt);
-    strbuf_vprintf(&sb, fmt, ap);
+    char *why = strbuf_vformat(fmt, ap);
     va_end(ap);
-    p->err = strbuf_detach(&sb, NULL);
+    p->err = why ? strbuf_format("kubeconfig %s: %s", p->path, why) : NULL;
+    free(why);
     return -1;
 }
 

@@ -33,3 +33,8 @@ void http_json_error(struct http_response *resp, int status, const char *message
     char *body = strbuf_detach(&sb, &len);
     http_set_body(resp, status, CONTENT_JSON, body, len);
 }
+
+const char *http_query(const struct http_request *req, const char *name)
+{
+    return req->query ? req->query(req->query_ctx, name) : NULL;
+}

@@ -51,7 +51,7 @@ struct answer {
 
 static struct answer dispatch(struct fixture *f, const char *method, const char *path, const char *body)
 {
-    struct http_request req = {method, path, body, body ? strlen(body) : 0};
+    struct http_request req = {.method = method, .path = path, .body = body, .body_len = body ? strlen(body) : 0};
     struct http_response resp = {0};
     struct answer a;
     a.verb = router_dispatch(&f->app, &req, &resp);

@@ -51,7 +51,7 @@ void pending_observe(const char *pod_key, const struct evaluation *ev)
     if (table_ready) {
         if (why == REASON_NONE)
             dict_del(&table, pod_key);
-        else
+        else if (dict_size(&table) < PENDING_MAX_PODS || dict_get(&table, pod_key))
             dict_set(&table, pod_key, (void *)pack(why, now_s()), NULL); /* out of memory: not counted */
     }
     pthread_mutex_unlock(&table_lock);

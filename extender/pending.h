@@ -20,6 +20,10 @@
 #include "lib/strbuf.h"
 
 #define PENDING_FORGET_S 600
+/* The gauge tracks at most this many pods: any client that reaches the filter
+ * can name pods, and the table must not grow with what it sends. Beyond it
+ * new pods are counted in the counter only. */
+#define PENDING_MAX_PODS 100000
 
 /* After a filter answer for pod key. */
 void pending_observe(const char *pod_key, const struct evaluation *ev);

@@ -1,6 +1,7 @@
 /* capacity.c - capacity, fragmentation and stranded GPU resources. See capacity.h. */
 #include "extender/capacity.h"
 #include "cluster/podspec.h"
+#include "extender/metrics.h"
 #include "lib/dict.h"
 
 #include <inttypes.h>
@@ -174,26 +175,12 @@ static struct group *collect(struct cluster_cache *cache, size_t *n)
     return groups;
 }
 
-void put_label_value(struct strbuf *out, const char *s)
-{
-    strbuf_putc(out, '"');
-    for (; *s; s++) {
-        if (*s == '\\' || *s == '"')
-            strbuf_putc(out, '\\');
-        if (*s == '\n')
-            strbuf_puts(out, "\\n");
-        else
-            strbuf_putc(out, *s);
-    }
-    strbuf_putc(out, '"');
-}
-
 static void put_group_labels(struct strbuf *out, const struct group *g)
 {
     strbuf_puts(out, "model=");
-    put_label_value(out, g->model);
+    metrics_label_value(out, g->model);
     strbuf_puts(out, ",pool=");
-    put_label_value(out, g->pool);
+    metrics_label_value(out, g->pool);
 }
 
 static void family(struct strbuf *out, const char *name, const char *help)
@@ -272,7 +259,7 @@ static void put_node_series(struct strbuf *out, const char *name, const struct n
                             const char *value, int64_t v)
 {
     strbuf_printf(out, "%s{node=", name);
-    put_label_value(out, n->name);
+    metrics_label_value(out, n->name);
     strbuf_printf(out, ",%s=\"%s\"} %" PRId64 "\n", label, value, v);
 }
 

@@ -24,7 +24,4 @@ void capacity_render_metrics(struct cluster_cache *cache, bool per_node, struct 
 /* The JSON answer of GET /inspect/capacity. */
 void capacity_render_json(struct cluster_cache *cache, struct strbuf *out);
 
-/* Append s as a Prometheus label value (quoted, with \\, \" and \n escaped). */
-void put_label_value(struct strbuf *out, const char *s);
-
 #endif

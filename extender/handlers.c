@@ -537,6 +537,17 @@ void handle_version(struct app *app, const struct http_request *req, struct http
 }
 
 /* Admission state: CRLs in force and refused, quota against usage. */
+/* Namespace and model come from the quota ConfigMap's keys: escaped. */
+static void put_quota_series(struct strbuf *sb, const char *name, const struct quota_entry *e, size_t model,
+                             double value)
+{
+    strbuf_printf(sb, "%s{namespace=", name);
+    metrics_label_value(sb, e->namespace_);
+    strbuf_puts(sb, ",model=");
+    metrics_label_value(sb, e->models[model].model);
+    strbuf_printf(sb, "} %.10g\n", value);
+}
+
 static void render_policy_metrics(struct app *app, struct strbuf *sb)
 {
     cache_read_lock(&app->cache);
@@ -554,16 +565,14 @@ static void render_policy_metrics(struct app *app, struct strbuf *sb)
                     "# TYPE gqa_quota_gpus gauge\n");
     for (size_t i = 0; q && i < q->count; i++)
         for (size_t k = 0; k < q->entries[i].nmodels; k++)
-            strbuf_printf(sb, "gqa_quota_gpus{namespace=\"%s\",model=\"%s\"} %lld\n", q->entries[i].namespace_,
-                          q->entries[i].models[k].model, (long long)q->entries[i].models[k].gpus);
+            put_quota_series(sb, "gqa_quota_gpus", &q->entries[i], k, (double)q->entries[i].models[k].gpus);
     strbuf_puts(sb, "# HELP gqa_quota_used_gpus GPUs in use (or assumed) per quota namespace and model.\n"
                     "# TYPE gqa_quota_used_gpus gauge\n");
     for (size_t i = 0; q && i < q->count; i++)
         for (size_t k = 0; k < q->entries[i].nmodels; k++)
-            strbuf_printf(sb, "gqa_quota_used_gpus{namespace=\"%s\",model=\"%s\"} %.2f\n", q->entries[i].namespace_,
-                          q->entries[i].models[k].model,
-                          (double)cache_usage(&app->cache, q->entries[i].namespace_, q->entries[i].models[k].model) /
-                              100.0);
+            put_quota_series(sb, "gqa_quota_used_gpus", &q->entries[i], k,
+                             (double)cache_usage(&app->cache, q->entries[i].namespace_, q->entries[i].models[k].model) /
+                                 100.0);
     cache_unlock(&app->cache);
 }
 

@@ -128,3 +128,17 @@ void metrics_render(struct strbuf *out, struct cluster_cache *cache)
                   (unsigned long long)load(&decisions));
     render_cache(out, cache);
 }
+
+void metrics_label_value(struct strbuf *out, const char *s)
+{
+    strbuf_putc(out, '"');
+    for (; *s; s++) {
+        if (*s == '\\' || *s == '"')
+            strbuf_putc(out, '\\');
+        if (*s == '\n')
+            strbuf_puts(out, "\\n");
+        else
+            strbuf_putc(out, *s);
+    }
+    strbuf_putc(out, '"');
+}

@@ -797,6 +797,10 @@ static void *election_thread(void *arg)
 {
     struct leader_elector *le = arg;
     log_info("leader election %s/%s: started as %s", le->ns, le->name, le->identity);
+    /* This process starts as a follower: take back what a previous run in
+     * the same pod may have left (a crash skips stop_leading). */
+    if (le->callbacks.stopped)
+        le->callbacks.stopped(le->callbacks.ctx);
     do {
         run_round(le);
     } while (!wait_or_stop(le, next_wait_ns(le)));

@@ -38,7 +38,10 @@ struct leader_callbacks {
      * until it returns 0. */
     int (*started)(void *ctx);
     /* *is_leader has just turned 0 (the Lease was lost, or is about to be
-     * released at stop: this runs before the release). */
+     * released at stop: this runs before the release). Also called once
+     * when the election starts, before the first attempt: a process that
+     * restarts in the same pod after a crash is a follower, and takes back
+     * what its previous run left. */
     void (*stopped)(void *ctx);
     void *ctx;
 };

@@ -245,5 +245,30 @@ def test_sigkill_leader_label_cleared_by_successor(s):
             pair.stop(s)
 
 
+@suite.test
+def test_restarted_follower_takes_its_stale_label_off(s):
+    """A container that restarts in the same pod after a crash finds its pod still labelled; as a
+    follower (the Lease is held by someone else) it takes the label off at once, so the Service does not
+    route to it until the Lease expires."""
+    with g.Cluster(s, tokens=(TOKENS["a"],)) as c:
+        c.add_node(g.node("n1", g.vcuda(400, 256)))
+        stale = replica_pod("gqa-a")
+        stale["metadata"]["labels"] = {LABEL: "true"}
+        c.create_pod(stale)
+        now = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
+        c.sim.create("leases", {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                                "metadata": {"name": LEASE_NAME, "namespace": LEASE_NS},
+                                "spec": {"holderIdentity": "someone-else", "leaseDurationSeconds": 60,
+                                         "acquireTime": now, "renewTime": now}}, ns=LEASE_NS)
+        s.require(labelled(c) == ["gqa-a"], "the pod starts out labelled (left by a crashed run)", labelled(c))
+        flags = ["--leader-elect", "--lease-namespace", LEASE_NS, "--lease-name", LEASE_NAME]
+        with g.LiveServer(s, c.kubeconfig(), flags, name="replica-a",
+                          env={"POD_NAME": "gqa-a", "POD_NAMESPACE": POD_NS}) as srv:
+            gone = g.wait_until(lambda: labelled(c) == [], 5)
+            s.check(gone, "the restarted replica takes the label off its own pod", labelled(c))
+            s.check_eq(leader_gauge(srv), 0, "it is a follower (the Lease is someone else's)")
+            s.check_eq(srv.readyz().status, 200, "and ready: it is synced")
+
+
 if __name__ == "__main__":
     suite.main()

@@ -458,6 +458,26 @@ static char *not_decidable(const struct pod_info *pod)
     return NULL;
 }
 
+/* The pod to decide for: what the request's copy asks for (with the
+ * CustomResourceLimitation defaults in force now, as every evaluation uses),
+ * as of the cluster's copy, which says whether and as what the pod exists
+ * (UID, binding) and carries the resourceVersion the write is conditional
+ * on. NULL on allocation failure. */
+static struct pod_info *request_as_of(const struct pod_info *request, const struct pod_info *cluster)
+{
+    struct pod_info *pod = pod_info_clone(request);
+    char *rv = pod && cluster->resource_version ? strdup(cluster->resource_version) : NULL;
+    if (pod && cluster->resource_version && !rv) {
+        pod_info_free(pod);
+        return NULL;
+    }
+    if (pod) {
+        free(pod->resource_version);
+        pod->resource_version = rv;
+    }
+    return pod;
+}
+
 /* Filter mode, with the pod entered in the in-flight set: look the pod up
  * (cache, else the API server), evaluate under the read lock, decide. */
 static int filter_decide(struct placement *p, const struct pod_info *request, struct evaluation *ev)
@@ -465,15 +485,19 @@ static int filter_decide(struct placement *p, const struct pod_info *request, st
     char *err = NULL;
     bool fetched = false;
     cache_expire(p->cache, clock_realtime_ns());
-    struct pod_info *pod =
+    struct pod_info *cluster =
         pod_lookup(p->cache, p->sink, request->ns, request->name, request->uid, request, &fetched, &err);
-    char *refusal = pod ? not_decidable(pod) : NULL;
-    if (!pod || refusal) {
-        pod_info_free(pod);
+    char *refusal = cluster ? not_decidable(cluster) : NULL;
+    if (!cluster || refusal) {
+        pod_info_free(cluster);
         if (refusal)
             free(err);
         return answer_error(ev, refusal ? refusal : err);
     }
+    struct pod_info *pod = request_as_of(request, cluster);
+    pod_info_free(cluster);
+    if (!pod)
+        return -1;
     cache_read_lock(p->cache);
     int rc = evaluate_locked(p, pod, ev);
     cache_unlock(p->cache);

@@ -13,7 +13,10 @@
  *   1. the pod's key enters the in-flight set (inflight.h); a second request
  *      for the same pod meanwhile is answered "in progress; retry";
  *   2. the pod is looked up by UID: the cache's copy, else the API server's
- *      (podlookup.h), which is fed to the cache;
+ *      (podlookup.h), which is fed to the cache; that copy decides whether
+ *      the pod may be decided (exists, unbound) and gives the write its
+ *      resourceVersion precondition; a filter's GPU request is still the
+ *      request's copy (with the CRL defaults in force now);
  *   3. every node is evaluated under the cache's read lock;
  *   4. under the write lock the pod is fitted again on the chosen node and
  *      the GPUs are reserved (cache_reserve_pod_locked): of two pods racing

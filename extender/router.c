@@ -65,9 +65,11 @@ static const struct route *route_of(const struct http_request *req)
 
 bool router_may_block(const struct app *app, const struct http_request *req)
 {
+    /* The decisions, live. Offline (a state file) nothing waits on an API
+     * server, and a filter in bind mode only evaluates. */
+    if (!app->live)
+        return false;
     const struct route *r = route_of(req);
-    /* The decisions. A filter in bind mode only evaluates: it never talks to
-     * the API server. */
     return r && (r->verb == VERB_BIND || (r->verb == VERB_FILTER && app->placement.cfg.mode == PLACEMENT_FILTER));
 }
 

@@ -15,7 +15,9 @@ libmicrohttpd threads are fewer than the decisions in flight.
     winner's write fails (500, or 409 on every attempt) its reservation is
     taken back and the GPU is free again;
   * a second request for a pod whose decision is still being written is
-    told to retry instead of deciding again.
+    told to retry instead of deciding again;
+  * SIGTERM while decisions wait (running or queued for a worker): the
+    drain lets each finish and the process exits 0.
 
 Timing margins: the bounds are the issue's (2.5 s for work that takes 1 s
 or 2 s of API time); /livez is judged by its median (< 100 ms) and its
@@ -270,6 +272,47 @@ def test_second_request_for_a_pod_in_progress(s):
             third = srv.filter(pod, ["n1"])
             s.check_eq(third.get("NodeNames"), ["n1"], "the retry finds the decision", third)
             s.check_eq([r for r in c.requests_since(mark) if r["method"] == "PATCH"], [], "and writes nothing")
+
+
+@suite.test
+def test_sigterm_while_decisions_wait(s):
+    """SIGTERM while decisions wait on the API server, some running on the 2 workers and some queued for
+    one: the drain lets every accepted request finish (they are in flight, queued or not), no connection is
+    left suspended, and the process exits 0."""
+    with g.Cluster(s) as c:
+        c.add_node(vcuda_node("n1", 4))
+        names = ["t-%d" % i for i in range(6)]
+        for n in names:
+            c.create_pod(g.pod(n, g.vcuda(10, 4)))
+        srv = g.LiveServer(s, c.kubeconfig(), ["--decision-workers", "2"])
+        srv.start()
+        try:
+            pods = [c.get_pod(n) for n in names]
+            slow_api(c)
+            out = {}
+
+            def run(p):
+                try:
+                    out[p["metadata"]["name"]] = srv.filter(p, ["n1"])
+                except Exception as e:  # noqa: BLE001 - recorded as the answer
+                    out[p["metadata"]["name"]] = {"exception": repr(e)}
+
+            threads = [threading.Thread(target=run, args=(p,)) for p in pods]
+            for t in threads:
+                t.start()
+            # Two run (one PATCH each, 1 s), four wait for a worker.
+            s.require(g.wait_until(lambda: sum(srv.cores()["n1"]) == 20, 5, interval=0.02),
+                      "two decisions are writing", srv.cores())
+            srv.signal()
+            for t in threads:
+                t.join(30)
+            decided = sorted(n for n, r in out.items() if r.get("NodeNames") == ["n1"])
+            s.check_eq(decided, names, "every accepted decision finished during the drain", out)
+            for n in decided:
+                s.check_eq(c.annotations(n).get("gpu-admission.io/node"), "n1", "%s's decision was written" % n)
+            s.check(srv.wait_exit(30) == 0, "the server exits 0 after the drain", srv.stderr()[-2000:])
+        finally:
+            srv.stop()
 
 
 if __name__ == "__main__":

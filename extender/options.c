@@ -246,7 +246,8 @@ static const struct flag_spec flags[] = {
     {"lease-name", "NAME", set_lease_name, "name of the leader-election Lease (default gpu-quota-admission)", SERVE},
     {"threads", "N", set_threads, "HTTP worker threads (default: number of cores)", SERVE},
     {"decision-workers", "N", set_decision_workers,
-     "threads that take decisions (filter in filter mode, bind) and wait on the API server for them (default 16)",
+     "live mode: threads that take decisions (filter in filter mode, bind) and wait on the API server for them "
+     "(default 16)",
      SERVE},
     {"decision-queue", "N", set_decision_queue,
      "decisions that may wait for a free decision worker; more are refused with an Error (default 128)", SERVE},

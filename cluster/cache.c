@@ -46,6 +46,7 @@ static void pod_entry_free(struct pod_entry *e)
     if (!e)
         return;
     pod_info_free(e->info);
+    pod_info_free(e->unreserved);
     free(e->slots);
     free(e->usage_key);
     free(e);
@@ -563,6 +564,37 @@ int cache_apply_pod(struct cluster_cache *c, struct pod_info *pod, int64_t now)
     return rc;
 }
 
+static bool same_uid(const struct pod_info *a, const struct pod_info *b)
+{
+    return !a->uid || !b->uid || strcmp(a->uid, b->uid) == 0;
+}
+
+static void drop_reservation(struct pod_entry *e)
+{
+    pod_info_free(e->unreserved);
+    e->unreserved = NULL;
+    e->reservation = 0;
+}
+
+/* An update of a reserved pod that does not know of the decision yet keeps
+ * it: the entry holds the update with the reserved decision, and the update
+ * itself is what an undo would go back to. Anything else ends the
+ * reservation. Returns the pod to apply (pod, or the merged copy). */
+static struct pod_info *keep_reservation(struct pod_entry *old, struct pod_info *pod)
+{
+    const struct pod_decision *d = &old->info->decision;
+    bool unaware = same_uid(old->info, pod) && !pod->node_name && !pod->terminal && !pod->decision.node;
+    struct pod_info *merged = unaware ? pod_info_with_decision(pod, d->node, d->time_ns, d->idx, d->idx_count) : NULL;
+    if (!merged) {
+        drop_reservation(old);
+        return pod;
+    }
+    merged->decision.assigned = d->assigned;
+    pod_info_free(old->unreserved);
+    old->unreserved = pod;
+    return merged;
+}
+
 int cache_apply_pod_locked(struct cluster_cache *c, struct pod_info *pod, int64_t now)
 {
     struct pod_entry *fresh = calloc(1, sizeof(*fresh));
@@ -570,8 +602,10 @@ int cache_apply_pod_locked(struct cluster_cache *c, struct pod_info *pod, int64_
         pod_info_free(pod);
         return -1;
     }
-    fresh->info = pod;
     struct pod_entry *old = dict_get(&c->pods, pod->key);
+    if (old && old->reservation)
+        pod = keep_reservation(old, pod);
+    fresh->info = pod;
     int rc = 0;
     if (old) {
         uncharge(c, old);
@@ -608,6 +642,50 @@ int cache_delete_pod(struct cluster_cache *c, const char *key)
     cache_delete_pod_locked(c, key);
     cache_unlock(c);
     return 0;
+}
+
+uint64_t cache_reserve_pod_locked(struct cluster_cache *c, struct pod_info *decided, int64_t now)
+{
+    char *key = strdup(decided->key);
+    struct pod_entry *e = key ? dict_get(&c->pods, key) : NULL;
+    struct pod_info *before = NULL;
+    if (!key || (e && !e->reservation && !(before = pod_info_clone(e->info)))) {
+        free(key);
+        pod_info_free(decided);
+        return 0;
+    }
+    if (e && e->reservation) { /* still reserved: what that replaced is the truth */
+        before = e->unreserved;
+        e->unreserved = NULL;
+        e->reservation = 0;
+    }
+    uint64_t token = 0;
+    if (cache_apply_pod_locked(c, decided, now) == 0 && (e = dict_get(&c->pods, key))) {
+        token = e->reservation = e->applied_at;
+        e->unreserved = before;
+    } else if (!before) { /* out of memory: put back what was there */
+        cache_delete_pod_locked(c, key);
+    } else if (cache_apply_pod_locked(c, before, now) != 0) {
+        log_error("pod %s: could not restore its cache entry (out of memory)", key);
+    }
+    free(key);
+    return token;
+}
+
+void cache_cancel_reservation(struct cluster_cache *c, const char *key, uint64_t token)
+{
+    cache_write_lock(c);
+    struct pod_entry *e = dict_get(&c->pods, key);
+    if (e && token && e->reservation == token) {
+        struct pod_info *before = e->unreserved;
+        e->unreserved = NULL;
+        e->reservation = 0;
+        if (!before)
+            cache_delete_pod_locked(c, key);
+        else if (cache_apply_pod_locked(c, before, clock_realtime_ns()) != 0)
+            log_error("pod %s: could not take back an unwritten decision (out of memory)", key);
+    }
+    cache_unlock(c);
 }
 
 void cache_expire(struct cluster_cache *c, int64_t now)

@@ -18,6 +18,9 @@
  * under the read lock (a consistent snapshot); writers hold the write lock
  * only to swap in an already parsed object and adjust the counters, so
  * neither side waits long. Objects are parsed before the lock is taken.
+ * The lock is never held across network I/O; decisions take it only after
+ * entering their pod in the in-flight set and never the other way round
+ * (the lock order is in extender/placement.h).
  */
 #ifndef GQA_CACHE_H
 #define GQA_CACHE_H
@@ -80,6 +83,8 @@ struct pod_entry {
     struct pod_entry *node_prev, *node_next;
     struct pod_entry *assumed_prev, *assumed_next; /* cache.assumed list while assumed */
     uint64_t applied_at;                           /* cache generation when this pod's info was last applied */
+    uint64_t reservation;                          /* a decision not yet written to the API server: its token */
+    struct pod_info *unreserved;                   /* with a reservation: the pod without it (NULL: no entry) */
     char *usage_key;                               /* quota usage this charge added to ("ns\x1fmodel"), or NULL */
     int64_t usage_cores;
 };
@@ -147,6 +152,25 @@ struct pod_info *cache_pod_from_json(struct cluster_cache *c, cJSON *pod, char *
 int cache_replace_nodes(struct cluster_cache *c, struct node_spec **specs, size_t n);
 int cache_replace_pods(struct cluster_cache *c, struct pod_info **pods, size_t n, int64_t now_ns);
 int cache_replace_configmaps(struct cluster_cache *c, const char *ns, const char *name, cJSON **cms, size_t n);
+
+/* Reservations: a decision taken in the cache before it is written to the
+ * API server (placement.c writes it with no lock held). The decided pod is
+ * applied under the write lock like any other and remembered with a token.
+ * From then on, an apply of the same pod that does not know of the decision
+ * (same UID, unbound, no decision annotations: a watch event or relist that
+ * was under way before the write, or a lagging ADDED) keeps the reserved
+ * decision, so the GPUs stay taken while the write is in flight and until
+ * the watch delivers it; anything else (the written decision itself, the pod
+ * bound, a new UID, a deletion) ends the reservation. The decision's own
+ * time still ends its charge after the assume TTL.
+ * cache_reserve_pod_locked takes decided (also on failure) and returns the
+ * token, or 0 when memory ran out (the entry is as it was then). */
+uint64_t cache_reserve_pod_locked(struct cluster_cache *c, struct pod_info *decided, int64_t now_ns);
+/* The write failed (takes the write lock): the entry goes back to exactly
+ * what it would hold without the reservation (the pod as last applied by
+ * anyone else, or no entry). A token that no longer matches (the
+ * reservation ended meanwhile) changes nothing. */
+void cache_cancel_reservation(struct cluster_cache *c, const char *key, uint64_t token);
 
 /* Drop assumed charges older than the TTL. Cheap when none is due. */
 void cache_expire(struct cluster_cache *c, int64_t now_ns);

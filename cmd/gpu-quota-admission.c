@@ -79,8 +79,9 @@ static int load_cluster(struct app *app, const struct options *opts)
 
 static int run_server(struct app *app, const struct options *opts)
 {
-    struct server_config sc = {opts->listen_http,   opts->listen_https, opts->tls_cert,      opts->tls_key,
-                               opts->tls_client_ca, opts->threads,      opts->max_body_bytes};
+    struct server_config sc = {opts->listen_http,    opts->listen_https,     opts->tls_cert,
+                               opts->tls_key,        opts->tls_client_ca,    opts->threads,
+                               opts->max_body_bytes, opts->decision_workers, opts->decision_queue};
     char *err = NULL;
     struct server *srv = server_start(&sc, app, &err);
     if (!srv) {

@@ -44,6 +44,7 @@ bool pod_has_vcuda_share(const struct pod_info *pod)
 struct free_gpu {
     int64_t cores, vmem, mmem;
     int64_t vmem_total, mmem_total;
+    int pods; /* container charges on the GPU: the stand-in for GPU-Manager's process count */
     int minor;
 };
 
@@ -67,6 +68,7 @@ static void release(struct fit_state *st, const struct pod_entry *self)
         st->gpus[sc->slot].cores += sc->cores;
         st->gpus[sc->slot].vmem += sc->vmem;
         st->gpus[sc->slot].mmem += sc->mmem;
+        st->gpus[sc->slot].pods--;
     }
     st->unattributed.cores -= self->unattributed.cores;
     st->unattributed.vmem -= self->unattributed.vmem;
@@ -84,6 +86,7 @@ static void load_free(struct fit_state *st, const struct pod_entry *const *exclu
                                         g->mmem_total - g->mmem_used,
                                         g->vmem_total,
                                         g->mmem_total,
+                                        g->pods,
                                         g->minor};
     }
     st->unattributed = n->unattributed;
@@ -149,9 +152,12 @@ static bool node_offers(const struct fit_state *st, enum gpu_family f)
     }
 }
 
-/* Is GPU a a better pick than GPU b for a shared request? Binpack is exactly
- * GPU-Manager's order (fewest free cores, then fewest free memory, then lowest
- * minor), because GPU-Manager re-checks shared placements on the node. */
+/* Is GPU a a better pick than GPU b for a shared request? Binpack follows
+ * GPU-Manager's order as far as the extender can see it, because GPU-Manager
+ * re-checks shared placements on the node: fewest free cores, then fewest
+ * free memory, then (GPU-Manager: fewest processes running on the GPU,
+ * which the extender cannot see) fewest pods charged on it, then lowest
+ * minor. Spread turns the first two around; fewer pods first either way. */
 static bool better_shared(const struct fit_state *st, enum gpu_family f, int a, int b)
 {
     const struct free_gpu *ga = &st->gpus[a], *gb = &st->gpus[b];
@@ -161,6 +167,8 @@ static bool better_shared(const struct fit_state *st, enum gpu_family f, int a, 
         return spread ? ga->cores > gb->cores : ga->cores < gb->cores;
     if (ma != mb)
         return spread ? ma > mb : ma < mb;
+    if (ga->pods != gb->pods)
+        return ga->pods < gb->pods;
     return ga->minor < gb->minor;
 }
 

@@ -1,6 +1,7 @@
 /* live.c - live mode: informers, recorder, leader election. See live.h. */
 #include "extender/live.h"
 #include "extender/feed.h"
+#include "extender/leaderlabel.h"
 #include "extender/recorder.h"
 #include "kube/informer.h"
 #include "kube/leader.h"
@@ -22,6 +23,7 @@ struct live {
     struct feed *feeds[NINFORMERS]; /* informers[i] feeds the cache through feeds[i] */
     struct recorder *recorder;
     struct leader_elector *leader;
+    struct leader_label *label; /* with --leader-elect in a pod (POD_NAME, POD_NAMESPACE) */
     char identity[128];
 };
 
@@ -83,6 +85,20 @@ static int make_informers(struct live *l, const struct options *o)
     return 0;
 }
 
+/* The leader's pod gets the label the extender Service selects on; its
+ * name and namespace come from the downward API. */
+static int make_label(struct live *l, char **err)
+{
+    const char *pod = getenv("POD_NAME"), *ns = getenv("POD_NAMESPACE");
+    if (!pod || !*pod || !ns || !*ns) {
+        log_warn("POD_NAME and POD_NAMESPACE are not set: the leader does not label its pod " LEADER_LABEL
+                 "=true, so a Service that selects on that label finds no endpoint (set both from the downward API)");
+        return 0;
+    }
+    l->label = leader_label_new(l->kube, ns, pod, err);
+    return l->label ? 0 : -1;
+}
+
 static int start_leader(struct live *l, const struct options *o, char **err)
 {
     char host[64] = "unknown";
@@ -90,7 +106,10 @@ static int start_leader(struct live *l, const struct options *o, char **err)
     snprintf(l->identity, sizeof(l->identity), "%s_%08lx", host,
              (unsigned long)(clock_realtime_ns() % NS_PER_S ^ getpid()));
     struct leader_config lc = {o->lease_namespace, o->lease_name, l->identity, 15000, 10000, 2000};
-    l->leader = leader_start(l->kube, &lc, &l->app->is_leader, err);
+    if (make_label(l, err) != 0)
+        return -1;
+    l->leader =
+        leader_start_with(l->kube, &lc, &l->app->is_leader, l->label ? leader_label_callbacks(l->label) : NULL, err);
     return l->leader ? 0 : -1;
 }
 
@@ -126,7 +145,8 @@ void live_stop(struct live *l)
 {
     if (!l)
         return;
-    leader_stop(l->leader);
+    leader_stop(l->leader); /* a leader takes its label off, then releases the Lease */
+    leader_label_free(l->label);
     for (int i = 0; i < NINFORMERS; i++) {
         informer_free(l->informers[i]);
         feed_free(l->feeds[i]);
@@ -154,12 +174,8 @@ int live_ready(struct live *l, char *reason, size_t size)
             return 0;
         }
     }
-    if (l->leader && !atomic_load(&l->app->is_leader)) {
-        char state[160];
-        leader_describe(l->leader, state, sizeof(state));
-        snprintf(reason, size, "not the leader (%s)", state);
-        return 0;
-    }
+    /* Leader or not: every synced replica is ready, so rollouts and
+     * disruption budgets work; verbs reach the leader by its label. */
     return 1;
 }
 

@@ -5,9 +5,10 @@
  * (kubeconfig or in-cluster), the informers that feed the cache (nodes; pods
  * that are not finished; ConfigMaps of the CRL namespace; the quota
  * ConfigMap), the recorder through which decisions reach the pods, and
- * leader election. Also owns what live mode means for readiness: ready when
- * every informer has synced, none has been failing for longer than
- * LIVE_FAILING_BOUND_S, and (with --leader-elect) this replica leads.
+ * leader election with the leader label (leaderlabel.h). Also owns what
+ * live mode means for readiness: ready when every informer has synced and
+ * none has been failing for longer than LIVE_FAILING_BOUND_S, on every
+ * replica, leader or not.
  */
 #ifndef GQA_LIVE_H
 #define GQA_LIVE_H

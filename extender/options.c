@@ -1,5 +1,6 @@
 /* options.c - flags and environment. See options.h. */
 #include "extender/options.h"
+#include "extender/workers.h"
 #include "lib/duration.h"
 #include "lib/flags.h"
 #include "lib/quantity.h"
@@ -148,6 +149,28 @@ static int set_threads(void *target, const char *v)
     return 0;
 }
 
+/* A whole number in lo..hi into *out: 0, or 1 when it is not one. */
+static int set_int_in(const char *v, long lo, long hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (errno || *end || end == v || n < lo || n > hi)
+        return 1;
+    *out = (int)n;
+    return 0;
+}
+
+static int set_decision_workers(void *target, const char *v)
+{
+    return set_int_in(v, 1, WORKERS_MAX_THREADS, &((struct options *)target)->decision_workers);
+}
+
+static int set_decision_queue(void *target, const char *v)
+{
+    return set_int_in(v, 1, WORKERS_MAX_QUEUE, &((struct options *)target)->decision_queue);
+}
+
 static int set_max_body(void *target, const char *v)
 {
     struct options *o = target;
@@ -230,6 +253,12 @@ static const struct flag_spec flags[] = {
      "namespace of the leader-election Lease (default kube-system)", SERVE},
     {"lease-name", "NAME", set_lease_name, "name of the leader-election Lease (default gpu-quota-admission)", SERVE},
     {"threads", "N", set_threads, "HTTP worker threads (default: number of cores)", SERVE},
+    {"decision-workers", "N", set_decision_workers,
+     "live mode: threads that take decisions (filter in filter mode, bind) and wait on the API server for them "
+     "(default 16)",
+     SERVE},
+    {"decision-queue", "N", set_decision_queue,
+     "decisions that may wait for a free decision worker; more are refused with an Error (default 128)", SERVE},
     {"max-body-bytes", "BYTES", set_max_body, "largest request body; larger ones get 413 (default 256Mi)", SERVE},
     {"log-level", "debug|info|warn|error", set_log_level, "least severe level logged (default info)", BOTH},
     {"log-format", "text|json", set_log_format, "log line format (default text)", BOTH},
@@ -250,6 +279,8 @@ static void set_defaults(struct options *o)
     o->assume_ttl_ns = 60LL * 1000000000LL;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     o->threads = cores > 0 ? (int)cores : 2;
+    o->decision_workers = OPTIONS_DECISION_WORKERS;
+    o->decision_queue = OPTIONS_DECISION_QUEUE;
     o->max_body_bytes = 256LL * 1024 * 1024;
     o->log_level = LOG_INFO;
 }

@@ -33,12 +33,18 @@ struct options {
     struct alloc_policy policy;
     int64_t assume_ttl_ns;
     int threads;
+    int decision_workers, decision_queue; /* see workers.h */
     int64_t max_body_bytes;
     enum log_level log_level;
     int log_json;
     int show_help, show_version;
     int metrics_per_node; /* also export gqa_node_* capacity series, one per node */
 };
+
+/* Decisions mostly wait on the API server, so there are more of them than
+ * cores: kube-scheduler binds pods in parallel. */
+#define OPTIONS_DECISION_WORKERS 16
+#define OPTIONS_DECISION_QUEUE 128
 
 enum options_command { CMD_SERVE, CMD_SIMULATE };
 

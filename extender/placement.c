@@ -1,6 +1,7 @@
 /* placement.c - evaluate a pod over nodes; filter-mode decisions. See placement.h. */
 #include "extender/placement.h"
 #include "admission/policy.h"
+#include "extender/podlookup.h"
 #include "lib/log.h"
 
 #include <stdarg.h>
@@ -12,14 +13,12 @@ int placement_init(struct placement *p, struct cluster_cache *cache, const struc
     memset(p, 0, sizeof(*p));
     p->cache = cache;
     p->cfg = *cfg;
-    return pthread_mutex_init(&p->decide_lock, NULL) == 0 ? 0 : -1;
+    return inflight_init(&p->inflight);
 }
 
 void placement_set_sink(struct placement *p, const struct decision_sink *sink)
 {
-    pthread_mutex_lock(&p->decide_lock);
     p->sink = sink;
-    pthread_mutex_unlock(&p->decide_lock);
 }
 
 void placement_require_leader(struct placement *p, const atomic_int *is_leader)
@@ -27,8 +26,9 @@ void placement_require_leader(struct placement *p, const atomic_int *is_leader)
     p->may_decide = is_leader;
 }
 
-static const char not_leader[] = "this replica is not the leader: it takes no decisions (the Service should route "
-                                 "to the leader, which is the one that reports ready)";
+static const char not_leader[] =
+    "this replica is not the leader: it takes no decisions (the extender Service should select only the pod "
+    "labelled gpu-admission.io/leader=true; retry)";
 
 static bool leading(const struct placement *p)
 {
@@ -37,7 +37,7 @@ static bool leading(const struct placement *p)
 
 void placement_destroy(struct placement *p)
 {
-    pthread_mutex_destroy(&p->decide_lock);
+    inflight_destroy(&p->inflight);
 }
 
 void evaluation_free(struct evaluation *ev)
@@ -182,6 +182,15 @@ static void lookup_chunk(const struct cluster_cache *c, const struct verdict *v,
     }
 }
 
+/* The cache's entry of this very pod (same UID), whose own charge is not
+ * counted against it; an entry of another pod under the same name (deleted
+ * and created again) is not its own. Under the cache lock. */
+static const struct pod_entry *own_entry(const struct cluster_cache *c, const struct pod_info *pod)
+{
+    const struct pod_entry *e = cache_find_pod(c, pod->key);
+    return e && pod_same_uid(e->info, pod->uid) ? e : NULL;
+}
+
 /* One node's verdict: unknown, fits (with its GPUs) or not (with the reason). */
 static int judge(struct placement *p, const struct pod_info *pod, const struct pod_entry *self,
                  const struct node_state *n, struct evaluation *ev, struct verdict *v, struct fit_result *fit,
@@ -232,7 +241,7 @@ static int evaluate_locked(struct placement *p, const struct pod_info *pod, stru
     const struct node_state *nodes[LOOKUP_CHUNK];
     if (!masks)
         return -1;
-    const struct pod_entry *self = cache_find_pod(c, pod->key);
+    const struct pod_entry *self = own_entry(c, pod);
     for (size_t base = 0; base < ev->count && rc == 0; base += LOOKUP_CHUNK) {
         size_t n = ev->count - base < LOOKUP_CHUNK ? ev->count - base : LOOKUP_CHUNK;
         lookup_chunk(c, ev->verdicts + base, n, nodes);
@@ -298,12 +307,14 @@ static ssize_t best_fitting(const struct evaluation *ev)
 }
 
 /* A live assumption on a node the scheduler still offers is answered again
- * as it was: kube-scheduler may call filter more than once for one pod. */
+ * as it was: kube-scheduler may call filter more than once for one pod.
+ * Only this pod's own (same UID): a previous pod of the same name has no
+ * say in this one's placement. */
 static ssize_t live_assumption(struct placement *p, const struct pod_info *pod, const struct evaluation *ev)
 {
     ssize_t found = -1;
     cache_read_lock(p->cache);
-    const struct pod_entry *e = cache_find_pod(p->cache, pod->key);
+    const struct pod_entry *e = own_entry(p->cache, pod);
     if (e && e->node && !e->bound) {
         for (size_t i = 0; i < ev->count && found < 0; i++)
             if (ev->verdicts[i].fits && strcmp(ev->verdicts[i].name, e->node->name) == 0)
@@ -324,61 +335,21 @@ static void decision_indices(const struct evaluation *ev, const struct verdict *
     }
 }
 
-/* What an assumption replaced in the cache, to put back when the decision
- * cannot be recorded. Only our own entry is undone: when a watch event has
- * replaced it meanwhile (the pod was bound or deleted), that is newer than
- * anything we know and stays. */
-struct undo {
-    struct pod_info *previous; /* the cache's entry before the assumption, or NULL: none */
-    uint64_t applied_at;       /* the assumption's cache generation */
-};
-
-/* Under the write lock, just before the assumption is applied. */
-static int undo_prepare(struct placement *p, const char *key, struct undo *u)
+/* Reserve the decided pod in the cache (under the write lock): the token
+ * that cache_cancel_reservation takes back exactly, or 0 (out of memory). */
+static uint64_t reserve(struct placement *p, const struct pod_info *decided)
 {
-    const struct pod_entry *e = cache_find_pod(p->cache, key);
-    u->previous = e ? pod_info_clone(e->info) : NULL;
-    u->applied_at = 0;
-    return e && !u->previous ? -1 : 0;
+    struct pod_info *copy = pod_info_clone(decided);
+    return copy ? cache_reserve_pod_locked(p->cache, copy, clock_realtime_ns()) : 0;
 }
 
-/* Under the write lock, just after: remember which entry is ours. */
-static void undo_mark(struct placement *p, const char *key, struct undo *u)
-{
-    const struct pod_entry *e = cache_find_pod(p->cache, key);
-    u->applied_at = e ? e->applied_at : 0;
-}
-
-static void undo_assumption(struct placement *p, const char *key, struct undo *u)
-{
-    cache_write_lock(p->cache);
-    const struct pod_entry *e = cache_find_pod(p->cache, key);
-    if (e && u->applied_at && e->applied_at == u->applied_at) {
-        if (u->previous) {
-            if (cache_apply_pod_locked(p->cache, u->previous, clock_realtime_ns()) != 0)
-                log_error("pod %s: could not undo an unrecorded assumption (out of memory)", key);
-            u->previous = NULL;
-        } else {
-            cache_delete_pod_locked(p->cache, key);
-        }
-    }
-    cache_unlock(p->cache);
-    pod_info_free(u->previous);
-    u->previous = NULL;
-}
-
-static void undo_forget(struct undo *u)
-{
-    pod_info_free(u->previous);
-    u->previous = NULL;
-}
-
-/* Record the decision for verdict `chosen` under the write lock, after
- * fitting the pod again: the watch may have changed the node since the
- * snapshot, and the GPUs recorded are the ones this final check chose.
- * Returns 0, 1 when it no longer fits (reason set), -1 on error. */
+/* Fit the pod again on verdict `chosen` under the write lock (the watch and
+ * other decisions may have changed the node since the snapshot; of two pods
+ * racing for the last GPU only the first re-fit succeeds) and reserve the
+ * GPUs this final check chose. Returns 0 with *decided_out and *token, 1
+ * when it no longer fits (reason set), -1 on error. */
 static int commit(struct placement *p, const struct pod_info *pod, struct evaluation *ev, struct verdict *chosen,
-                  struct pod_info **decided_out, struct undo *u)
+                  struct pod_info **decided_out, uint64_t *token)
 {
     size_t n = (size_t)(ev->ncontainers ? ev->ncontainers : 1);
     int **idx = calloc(n, sizeof(*idx));
@@ -391,7 +362,7 @@ static int commit(struct placement *p, const struct pod_info *pod, struct evalua
         goto out;
     cache_write_lock(p->cache);
     const struct node_state *node = cache_find_node(p->cache, chosen->name);
-    const struct pod_entry *self = cache_find_pod(p->cache, pod->key);
+    const struct pod_entry *self = own_entry(p->cache, pod);
     enum quota_refusal refusal = QUOTA_ALLOWED;
     if (!node || !node->present) {
         set_why(chosen, REASON_NODE_UNKNOWN, -1, -1, 0);
@@ -410,13 +381,8 @@ static int commit(struct placement *p, const struct pod_info *pod, struct evalua
         rc = 1;
     } else if (record_gpus(ev, chosen, node, masks) == 0) {
         decision_indices(ev, chosen, idx, count);
-        struct pod_info *assumed = pod_info_with_decision(pod, chosen->name, clock_realtime_ns(), idx, count);
-        *decided_out = assumed ? pod_info_clone(assumed) : NULL;
-        rc = *decided_out && undo_prepare(p, pod->key, u) == 0
-                 ? cache_apply_pod_locked(p->cache, assumed, clock_realtime_ns())
-                 : (pod_info_free(assumed), -1);
-        if (rc == 0)
-            undo_mark(p, pod->key, u);
+        *decided_out = pod_info_with_decision(pod, chosen->name, clock_realtime_ns(), idx, count);
+        rc = *decided_out && (*token = reserve(p, *decided_out)) ? 0 : -1;
     }
     cache_unlock(p->cache);
 out:
@@ -451,28 +417,23 @@ static void assign_others(struct evaluation *ev)
 }
 
 /* Live mode: the API server must hold the decision before the scheduler
- * hears about it. On failure the node is failed with the reason and the
- * caller tries the next best. */
-static int record(struct placement *p, const struct pod_info *pod, struct evaluation *ev, struct verdict *v,
-                  struct pod_info *decided, struct undo *u)
+ * hears about it. Written with no lock held; a failure takes back exactly
+ * the reservation and is the request's Error: it is about the pod or the
+ * API server, not the node, so no other node is tried. */
+static int record(struct placement *p, const struct pod_info *pod, struct evaluation *ev,
+                  const struct pod_info *decided, uint64_t token)
 {
     char *err = NULL;
-    int rc = p->sink ? p->sink->record(p->sink->ctx, decided, &err) : 0;
-    if (rc != 0) {
-        struct strbuf msg;
-        strbuf_init(&msg);
-        strbuf_printf(&msg, "recording the decision on the pod failed: %s", err ? err : "unknown error");
-        set_reason(ev, v, msg.data ? msg.data : "recording the decision failed", msg.len);
-        set_why(v, REASON_RECORD_FAILED, -1, -1, 0);
-        v->fits = false;
-        strbuf_free(&msg);
-        log_warn("pod %s on node %s: %s", pod->key, v->name, err ? err : "recording failed");
-        undo_assumption(p, pod->key, u);
-    } else {
-        undo_forget(u);
-    }
+    if (!p->sink || p->sink->record(p->sink->ctx, decided, &err) == 0)
+        return 0;
+    cache_cancel_reservation(p->cache, pod->key, token);
+    log_warn("pod %s on node %s: recording the decision failed: %s", pod->key, decided->decision.node,
+             err ? err : "unknown error");
+    ev->error = strbuf_format("recording the decision for pod %s (node %s) on the pod failed: %s; nothing was "
+                              "kept, retry",
+                              pod->key, decided->decision.node, err ? err : "unknown error");
     free(err);
-    return rc;
+    return ev->error ? 1 : -1;
 }
 
 static int decide(struct placement *p, const struct pod_info *pod, struct evaluation *ev)
@@ -483,22 +444,96 @@ static int decide(struct placement *p, const struct pod_info *pod, struct evalua
         if (best < 0)
             return 0;
         struct pod_info *decided = NULL;
-        struct undo u = {0};
-        int rc = commit(p, pod, ev, &ev->verdicts[best], &decided, &u);
-        if (rc < 0) {
-            undo_forget(&u);
-            pod_info_free(decided);
+        uint64_t token = 0;
+        int rc = commit(p, pod, ev, &ev->verdicts[best], &decided, &token);
+        if (rc == 0)
+            rc = record(p, pod, ev, decided, token);
+        pod_info_free(decided);
+        if (rc < 0)
             return -1;
-        }
-        if (rc == 0 && record(p, pod, ev, &ev->verdicts[best], decided, &u) == 0) {
+        if (ev->error)
+            return 0;
+        if (rc == 0) {
             ev->chosen = best;
             ev->decided = true;
             log_info("pod %s assigned to node %s", pod->key, ev->verdicts[best].name);
         }
-        pod_info_free(decided);
     }
     assign_others(ev);
     return strbuf_failed(&ev->text) ? -1 : 0;
+}
+
+/* A request-level answer: the kube-scheduler error form. */
+static int answer_error(struct evaluation *ev, char *msg)
+{
+    free(ev->error);
+    ev->error = msg;
+    return msg ? 0 : -1;
+}
+
+static char *busy_message(const char *key)
+{
+    return strbuf_format("a decision for pod %s is in progress; retry", key);
+}
+
+/* What a decision may act on, judged on the cluster's copy of the pod. */
+static char *not_decidable(const struct pod_info *pod)
+{
+    if (pod->node_name)
+        return strbuf_format("pod %s is already bound to node %s", pod->key, pod->node_name);
+    return NULL;
+}
+
+/* The pod to decide for: what the request's copy asks for (with the
+ * CustomResourceLimitation defaults in force now, as every evaluation uses),
+ * as of the cluster's copy, which says whether and as what the pod exists
+ * (UID, binding) and carries the resourceVersion the write is conditional
+ * on. NULL on allocation failure. */
+static struct pod_info *request_as_of(const struct pod_info *request, const struct pod_info *cluster)
+{
+    struct pod_info *pod = pod_info_clone(request);
+    char *rv = pod && cluster->resource_version ? strdup(cluster->resource_version) : NULL;
+    if (pod && cluster->resource_version && !rv) {
+        pod_info_free(pod);
+        return NULL;
+    }
+    if (pod) {
+        free(pod->resource_version);
+        pod->resource_version = rv;
+    }
+    return pod;
+}
+
+/* Filter mode, with the pod entered in the in-flight set: look the pod up
+ * (cache, else the API server), evaluate under the read lock, decide. */
+static int filter_decide(struct placement *p, const struct pod_info *request, struct evaluation *ev)
+{
+    char *err = NULL;
+    bool fetched = false;
+    cache_expire(p->cache, clock_realtime_ns());
+    struct pod_info *cluster =
+        pod_lookup(p->cache, p->sink, request->ns, request->name, request->uid, request, &fetched, &err);
+    char *refusal = cluster ? not_decidable(cluster) : NULL;
+    if (!cluster || refusal) {
+        pod_info_free(cluster);
+        if (refusal)
+            free(err);
+        return answer_error(ev, refusal ? refusal : err);
+    }
+    struct pod_info *pod = request_as_of(request, cluster);
+    pod_info_free(cluster);
+    if (!pod)
+        return -1;
+    cache_read_lock(p->cache);
+    int rc = evaluate_locked(p, pod, ev);
+    cache_unlock(p->cache);
+    /* Leadership may have been lost meanwhile. */
+    if (rc == 0 && !leading(p))
+        rc = answer_error(ev, strdup(not_leader));
+    if (rc == 0 && !ev->error)
+        rc = decide(p, pod, ev);
+    pod_info_free(pod);
+    return rc;
 }
 
 int placement_filter(struct placement *p, const struct pod_info *pod, const char *const *names, size_t n,
@@ -507,8 +542,7 @@ int placement_filter(struct placement *p, const struct pod_info *pod, const char
     if (!leading(p)) {
         if (evaluation_start(ev, pod, names, n) != 0)
             return -1;
-        ev->error = strdup(not_leader);
-        return ev->error ? 0 : -1;
+        return answer_error(ev, strdup(not_leader));
     }
     if (p->cfg.mode == PLACEMENT_BIND)
         return placement_evaluate(p, pod, names, n, ev);
@@ -517,19 +551,13 @@ int placement_filter(struct placement *p, const struct pod_info *pod, const char
     int pre = precheck(p, pod, ev);
     if (pre != 0)
         return pre < 0 ? -1 : 0;
-    /* One decision at a time: evaluation and commit of two pods never
-     * interleave, so they cannot both take the last free GPU. */
-    pthread_mutex_lock(&p->decide_lock);
-    cache_expire(p->cache, clock_realtime_ns());
-    cache_read_lock(p->cache);
-    int rc = evaluate_locked(p, pod, ev);
-    cache_unlock(p->cache);
-    /* Leadership may have been lost while waiting for the lock. */
-    if (rc == 0 && !leading(p) && !(ev->error = strdup(not_leader)))
-        rc = -1;
-    if (rc == 0 && !ev->error)
-        rc = decide(p, pod, ev);
-    pthread_mutex_unlock(&p->decide_lock);
+    /* One decision per pod at a time; different pods decide in parallel,
+     * and the re-fit under the write lock keeps them from sharing GPUs. */
+    int entered = inflight_enter(&p->inflight, pod->key);
+    if (entered <= 0)
+        return entered < 0 ? -1 : answer_error(ev, busy_message(pod->key));
+    int rc = filter_decide(p, pod, ev);
+    inflight_leave(&p->inflight, pod->key);
     return rc;
 }
 
@@ -607,9 +635,9 @@ static int masks_to_minors(const struct node_state *n, int ncontainers, const ui
     return 0;
 }
 
-/* Fit and assume `pod` on `node` under the write lock; the decided pod
- * (with its annotations' facts) is returned for recording. */
-static struct pod_info *assume_on(struct placement *p, const struct pod_info *pod, const char *node, struct undo *u,
+/* Fit and reserve `pod` on `node` under the write lock; the decided pod
+ * (with its annotations' facts) is returned for recording, with *token. */
+static struct pod_info *assume_on(struct placement *p, const struct pod_info *pod, const char *node, uint64_t *token,
                                   char **err)
 {
     size_t nc = (size_t)(pod->ncontainers ? pod->ncontainers : 1);
@@ -625,7 +653,7 @@ static struct pod_info *assume_on(struct placement *p, const struct pod_info *po
     struct fit_result fit = {.masks = masks};
     cache_write_lock(p->cache);
     const struct node_state *n = cache_find_node(p->cache, node);
-    const struct pod_entry *self = cache_find_pod(p->cache, pod->key);
+    const struct pod_entry *self = own_entry(p->cache, pod);
     if (!n || !n->present) {
         *err = strbuf_format("node %s is not in the extender's cache", node);
     } else if (!allocator_fit(n, pod, self, &p->cfg.policy, &fit)) {
@@ -633,22 +661,11 @@ static struct pod_info *assume_on(struct placement *p, const struct pod_info *po
     } else if (p->policy && (quota = policy_check_quota(p->policy, p->cache, pod, self, n, NULL))) {
         *err = strbuf_format("node %s cannot take pod %s: %s", node, pod->key, quota);
     } else if (masks_to_minors(n, pod->ncontainers, masks, idx, count) != 0 ||
-               !(decided = pod_info_with_decision(pod, node, clock_realtime_ns(), idx, count))) {
+               !(decided = pod_info_with_decision(pod, node, clock_realtime_ns(), idx, count)) ||
+               !(*token = reserve(p, decided))) {
+        pod_info_free(decided);
+        decided = NULL;
         *err = strdup("out of memory");
-    } else {
-        struct pod_info *copy = pod_info_clone(decided);
-        int rc = -1;
-        if (copy && undo_prepare(p, pod->key, u) == 0)
-            rc = cache_apply_pod_locked(p->cache, copy, clock_realtime_ns()); /* takes copy, also on failure */
-        else
-            pod_info_free(copy);
-        if (rc == 0) {
-            undo_mark(p, pod->key, u);
-        } else {
-            pod_info_free(decided);
-            decided = NULL;
-            *err = strdup("out of memory");
-        }
     }
     cache_unlock(p->cache);
 out:
@@ -661,15 +678,14 @@ out:
     return decided;
 }
 
-/* The pod as the cache knows it, and whether it is already assumed on node. */
-static struct pod_info *pod_for_bind(struct placement *p, const char *key, const char *node, bool *assumed_here)
+/* Is this pod's own live assumption on node (a filter-mode decision)? */
+static bool assumed_on(struct placement *p, const struct pod_info *pod, const char *node)
 {
     cache_read_lock(p->cache);
-    const struct pod_entry *e = cache_find_pod(p->cache, key);
-    struct pod_info *pod = e ? pod_info_clone(e->info) : NULL;
-    *assumed_here = e && e->node && !e->bound && strcmp(e->node->name, node) == 0;
+    const struct pod_entry *e = own_entry(p->cache, pod);
+    bool here = e && e->node && !e->bound && strcmp(e->node->name, node) == 0;
     cache_unlock(p->cache);
-    return pod;
+    return here;
 }
 
 static int mark_bound(struct placement *p, const struct pod_info *pod, const char *node)
@@ -687,7 +703,8 @@ static int mark_bound(struct placement *p, const struct pod_info *pod, const cha
 }
 
 /* Annotations first, Binding second (GPU-Manager reads a pod once it is
- * bound); when the Binding fails the annotations written here come off. */
+ * bound); when the Binding fails the annotations written here come off.
+ * No lock is held. */
 static int record_and_bind(struct placement *p, const struct pod_info *pod, const struct pod_info *decided,
                            const char *node, char **err)
 {
@@ -710,41 +727,38 @@ static int record_and_bind(struct placement *p, const struct pod_info *pod, cons
     return rc;
 }
 
-static int bind_locked(struct placement *p, const char *ns, const char *name, const char *key, const char *uid,
-                       const char *node, char **err)
+/* Bind the cluster's copy of the pod: only the Binding for its own live
+ * assumption on node, else reserve, record and bind; a failure takes back
+ * exactly the reservation. */
+static int bind_pod(struct placement *p, const struct pod_info *pod, const char *node, char **err)
 {
-    bool assumed_here = false;
-    struct pod_info *pod = pod_for_bind(p, key, node, &assumed_here);
-    if (!pod && p->sink && p->sink->fetch) {
-        char *why = NULL;
-        pod = p->sink->fetch(p->sink->ctx, ns, name, &why);
-        if (!pod)
-            *err = strbuf_format("pod %s: %s", key, why ? why : "cannot be read");
-        free(why);
-        if (!pod)
-            return -1;
-    }
-    if (!pod) {
-        *err = strbuf_format("pod %s is not in the extender's cache", key);
+    if (pod->node_name) {
+        /* Binding twice to the same node is not an error; elsewhere it is. */
+        if (strcmp(pod->node_name, node) == 0)
+            return 0;
+        *err = strbuf_format("pod %s is already bound to %s", pod->key, pod->node_name);
         return -1;
     }
-    int rc = -1;
-    struct pod_info *decided = NULL;
-    struct undo u = {0};
-    if (uid && *uid && pod->uid && strcmp(uid, pod->uid) != 0) {
-        *err = strbuf_format("pod %s has UID %s, the binding names %s", key, pod->uid, uid);
-    } else if (pod->node_name) {
-        /* Binding twice to the same node is not an error; elsewhere it is. */
-        rc = strcmp(pod->node_name, node) == 0 ? 0 : -1;
-        if (rc != 0)
-            *err = strbuf_format("pod %s is already bound to %s", key, pod->node_name);
-    } else if (assumed_here || (decided = assume_on(p, pod, node, &u, err))) {
-        rc = record_and_bind(p, pod, decided, node, err);
-        if (rc != 0 && decided)
-            undo_assumption(p, pod->key, &u);
-    }
-    undo_forget(&u);
+    if (assumed_on(p, pod, node))
+        return record_and_bind(p, pod, NULL, node, err);
+    uint64_t token = 0;
+    struct pod_info *decided = assume_on(p, pod, node, &token, err);
+    if (!decided)
+        return -1;
+    int rc = record_and_bind(p, pod, decided, node, err);
+    if (rc != 0)
+        cache_cancel_reservation(p->cache, pod->key, token);
     pod_info_free(decided);
+    return rc;
+}
+
+static int bind_entered(struct placement *p, const char *ns, const char *name, const char *uid, const char *node,
+                        char **err)
+{
+    bool fetched = false;
+    cache_expire(p->cache, clock_realtime_ns());
+    struct pod_info *pod = pod_lookup(p->cache, p->sink, ns, name, uid, NULL, &fetched, err);
+    int rc = pod ? bind_pod(p, pod, node, err) : -1;
     pod_info_free(pod);
     return rc;
 }
@@ -752,21 +766,25 @@ static int bind_locked(struct placement *p, const char *ns, const char *name, co
 int placement_bind(struct placement *p, const char *ns, const char *name, const char *uid, const char *node, char **err)
 {
     *err = NULL;
-    char *key = strbuf_format("%s/%s", ns && *ns ? ns : "default", name);
+    const char *nsd = ns && *ns ? ns : "default";
+    char *key = strbuf_format("%s/%s", nsd, name);
     if (!key) {
         *err = strdup("out of memory");
         return -1;
     }
-    pthread_mutex_lock(&p->decide_lock);
-    cache_expire(p->cache, clock_realtime_ns());
-    if (!leading(p)) {
-        pthread_mutex_unlock(&p->decide_lock);
-        free(key);
+    bool lead = leading(p);
+    int entered = lead ? inflight_enter(&p->inflight, key) : 0;
+    int rc = -1;
+    if (!lead)
         *err = strdup(not_leader);
-        return -1;
-    }
-    int rc = bind_locked(p, ns && *ns ? ns : "default", name, key, uid, node, err);
-    pthread_mutex_unlock(&p->decide_lock);
+    else if (entered == 0)
+        *err = busy_message(key);
+    else if (entered < 0)
+        *err = strdup("out of memory");
+    else
+        rc = bind_entered(p, nsd, name, uid, node, err);
+    if (entered > 0)
+        inflight_leave(&p->inflight, key);
     if (rc == 0)
         log_info("pod %s bound to node %s", key, node);
     else
@@ -849,7 +867,7 @@ int placement_preempt(struct placement *p, const struct pod_info *pod, struct pr
     }
     cache_expire(p->cache, clock_realtime_ns());
     cache_read_lock(p->cache);
-    const struct pod_entry *self = cache_find_pod(p->cache, pod->key);
+    const struct pod_entry *self = own_entry(p->cache, pod);
     for (size_t i = 0; i < n; i++)
         preempt_node(p, pod, self, &nodes[i], masks, out);
     cache_unlock(p->cache);

@@ -1,14 +1,40 @@
 /*
- * placement.h - answering for a pod over a list of nodes.
+ * placement.h - answering for a pod over a list of nodes; decisions.
  *
  * Owns the request-level logic of DESIGN section 4: evaluate every node the
  * scheduler offers (allocator_fit on each, under one cache snapshot), and in
  * `filter` placement mode pick the best node, record the decision (node,
- * per-container GPU minors, time) as the pod's assumption in the cache, and
- * fail every other feasible node with "pod assigned to node X". Decisions
- * are serialised by one mutex and re-checked under the cache's write lock, so
- * two pods never get the same GPU capacity. A re-filter of a pod whose
- * assumption is still live answers the same node.
+ * per-container GPU minors, time) as the pod's assumption, and fail every
+ * other feasible node with "pod assigned to node X"; in `bind` mode, decide
+ * in bind. A re-filter of a pod whose own assumption (same UID) is still
+ * live answers the same node and writes nothing.
+ *
+ * How a decision runs (filter in filter mode, bind):
+ *   1. the pod's key enters the in-flight set (inflight.h); a second request
+ *      for the same pod meanwhile is answered "in progress; retry";
+ *   2. the pod is looked up by UID: the cache's copy, else the API server's
+ *      (podlookup.h), which is fed to the cache; that copy decides whether
+ *      the pod may be decided (exists, unbound) and gives the write its
+ *      resourceVersion precondition; a filter's GPU request is still the
+ *      request's copy (with the CRL defaults in force now);
+ *   3. every node is evaluated under the cache's read lock;
+ *   4. under the write lock the pod is fitted again on the chosen node and
+ *      the GPUs are reserved (cache_reserve_pod_locked): of two pods racing
+ *      for the last GPU only the first re-fit succeeds;
+ *   5. every lock is released, then the decision is written (PATCH, and in
+ *      bind mode the Binding); a failed write cancels exactly that
+ *      reservation;
+ *   6. the key leaves the in-flight set.
+ * Decisions for different pods run in parallel.
+ *
+ * Lock order and what is never held across I/O: the in-flight set's mutex
+ * and the cache's rwlock are never held together and never across network
+ * I/O; each is held only for in-memory work. Across the writes a decision
+ * holds its key in the in-flight set (not a lock) and its reservation in
+ * the cache. The recorder's client-pool mutex (recorder.c) is a leaf, held
+ * only to take or give back a client. Health, readiness, metrics and
+ * /inspect take at most the cache's read lock, so they never wait on the
+ * API server.
  */
 #ifndef GQA_PLACEMENT_H
 #define GQA_PLACEMENT_H
@@ -21,6 +47,7 @@
 
 #include "cluster/cache.h"
 #include "extender/allocator.h"
+#include "extender/inflight.h"
 #include "lib/strbuf.h"
 
 struct admission_policy;
@@ -42,16 +69,18 @@ struct decision_sink {
     int (*clear)(void *ctx, const struct pod_info *pod, char **err);
     /* Create the pod's Binding to node. */
     int (*bind)(void *ctx, const struct pod_info *pod, const char *node, char **err);
-    /* Read a pod the cache has not seen yet (the watch may lag a create). */
-    struct pod_info *(*fetch)(void *ctx, const char *ns, const char *name, char **err);
+    /* Read a pod (the watch may lag a create, or still hold the previous pod
+     * of that name): 1 with *pod (the Pod object, slimmed as the watch's),
+     * 0 when the API server has no such pod, -1 with *err. */
+    int (*fetch)(void *ctx, const char *ns, const char *name, cJSON **pod, char **err);
     void *ctx;
 };
 
 struct placement {
     struct cluster_cache *cache;
     struct placement_config cfg;
-    pthread_mutex_t decide_lock;
-    const struct decision_sink *sink;      /* NULL offline */
+    struct inflight inflight;              /* pods with a decision in progress */
+    const struct decision_sink *sink;      /* NULL offline; set before serving, cleared after */
     const atomic_int *may_decide;          /* with leader election: 1 only while leading; NULL = always */
     const struct admission_policy *policy; /* quota per node; NULL = none */
 };
@@ -96,7 +125,10 @@ void placement_destroy(struct placement *p);
 void evaluation_free(struct evaluation *ev);
 
 /* Filter: evaluate names[0..n) for pod. In filter mode a decision is taken
- * and recorded (see above); in bind mode nothing is recorded.
+ * and recorded (see above); in bind mode nothing is recorded. A problem with
+ * the request as a whole (not the leader, a decision for the pod already in
+ * progress, the pod unknown to the API server or already bound, the write
+ * failed) is ev->error, the kube-scheduler error form.
  * Returns 0, or -1 on allocation failure. */
 int placement_filter(struct placement *p, const struct pod_info *pod, const char *const *names, size_t n,
                      struct evaluation *ev);
@@ -106,8 +138,9 @@ int placement_evaluate(struct placement *p, const struct pod_info *pod, const ch
 
 /* Bind (DESIGN section 4, bind mode): allocate the pod on node, record the
  * annotations, then create the Binding; a failure at any step leaves no
- * annotation and no charge behind. A pod whose live assumption is already
- * on node (filter mode) is only bound. The pod is taken from the cache.
+ * annotation and no charge behind. A pod whose own live assumption is
+ * already on node (filter mode) is only bound. The pod is the cluster's
+ * copy under uid (podlookup.h): the cache's, else the API server's.
  * Returns 0, or -1 with *err (the ExtenderBindingResult Error). */
 int placement_bind(struct placement *p, const char *ns, const char *name, const char *uid, const char *node,
                    char **err);

@@ -8,11 +8,41 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Idle API clients kept for reuse: a kube_client is one connection and is
+ * not shared, so each write in flight takes its own. */
+#define RECORDER_MAX_IDLE 32
+
 struct recorder {
-    pthread_mutex_t lock;
-    struct kube_client *client;
+    const struct kube_config *cfg;
+    pthread_mutex_t lock; /* guards idle[]; a leaf, never held across I/O */
+    struct kube_client *idle[RECORDER_MAX_IDLE];
+    int nidle;
     struct decision_sink sink;
 };
+
+/* A client for one request sequence: an idle one, else a new one. */
+static struct kube_client *take_client(struct recorder *r, char **err)
+{
+    struct kube_client *c = NULL;
+    pthread_mutex_lock(&r->lock);
+    if (r->nidle > 0)
+        c = r->idle[--r->nidle];
+    pthread_mutex_unlock(&r->lock);
+    return c ? c : kube_client_new(r->cfg, err);
+}
+
+static void give_client(struct recorder *r, struct kube_client *c)
+{
+    if (!c)
+        return;
+    pthread_mutex_lock(&r->lock);
+    bool kept = r->nidle < RECORDER_MAX_IDLE;
+    if (kept)
+        r->idle[r->nidle++] = c;
+    pthread_mutex_unlock(&r->lock);
+    if (!kept)
+        kube_client_free(c);
+}
 
 static bool uses_vcuda(const struct pod_info *pod)
 {
@@ -91,12 +121,12 @@ static void set_err(char **err, const char *msg)
 
 /* After a 409: the pod as it is now must still be the same, unbound pod.
  * Returns its resourceVersion (malloc'd) or NULL with *err. */
-static char *recheck_pod(struct recorder *r, const struct pod_info *want, char **err)
+static char *recheck_pod(struct kube_client *client, const struct pod_info *want, char **err)
 {
     char *path = pod_path(want, "");
     struct kube_response resp = {0};
     char *rv = NULL;
-    if (!path || kube_request(r->client, "GET", path, NULL, NULL, 0, RECORDER_TIMEOUT_MS, &resp) != 0 ||
+    if (!path || kube_request(client, "GET", path, NULL, NULL, 0, RECORDER_TIMEOUT_MS, &resp) != 0 ||
         resp.status != 200) {
         set_err(err, resp.status == 404 ? "the pod no longer exists" : resp.error);
     } else {
@@ -116,14 +146,14 @@ static char *recheck_pod(struct recorder *r, const struct pod_info *want, char *
     return rv;
 }
 
-static int patch_pod(struct recorder *r, const struct pod_info *pod, const char *body, char **err)
+static int patch_pod(struct kube_client *client, const struct pod_info *pod, const char *body, char **err)
 {
     char *path = pod_path(pod, "");
     struct kube_response resp = {0};
     int rc = -1;
     if (!path)
         set_err(err, "out of memory");
-    else if (kube_request(r->client, "PATCH", path, "application/merge-patch+json", body, strlen(body),
+    else if (kube_request(client, "PATCH", path, "application/merge-patch+json", body, strlen(body),
                           RECORDER_TIMEOUT_MS, &resp) != 0)
         set_err(err, resp.error);
     else
@@ -136,25 +166,27 @@ static int patch_pod(struct recorder *r, const struct pod_info *pod, const char 
 static int record(void *ctx, const struct pod_info *decided, char **err)
 {
     struct recorder *r = ctx;
+    struct kube_client *client = take_client(r, err);
+    if (!client)
+        return -1;
     char *rv = decided->resource_version ? strdup(decided->resource_version) : NULL;
     int rc = -1;
-    pthread_mutex_lock(&r->lock);
     for (int attempt = 0; attempt <= RECORDER_CONFLICT_RETRIES; attempt++) {
         char *body = patch_body(decided, rv);
-        rc = body ? patch_pod(r, decided, body, err) : (set_err(err, "out of memory"), -1);
+        rc = body ? patch_pod(client, decided, body, err) : (set_err(err, "out of memory"), -1);
         free(body);
         if (rc != 1)
             break;
         log_info("pod %s changed since it was read (409); reading it again", decided->key);
         free(rv);
-        if (!(rv = recheck_pod(r, decided, err))) {
+        if (!(rv = recheck_pod(client, decided, err))) {
             rc = -1;
             break;
         }
     }
     if (rc == 1)
         set_err(err, "the pod kept changing (409 Conflict on every attempt)");
-    pthread_mutex_unlock(&r->lock);
+    give_client(r, client);
     free(rv);
     return rc == 0 ? 0 : -1;
 }
@@ -163,9 +195,9 @@ static int clear(void *ctx, const struct pod_info *pod, char **err)
 {
     struct recorder *r = ctx;
     char *body = clear_body(pod);
-    pthread_mutex_lock(&r->lock);
-    int rc = body ? patch_pod(r, pod, body, err) : (set_err(err, "out of memory"), -1);
-    pthread_mutex_unlock(&r->lock);
+    struct kube_client *client = body ? take_client(r, err) : NULL;
+    int rc = client ? patch_pod(client, pod, body, err) : (set_err(err, "out of memory"), -1);
+    give_client(r, client);
     free(body);
     return rc == 0 ? 0 : -1;
 }
@@ -193,59 +225,69 @@ static int bind(void *ctx, const struct pod_info *pod, const char *node, char **
     char *path = pod_path(pod, "/binding");
     char *body = binding_body(pod, node);
     struct kube_response resp = {0};
+    struct kube_client *client = path && body ? take_client(r, err) : NULL;
     int rc = -1;
-    pthread_mutex_lock(&r->lock);
     if (!path || !body)
         set_err(err, "out of memory");
-    else if (kube_request(r->client, "POST", path, "application/json", body, strlen(body), RECORDER_TIMEOUT_MS,
-                          &resp) != 0 ||
-             (resp.status != 201 && resp.status != 200))
+    else if (client && (kube_request(client, "POST", path, "application/json", body, strlen(body), RECORDER_TIMEOUT_MS,
+                                     &resp) != 0 ||
+                        (resp.status != 201 && resp.status != 200)))
         set_err(err, resp.error);
-    else
+    else if (client) /* else *err says why there is none */
         rc = 0;
-    pthread_mutex_unlock(&r->lock);
+    give_client(r, client);
     kube_response_free(&resp);
     free(path);
     free(body);
     return rc;
 }
 
-static struct pod_info *fetch(void *ctx, const char *ns, const char *name, char **err)
+/* GET the pod, slimmed to what the extender reads as the watch's pods are. */
+static int fetch(void *ctx, const char *ns, const char *name, cJSON **pod, char **err)
 {
     struct recorder *r = ctx;
     struct pod_info probe = {.ns = (char *)ns, .name = (char *)name};
     char *path = pod_path(&probe, "");
     struct kube_response resp = {0};
-    struct pod_info *pod = NULL;
-    pthread_mutex_lock(&r->lock);
-    if (!path || kube_request(r->client, "GET", path, NULL, NULL, 0, RECORDER_TIMEOUT_MS, &resp) != 0 ||
-        resp.status != 200) {
-        set_err(err, resp.status == 404 ? "no such pod" : resp.error);
-    } else {
-        cJSON *obj = cJSON_Parse(resp.body);
-        pod = obj ? pod_info_from_json(obj, err) : NULL;
-        cJSON_Delete(obj);
-        if (!pod)
-            set_err(err, "the API server answered something that is not a Pod");
-    }
-    pthread_mutex_unlock(&r->lock);
+    struct kube_client *client = path ? take_client(r, err) : NULL;
+    int found = -1;
+    *pod = NULL;
+    if (!path)
+        set_err(err, "out of memory");
+    else if (!client) /* *err says why */
+        found = -1;
+    else if (kube_request(client, "GET", path, NULL, NULL, 0, RECORDER_FETCH_TIMEOUT_MS, &resp) != 0)
+        set_err(err, resp.error);
+    else if (resp.status == 404)
+        found = 0;
+    else if (resp.status != 200)
+        set_err(err, resp.error);
+    else if (!(*pod = pod_slim_from_text(resp.body ? resp.body : "", resp.body_len)))
+        set_err(err, "the API server answered something that is not a Pod");
+    else
+        found = 1;
+    give_client(r, client);
     kube_response_free(&resp);
     free(path);
-    return pod;
+    return found;
 }
 
 struct recorder *recorder_new(const struct kube_config *cfg, char **err)
 {
     struct recorder *r = calloc(1, sizeof(*r));
-    if (!r) {
+    if (!r || pthread_mutex_init(&r->lock, NULL) != 0) {
+        free(r);
         set_err(err, "out of memory");
         return NULL;
     }
-    if (!(r->client = kube_client_new(cfg, err))) {
-        free(r);
+    r->cfg = cfg;
+    /* Check the configuration now rather than at the first decision. */
+    struct kube_client *first = kube_client_new(cfg, err);
+    if (!first) {
+        recorder_free(r);
         return NULL;
     }
-    pthread_mutex_init(&r->lock, NULL);
+    give_client(r, first);
     r->sink = (struct decision_sink){record, clear, bind, fetch, r};
     return r;
 }
@@ -254,7 +296,8 @@ void recorder_free(struct recorder *r)
 {
     if (!r)
         return;
-    kube_client_free(r->client);
+    for (int i = 0; i < r->nidle; i++)
+        kube_client_free(r->idle[i]);
     pthread_mutex_destroy(&r->lock);
     free(r);
 }

@@ -3,6 +3,7 @@
 #include "extender/handlers.h"
 #include "extender/pages.h"
 #include "extender/webhooks.h"
+#include "extender/wire.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -55,6 +56,40 @@ static int path_matches(const struct route *r, const char *path)
 static int method_matches(const struct route *r, const char *method)
 {
     return strcmp(r->method, method) == 0 || (strcmp(r->method, "GET") == 0 && strcmp(method, "HEAD") == 0);
+}
+
+static const struct route *route_of(const struct http_request *req)
+{
+    for (size_t i = 0; i < NROUTES; i++)
+        if (path_matches(&routes[i], req->path) && method_matches(&routes[i], req->method))
+            return &routes[i];
+    return NULL;
+}
+
+bool router_may_block(const struct app *app, const struct http_request *req)
+{
+    /* The decisions, live. Offline (a state file) nothing waits on an API
+     * server, and a filter in bind mode only evaluates. */
+    if (!app->live)
+        return false;
+    const struct route *r = route_of(req);
+    return r && (r->verb == VERB_BIND || (r->verb == VERB_FILTER && app->placement.cfg.mode == PLACEMENT_FILTER));
+}
+
+enum metric_verb router_refuse(const struct http_request *req, struct http_response *resp, const char *why)
+{
+    const struct route *r = route_of(req);
+    size_t len = 0;
+    char *body = NULL;
+    if (r && r->verb == VERB_BIND)
+        body = wire_binding_result(why, &len);
+    else if (r && r->verb == VERB_FILTER)
+        body = wire_filter_error(why, &len);
+    if (body)
+        http_set_body(resp, 200, CONTENT_JSON, body, len);
+    else
+        http_json_error(resp, 503, why);
+    return r ? r->verb : VERB_OTHER;
 }
 
 enum metric_verb router_dispatch(struct app *app, const struct http_request *req, struct http_response *resp)

@@ -8,11 +8,20 @@
 #ifndef GQA_ROUTER_H
 #define GQA_ROUTER_H
 
+#include <stdbool.h>
+
 #include "extender/app.h"
 #include "extender/http.h"
 #include "extender/metrics.h"
 
 /* Answer req into resp; returns the verb the request is counted under. */
 enum metric_verb router_dispatch(struct app *app, const struct http_request *req, struct http_response *resp);
+/* May answering req wait on the API server (live, a decision: filter in
+ * filter mode, bind)? Those run on the decision workers (workers.h), never
+ * on a listener thread. */
+bool router_may_block(const struct app *app, const struct http_request *req);
+/* Answer req with why instead of dispatching it (no worker free, shutting
+ * down): the extender verbs' own error form (200 with Error), else 503. */
+enum metric_verb router_refuse(const struct http_request *req, struct http_response *resp, const char *why);
 
 #endif

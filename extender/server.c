@@ -1,6 +1,7 @@
 /* server.c - libmicrohttpd listeners. See server.h. */
 #include "extender/server.h"
 #include "extender/router.h"
+#include "extender/workers.h"
 #include "kube/tlscreds.h"
 #include "lib/clock.h"
 #include "lib/log.h"
@@ -37,6 +38,7 @@ struct server {
     struct listener http, https;
     char *ca_pem;
     atomic_int in_flight;
+    struct workers *workers; /* decisions (router_may_block) run here; NULL: inline */
 };
 
 struct request_ctx {
@@ -48,6 +50,11 @@ struct request_ctx {
     int status;
     int too_large;
     int answered; /* a response was queued early (413, 403) */
+    /* Handed to a decision worker: the connection is suspended meanwhile. */
+    struct MHD_Connection *conn;
+    char *method, *url;
+    struct http_response worker_resp;
+    atomic_int worker_done;
 };
 
 static double seconds_since(int64_t t0_ns)
@@ -149,6 +156,42 @@ static const char *query_arg(void *conn, const char *name)
     return MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
+/* On a decision worker: answer, then let libmicrohttpd send it. */
+static void run_on_worker(void *arg, bool cancelled)
+{
+    struct request_ctx *ctx = arg;
+    struct http_request req = {ctx->method, ctx->url, ctx->body.data, ctx->body.len, NULL, NULL};
+    if (cancelled)
+        ctx->verb = router_refuse(&req, &ctx->worker_resp, "the server is shutting down; retry");
+    else
+        ctx->verb = router_dispatch(ctx->server->app, &req, &ctx->worker_resp);
+    atomic_store(&ctx->worker_done, 1);
+    MHD_resume_connection(ctx->conn);
+}
+
+/* Suspend the connection and queue the request for a decision worker, so
+ * this listener thread goes back to serving (health endpoints included).
+ * With every worker busy and the queue full, refuse at once. */
+static enum MHD_Result hand_to_worker(struct MHD_Connection *conn, struct request_ctx *ctx, const char *method,
+                                      const char *url)
+{
+    ctx->conn = conn;
+    ctx->method = strdup(method);
+    ctx->url = strdup(url);
+    if (!ctx->method || !ctx->url)
+        return queue_error(conn, ctx, 500, "out of memory");
+    MHD_suspend_connection(conn);
+    if (workers_submit(ctx->server->workers, run_on_worker, ctx) != 0) {
+        struct http_request req = {method, url, ctx->body.data, ctx->body.len, NULL, NULL};
+        ctx->verb = router_refuse(&req, &ctx->worker_resp,
+                                  "every decision worker is busy and the queue is full (--decision-workers, "
+                                  "--decision-queue); retry");
+        atomic_store(&ctx->worker_done, 1);
+        MHD_resume_connection(conn);
+    }
+    return MHD_YES;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_size, void **con_cls)
 {
@@ -163,7 +206,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return queue_error(conn, ctx, 413, "request body is larger than --max-body-bytes");
     if (strbuf_failed(&ctx->body))
         return queue_error(conn, ctx, 500, "out of memory for the request body");
+    if (atomic_load(&ctx->worker_done)) { /* resumed: the worker's answer */
+        ctx->answered = 1;
+        return queue(conn, ctx, &ctx->worker_resp);
+    }
     struct http_request req = {method, url, ctx->body.data, ctx->body.len, query_arg, conn};
+    if (ctx->server->workers && router_may_block(ctx->server->app, &req))
+        return hand_to_worker(conn, ctx, method, url);
     struct http_response resp = {0};
     ctx->verb = router_dispatch(ctx->server->app, &req, &resp);
     ctx->answered = 1;
@@ -182,6 +231,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     metrics_observe_request(ctx->verb, ctx->status, seconds_since(ctx->started_ns), ctx->body.len);
     atomic_fetch_sub(&ctx->server->in_flight, 1);
     strbuf_free(&ctx->body);
+    free(ctx->worker_resp.body);
+    free(ctx->method);
+    free(ctx->url);
     free(ctx);
     *con_cls = NULL;
 }
@@ -255,7 +307,7 @@ static int start_listener(struct server *s, struct listener *l, const struct ser
     socklen_t salen;
     if (resolve(addr, &sa, &salen, err) != 0)
         return -1;
-    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC;
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME;
     if (sa.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     if (l->tls)
@@ -311,6 +363,11 @@ struct server *server_start(const struct server_config *cfg, struct app *app, ch
     }
     s->app = app;
     s->max_body = cfg->max_body_bytes;
+    if (cfg->decision_workers > 0 && !(s->workers = workers_start(cfg->decision_workers, cfg->decision_queue))) {
+        *err = strdup("cannot start the decision workers (threads)");
+        free(s);
+        return NULL;
+    }
     bool http = cfg->listen_http && *cfg->listen_http;
     bool https = cfg->listen_https && *cfg->listen_https;
     if ((http && start_listener(s, &s->http, cfg, cfg->listen_http, err) != 0) ||
@@ -342,6 +399,10 @@ void server_drain_and_stop(struct server *s, int timeout_ms)
     }
     if (atomic_load(&s->in_flight) > 0)
         log_warn("stopping with %d requests still in flight", atomic_load(&s->in_flight));
+    /* No connection may stay suspended when a daemon stops: the workers
+     * finish what they run and answer what is queued first. */
+    workers_stop(s->workers);
+    s->workers = NULL;
     if (s->http.daemon)
         MHD_stop_daemon(s->http.daemon);
     if (s->https.daemon)

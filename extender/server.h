@@ -7,7 +7,9 @@
  * Bodies are collected up to a cap (413 beyond it), idle connections time
  * out, and a drain stops accepting, lets in-flight requests finish, then
  * closes everything. Every request is answered by router_dispatch and
- * counted in the metrics.
+ * counted in the metrics. Requests that may wait on the API server
+ * (router_may_block) are answered on the decision workers (workers.h) with
+ * their connection suspended, so listener threads never block on it.
  */
 #ifndef GQA_SERVER_H
 #define GQA_SERVER_H
@@ -24,6 +26,8 @@ struct server_config {
     const char *tls_cert_file, *tls_key_file, *tls_client_ca_file;
     int threads;
     int64_t max_body_bytes;
+    int decision_workers; /* threads for requests that may wait on the API server; 0: inline */
+    int decision_queue;   /* requests that may wait for one of them */
 };
 
 struct server;

@@ -53,6 +53,7 @@ struct leader_elector {
     int64_t lease_s; /* our leaseDurationSeconds */
     int64_t deadline_ns, retry_ns;
     atomic_int *is_leader;
+    struct leader_callbacks callbacks; /* zeroed when none */
     struct kube_client *client;
     pthread_t thread;
 
@@ -64,6 +65,7 @@ struct leader_elector {
     int64_t observed_ns;   /* when observed_spec last changed */
     int spec_changed;      /* the last read changed it (log once per change) */
     int releasing;         /* the release at stop: best effort, short */
+    int started_pending;   /* callbacks.started has not succeeded in this term */
     uint64_t rng;
 
     /* Guarded by mu. */
@@ -662,12 +664,24 @@ static enum outcome try_acquire_or_renew(struct leader_elector *le)
 
 /* ---- the thread ---- */
 
+/* The started callback, until it succeeds once in this term. */
+static void run_started(struct leader_elector *le)
+{
+    if (le->callbacks.started && le->started_pending)
+        le->started_pending = le->callbacks.started(le->callbacks.ctx) != 0;
+}
+
 static void start_leading(struct leader_elector *le)
 {
     if (!le->leading) {
         le->leading = 1;
+        le->started_pending = 1;
+        /* The callback (routing to this replica) first, then decisions. */
+        run_started(le);
         atomic_store(le->is_leader, 1);
         log_info("leader election %s/%s: acquired the lease as %s; now leader", le->ns, le->name, le->identity);
+    } else {
+        run_started(le); /* a retry, when it failed before */
     }
     set_view(le, VIEW_LEADER, "", "");
 }
@@ -678,7 +692,10 @@ static void stop_leading(struct leader_elector *le, enum log_level level, const 
         return;
     atomic_store(le->is_leader, 0); /* first: stop deciding, then talk */
     le->leading = 0;
+    le->started_pending = 0;
     log_msg(level, "leader election %s/%s: no longer leader: %s", le->ns, le->name, why);
+    if (le->callbacks.stopped)
+        le->callbacks.stopped(le->callbacks.ctx);
 }
 
 static void check_deadline(struct leader_elector *le)
@@ -704,16 +721,20 @@ static uint64_t next_random(struct leader_elector *le)
     return le->rng;
 }
 
-/* A leader waits a retry period but wakes for its deadline; a follower
- * adds up to 20% so candidates started together drift apart. */
+/* A leader waits a retry period but wakes for its deadline. A follower
+ * looks twice as often (a released Lease is taken within about half a
+ * retry period; one GET each time) and adds up to 20% so candidates started
+ * together drift apart. How soon it may take over an expired lease does not
+ * depend on it: that is measured from when it saw the record change. */
 static int64_t next_wait_ns(struct leader_elector *le)
 {
     if (le->leading) {
         int64_t left = le->last_renew_ns + le->deadline_ns - clock_monotonic_ns();
         return left < le->retry_ns ? (left > 0 ? left : 0) : le->retry_ns;
     }
-    uint64_t extra = le->retry_ns / 5;
-    return le->retry_ns + (extra ? (int64_t)(next_random(le) % (extra + 1)) : 0);
+    int64_t base = le->retry_ns / 2;
+    uint64_t extra = (uint64_t)base / 5;
+    return base + (extra ? (int64_t)(next_random(le) % (extra + 1)) : 0);
 }
 
 /* Sleep up to wait_ns, waking early on stop. 1 when stopping. */
@@ -776,6 +797,10 @@ static void *election_thread(void *arg)
 {
     struct leader_elector *le = arg;
     log_info("leader election %s/%s: started as %s", le->ns, le->name, le->identity);
+    /* This process starts as a follower: take back what a previous run in
+     * the same pod may have left (a crash skips stop_leading). */
+    if (le->callbacks.stopped)
+        le->callbacks.stopped(le->callbacks.ctx);
     do {
         run_round(le);
     } while (!wait_or_stop(le, next_wait_ns(le)));
@@ -897,6 +922,12 @@ static struct leader_elector *elector_new(const struct leader_config *cfg, atomi
 struct leader_elector *leader_start(const struct kube_config *kube, const struct leader_config *cfg,
                                     atomic_int *is_leader, char **err)
 {
+    return leader_start_with(kube, cfg, is_leader, NULL, err);
+}
+
+struct leader_elector *leader_start_with(const struct kube_config *kube, const struct leader_config *cfg,
+                                         atomic_int *is_leader, const struct leader_callbacks *callbacks, char **err)
+{
     char *scratch = NULL;
     if (!err)
         err = &scratch; /* the caller does not want the message */
@@ -911,6 +942,8 @@ struct leader_elector *leader_start(const struct kube_config *kube, const struct
         *err = strbuf_format("leader election: out of memory");
         return NULL;
     }
+    if (callbacks)
+        le->callbacks = *callbacks;
     char *why = NULL;
     le->client = kube_client_new(kube, &why);
     if (!le->client) {

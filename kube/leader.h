@@ -5,9 +5,10 @@
  * holder's lease has expired, renew it every retry period, and give it up
  * (stop deciding at once) when a renewal has not succeeded within the renew
  * deadline or another holder appears. Only the leader answers filter and
- * bind; followers report not-ready so the Service routes to the leader.
- * Timings follow kube-scheduler's defaults: lease 15 s, renew deadline 10 s,
- * retry period 2 s.
+ * bind. Callbacks let the service act when leadership starts and ends (the
+ * extender labels the leader's pod so its Service routes there); they run
+ * on the election thread. Timings follow kube-scheduler's defaults: lease
+ * 15 s, renew deadline 10 s, retry period 2 s (followers look every 1 s).
  */
 #ifndef GQA_LEADER_H
 #define GQA_LEADER_H
@@ -29,6 +30,22 @@ struct leader_config {
 
 struct leader_elector;
 
+/* Called on the election thread; each call must bound its own I/O (well
+ * under the renew deadline). ctx is passed to both. */
+struct leader_callbacks {
+    /* The Lease was just taken; *is_leader turns 1 when this returns. Non-zero
+     * means not done: it is called again after each renewal of this term
+     * until it returns 0. */
+    int (*started)(void *ctx);
+    /* *is_leader has just turned 0 (the Lease was lost, or is about to be
+     * released at stop: this runs before the release). Also called once
+     * when the election starts, before the first attempt: a process that
+     * restarts in the same pod after a crash is a follower, and takes back
+     * what its previous run left. */
+    void (*stopped)(void *ctx);
+    void *ctx;
+};
+
 /* Start the election thread. is_leader is set to 1 while this process holds
  * the lease and to 0 the moment it may not (before the lease could have
  * been taken by someone else: renew deadline < lease duration). Needs
@@ -38,6 +55,9 @@ struct leader_elector;
  * config or when the API client cannot be made. */
 struct leader_elector *leader_start(const struct kube_config *kube, const struct leader_config *cfg,
                                     atomic_int *is_leader, char **err);
+/* The same, with callbacks (copied; NULL: none). */
+struct leader_elector *leader_start_with(const struct kube_config *kube, const struct leader_config *cfg,
+                                         atomic_int *is_leader, const struct leader_callbacks *callbacks, char **err);
 /* Stop the thread; a leader sets *is_leader to 0 and then releases the
  * lease (clears holderIdentity) so a follower can take over without waiting
  * for expiry. A wait is interrupted at once; a request in flight is not

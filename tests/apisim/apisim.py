@@ -778,6 +778,28 @@ class FaultRule:
         return d
 
 
+class WatchHold:
+    """Watch events of one resource (or all) held back: stored and replayable,
+    but not sent on open watches until the hold ends."""
+    _ids = 0
+
+    def __init__(self, resource=None, seconds=None):
+        WatchHold._ids += 1
+        self.id = WatchHold._ids
+        self.resource = resource
+        self.until = None if seconds is None else time.monotonic() + float(seconds)
+
+    def alive(self, now):
+        return self.until is None or now < self.until
+
+    def covers(self, rt):
+        return self.resource is None or self.resource == rt.plural
+
+    def describe(self):
+        return {"id": self.id, "resource": self.resource,
+                "seconds": None if self.until is None else max(0.0, self.until - time.monotonic())}
+
+
 # --------------------------------------------------------------------------
 # The simulator state
 # --------------------------------------------------------------------------
@@ -854,6 +876,7 @@ class APISim:
         self.trimmed_rv = self.rv    # highest RV dropped from the physical history
         self.watchers = set()
         self.faults = []
+        self.holds = []         # WatchHold rules: watch events held back
         self.request_log = []
         self.request_seq = 0
         self.tls_errors = []
@@ -1526,6 +1549,46 @@ class APISim:
         """Send every open watch an ERROR event with a 410 Expired Status, then end it."""
         self._mark_watchers("expired")
 
+    def hold_watches(self, resource=None, seconds=None):
+        """Hold back watch events of `resource` (a plural such as "pods"; None: every resource) until
+        release_watches() or, with seconds, until then. Writes still happen and lists show them; open and
+        new watches send nothing of that resource but bookmarks (at the resourceVersion they have sent up
+        to) until the hold ends, then everything they missed, in order."""
+        if resource is not None and resource not in self.objects:
+            raise ValueError("unknown resource %r" % (resource,))
+        hold = WatchHold(resource, seconds)
+        with self.cond:
+            self.holds.append(hold)
+            self.cond.notify_all()
+        if seconds is not None:
+            t = threading.Timer(float(seconds) + 0.01, self._notify)
+            t.daemon = True
+            t.start()
+        return hold.id
+
+    def release_watches(self, resource=None, hold_id=None):
+        """End holds: the one with hold_id, those of `resource`, or (neither given) all of them."""
+        with self.cond:
+            self.holds = [h for h in self.holds
+                          if not ((hold_id is None or h.id == hold_id) and
+                                  (resource is None or h.resource == resource))]
+            self.cond.notify_all()
+
+    def active_holds(self):
+        now = time.monotonic()
+        with self.cond:
+            self.holds = [h for h in self.holds if h.alive(now)]
+            return [h.describe() for h in self.holds]
+
+    def _held(self, rt):
+        """Under self.cond: are rt's watch events held back now?"""
+        now = time.monotonic()
+        return any(h.alive(now) and h.covers(rt) for h in self.holds)
+
+    def _notify(self):
+        with self.cond:
+            self.cond.notify_all()
+
     def expire_token(self, token):
         with self.cond:
             self.tokens.discard(token)
@@ -1561,6 +1624,7 @@ class APISim:
         self.drop_watches(graceful=False)
         with self.cond:
             self.faults = []
+            self.holds = []
             self.tokens = set(self.initial_tokens)
             self.auth_required = bool(self.initial_tokens) or bool(self.client_ca)
             self.settings = dict(self.initial_settings)
@@ -1696,6 +1760,11 @@ class APISim:
                 return {}
             if name == "expire_watches":
                 self.expire_watches()
+                return {}
+            if name == "hold_watches":
+                return {"id": self.hold_watches(**args)}
+            if name == "release_watches":
+                self.release_watches(**args)
                 return {}
             if name == "expire_token":
                 self.expire_token(args["token"])
@@ -2216,24 +2285,26 @@ class _Handler(BaseHTTPRequestHandler):
             if too_old:
                 expired(too_old)
                 return
-            for o in initial:
-                send("ADDED", o)
+            pending = initial  # sent first, once no hold covers this resource
             interval = sim.settings["bookmark_interval"]
             next_bookmark = time.monotonic() + interval
             last_gone_check = 0.0
             while True:
                 with sim.cond:
-                    evs = sim._events_after(cursor)
-                    if not evs and w.dropped is None:
+                    held = sim._held(rt)
+                    evs = [] if held else sim._events_after(cursor)
+                    if not evs and (held or not pending) and w.dropped is None:
                         now = time.monotonic()
                         wake = min(deadline, next_bookmark if bookmarks else deadline, now + 0.25)
                         if wake > now:
                             sim.cond.wait(wake - now)
-                        evs = sim._events_after(cursor)
-                    behind = cursor < sim.trimmed_rv
+                        held = sim._held(rt)
+                        evs = [] if held else sim._events_after(cursor)
+                    behind = not held and cursor < sim.trimmed_rv
                     dropped = w.dropped
                     cursor_before = cursor
-                    cursor = max(cursor, sim.rv)  # a watch from a future RV starts after it
+                    if not held:  # a held watch stays where it is, to send what it missed later
+                        cursor = max(cursor, sim.rv)  # a watch from a future RV starts after it
                 if dropped == "abrupt":
                     try:
                         self.connection.shutdown(socket.SHUT_RDWR)
@@ -2244,6 +2315,10 @@ class _Handler(BaseHTTPRequestHandler):
                 if behind:
                     expired("too old resource version: %d (%d)" % (cursor_before, sim.trimmed_rv))
                     return
+                if pending and not held:
+                    for o in pending:
+                        send("ADDED", o)
+                    pending = []
                 for ev in evs:
                     if ev.rt is not rt or not filt.in_scope(ev.obj):
                         continue
@@ -2327,7 +2402,8 @@ class _Handler(BaseHTTPRequestHandler):
                 with sim.cond:
                     return self._send(200, {"resourceVersion": str(sim.rv), "compactedResourceVersion": str(sim.compacted_rv),
                                             "up": sim.is_up, "tokens": len(sim.tokens), "watches": sim.watch_count(),
-                                            "tlsErrors": list(sim.tls_errors), "settings": dict(sim.settings)})
+                                            "tlsErrors": list(sim.tls_errors), "settings": dict(sim.settings),
+                                            "holds": sim.active_holds()})
             raise ApiError(404, "unknown control endpoint %s %s" % (m, path), "NotFound")
         except ApiError as e:
             self._send_error(e)

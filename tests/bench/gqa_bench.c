@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ftw.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -615,20 +616,26 @@ static void exec_server(pid_t parent, char *const argv[], const char *log_path)
     _exit(127);
 }
 
+/* Start argv[0] (a path) with stdout and stderr in log_path. */
+static int spawn(pid_t *out, char *const argv[], const char *log_path)
+{
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0)
+        return fail("fork: %s", strerror(errno));
+    if (pid == 0)
+        exec_server(parent, argv, log_path);
+    *out = pid;
+    return 0;
+}
+
 static int spawn_server(struct server *s, const char *binary, const char *state, enum mode mode)
 {
     char listen[32];
     snprintf(listen, sizeof(listen), "127.0.0.1:%d", s->port);
     char *argv[] = {(char *)binary, "--state-file", (char *)state, "--listen-http", listen,
                     "--placement", (char *)MODE_NAME[mode], "--log-level", "warn", NULL};
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid < 0)
-        return fail("fork: %s", strerror(errno));
-    if (pid == 0)
-        exec_server(parent, argv, s->log_path);
-    s->pid = pid;
-    return 0;
+    return spawn(&s->pid, argv, s->log_path);
 }
 
 /* waitpid without blocking, retried on EINTR: the pid, 0, or -1. */
@@ -1172,6 +1179,11 @@ struct bench_opts {
     int requests;           /* NodeNames form */
     int nodes_requests;     /* Nodes form */
     int parse_runs;
+    int decision_pods;      /* decision throughput against the API simulator; 0: skip */
+    int decision_callers;
+    int patch_delay_ms;
+    const char *apisim;     /* tests/apisim/apisim.py */
+    const char *python;
 };
 
 /* What the N = 5000 targets are judged on. */
@@ -1335,18 +1347,398 @@ static int bench_size(const struct bench_opts *o, size_t n, const char *dir)
     return rc;
 }
 
+/* ---- decision throughput against the API simulator ------------------------------------------ */
+
+/* Filter-mode decisions written to tests/apisim with every pod PATCH delayed,
+ * by several concurrent callers as kube-scheduler's retries and profiles
+ * would send them: pods decided per second, each answer checked, and every
+ * decision found on its pod in the API server afterwards. */
+
+#define DECISION_NODES 10
+#define DECISION_TARGET_PER_S 200.0
+#define MAX_CALLERS 64
+#define MAX_DECISION_PODS 8000 /* 1 core each on 10 nodes x 8 GPUs */
+#define SIM_TOKEN "bench-token"
+
+struct sim {
+    pid_t pid;
+    int port;
+    char dir[256], log_path[320], pki[320], state[320], kubeconfig[320], port_file[320], ca[340];
+};
+
+static void decision_node_name(char *buf, size_t size, int i)
+{
+    snprintf(buf, size, "dn-%02d", i);
+}
+
+static void put_decision_pod(struct strbuf *sb, int i)
+{
+    strbuf_printf(sb,
+                  "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"d-%06d\",\"namespace\":\"bench\","
+                  "\"uid\":\"00000000-0000-4000-8000-%012d\"},\"spec\":{\"schedulerName\":\"default-scheduler\","
+                  "\"containers\":[{\"name\":\"app\",\"image\":\"registry.example.com/app:1\",\"resources\":{"
+                  "\"limits\":{\"tencent.com/vcuda-core\":\"1\",\"tencent.com/vcuda-memory\":\"1\"}}}]},"
+                  "\"status\":{\"phase\":\"Pending\"}}",
+                  i, i);
+}
+
+static int write_sim_state(const char *path, int pods)
+{
+    struct strbuf sb;
+    strbuf_init(&sb);
+    strbuf_puts(&sb, "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[");
+    for (int i = 0; i < DECISION_NODES; i++) {
+        char name[16];
+        decision_node_name(name, sizeof(name), i);
+        strbuf_printf(&sb,
+                      "%s{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\",\"labels\":{"
+                      "\"kubernetes.io/hostname\":\"%s\"}},\"status\":{\"allocatable\":{\"cpu\":\"64\",\"memory\":"
+                      "\"256Gi\",\"tencent.com/vcuda-core\":\"800\",\"tencent.com/vcuda-memory\":\"%d\"}}}",
+                      i ? "," : "", name, name, GPUS_PER_NODE * 64);
+    }
+    for (int i = 0; i < pods; i++) {
+        strbuf_putc(&sb, ',');
+        put_decision_pod(&sb, i);
+    }
+    strbuf_puts(&sb, "]}\n");
+    FILE *f = strbuf_failed(&sb) ? NULL : fopen(path, "w");
+    int rc = f && fwrite(sb.data, 1, sb.len, f) == sb.len ? 0 : -1;
+    if (f && fclose(f) != 0)
+        rc = -1;
+    strbuf_free(&sb);
+    return rc == 0 ? 0 : fail("cannot write %s", path);
+}
+
+/* Run argv to completion; its exit status, or -1. */
+static int run_child(char *const argv[], const char *log_path)
+{
+    pid_t pid;
+    if (spawn(&pid, argv, log_path) != 0)
+        return -1;
+    int st = 0;
+    if (reap(pid, &st, 0) != pid)
+        return fail("waitpid: %s", strerror(errno));
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int read_port_file(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    int port = 0;
+    if (f) {
+        if (fscanf(f, "%d", &port) != 1)
+            port = 0;
+        fclose(f);
+    }
+    return port;
+}
+
+/* One request to the simulator over HTTPS (its own CA): status, or -1. */
+static long sim_request(const struct sim *sim, const char *method, const char *path, const char *body,
+                        struct strbuf *answer)
+{
+    CURL *h = curl_easy_init();
+    struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
+    struct curl_slist *auth = hdr ? curl_slist_append(hdr, "Authorization: Bearer " SIM_TOKEN) : NULL;
+    char url[256];
+    long status = -1;
+    snprintf(url, sizeof(url), "https://127.0.0.1:%d%s", sim->port, path);
+    if (h && auth) {
+        curl_easy_setopt(h, CURLOPT_URL, url);
+        curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
+        curl_easy_setopt(h, CURLOPT_CAINFO, sim->ca);
+        curl_easy_setopt(h, CURLOPT_TIMEOUT, 60L);
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, auth);
+        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+        if (body)
+            curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, answer);
+        if (curl_easy_perform(h) == CURLE_OK)
+            curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    }
+    curl_slist_free_all(auth ? auth : hdr);
+    if (h)
+        curl_easy_cleanup(h);
+    return status;
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static void sim_cleanup(struct sim *sim)
+{
+    if (sim->dir[0])
+        nftw(sim->dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+/* TLS material, the objects, then the simulator itself with the PATCH delay. */
+static int start_sim(struct sim *sim, const struct bench_opts *o, const char *dir)
+{
+    memset(sim, 0, sizeof(*sim));
+    snprintf(sim->dir, sizeof(sim->dir), "%s/apisim", dir);
+    snprintf(sim->pki, sizeof(sim->pki), "%s/pki", sim->dir);
+    snprintf(sim->ca, sizeof(sim->ca), "%s/ca.crt", sim->pki);
+    snprintf(sim->log_path, sizeof(sim->log_path), "%s/apisim.log", sim->dir);
+    snprintf(sim->state, sizeof(sim->state), "%s/state.json", sim->dir);
+    snprintf(sim->kubeconfig, sizeof(sim->kubeconfig), "%s/kubeconfig.json", sim->dir);
+    snprintf(sim->port_file, sizeof(sim->port_file), "%s/port", sim->dir);
+    if (mkdir(sim->dir, 0700) != 0)
+        return fail("cannot create %s: %s", sim->dir, strerror(errno));
+    char *gen[] = {(char *)o->python, (char *)o->apisim, "--gen-pki", sim->pki, NULL};
+    if (run_child(gen, sim->log_path) != 0) {
+        print_log_tail(sim->log_path);
+        return fail("%s %s --gen-pki failed (needs python3 and openssl)", o->python, o->apisim);
+    }
+    if (write_sim_state(sim->state, o->decision_pods) != 0)
+        return -1;
+    char crt[340], key[340];
+    snprintf(crt, sizeof(crt), "%s/server.crt", sim->pki);
+    snprintf(key, sizeof(key), "%s/server.key", sim->pki);
+    char *argv[] = {(char *)o->python, (char *)o->apisim, "--port", "0", "--port-file", sim->port_file,
+                    "--tls-cert", crt, "--tls-key", key, "--token", SIM_TOKEN, "--state", sim->state,
+                    "--kubeconfig-out", sim->kubeconfig, "--kubeconfig-ca", sim->ca, "--history", "100000", NULL};
+    if (spawn(&sim->pid, argv, sim->log_path) != 0)
+        return -1;
+    for (int waited = 0; !(sim->port = read_port_file(sim->port_file)); waited += POLL_MS) {
+        int st;
+        if (g_interrupted || waited > READY_TIMEOUT_MS || reap(sim->pid, &st, WNOHANG) == sim->pid) {
+            print_log_tail(sim->log_path);
+            return fail("the API simulator did not start");
+        }
+        sleep_ms(POLL_MS);
+    }
+    char delay[96];
+    snprintf(delay, sizeof(delay), "{\"op\":\"delay\",\"ms\":%d,\"method\":\"PATCH\"}", o->patch_delay_ms);
+    struct strbuf answer;
+    strbuf_init(&answer);
+    long status = sim_request(sim, "POST", "/_sim/faults", delay, &answer);
+    strbuf_free(&answer);
+    return status == 200 ? 0 : fail("the simulator refused the delay rule (HTTP %ld)", status);
+}
+
+static void stop_sim(struct sim *sim)
+{
+    if (sim->pid > 0) {
+        kill(sim->pid, SIGTERM);
+        int st;
+        reap(sim->pid, &st, 0);
+        sim->pid = 0;
+    }
+}
+
+struct caller {
+    struct client c;
+    const struct strbuf *bodies;
+    int first, step, count;
+    double *ms;
+    atomic_int *failed;
+    char why[VERIFY_MSG];
+};
+
+/* A decision answers exactly one of the offered nodes, and no Error. */
+static int check_decision(const struct strbuf *answer, char *why)
+{
+    cJSON *root = cJSON_ParseWithLength(answer->data ? answer->data : "", answer->len);
+    const cJSON *names = cJSON_GetObjectItemCaseSensitive(root, "NodeNames");
+    const cJSON *err = cJSON_GetObjectItemCaseSensitive(root, "Error");
+    int rc = 0;
+    if (!cJSON_IsArray(names) || cJSON_GetArraySize(names) != 1 || (cJSON_IsString(err) && err->valuestring[0])) {
+        snprintf(why, VERIFY_MSG, "not one node without Error: %.200s", answer->data ? answer->data : "");
+        rc = -1;
+    }
+    cJSON_Delete(root);
+    return rc;
+}
+
+static void *caller_main(void *arg)
+{
+    struct caller *k = arg;
+    for (int i = k->first; i < k->count && !atomic_load(k->failed) && !g_interrupted; i += k->step) {
+        long status = 0;
+        double t0 = now_ms();
+        int rc = client_request(&k->c, "/scheduler/filter", k->bodies[i].data, k->bodies[i].len, &status);
+        k->ms[i] = now_ms() - t0;
+        if (rc != 0 || status != 200)
+            snprintf(k->why, sizeof(k->why), "HTTP %ld: %s", status, k->c.error);
+        else if (check_decision(&k->c.answer, k->why) == 0)
+            continue;
+        atomic_store(k->failed, 1);
+    }
+    return NULL;
+}
+
+static int build_decision_bodies(struct strbuf *bodies, int n)
+{
+    for (int i = 0; i < n; i++) {
+        struct strbuf *b = &bodies[i];
+        strbuf_init(b);
+        strbuf_puts(b, "{\"Pod\":");
+        put_decision_pod(b, i);
+        strbuf_puts(b, ",\"Nodes\":null,\"NodeNames\":[");
+        for (int k = 0; k < DECISION_NODES; k++) {
+            char name[16];
+            decision_node_name(name, sizeof(name), k);
+            strbuf_printf(b, "%s\"%s\"", k ? "," : "", name);
+        }
+        strbuf_puts(b, "]}");
+        if (strbuf_failed(b))
+            return fail("out of memory");
+    }
+    return 0;
+}
+
+/* Run the callers; the wall time from their start to the last answer. */
+static int run_callers(const struct bench_opts *o, int port, const struct strbuf *bodies, double *ms, double *wall)
+{
+    int n = o->decision_callers;
+    struct caller *k = calloc((size_t)n, sizeof(*k));
+    pthread_t *tid = calloc((size_t)n, sizeof(*tid));
+    atomic_int failed = 0;
+    int ready = 0, started = 0, rc = 0;
+    if (!k || !tid) {
+        free(k);
+        free(tid);
+        return fail("out of memory");
+    }
+    for (; ready < n; ready++) { /* connections set up before the clock starts */
+        k[ready] = (struct caller){.bodies = bodies, .first = ready, .step = n, .count = o->decision_pods, .ms = ms,
+                                   .failed = &failed};
+        if (client_init(&k[ready].c, port) != 0)
+            break;
+    }
+    double t0 = now_ms();
+    for (; started < ready; started++)
+        if (pthread_create(&tid[started], NULL, caller_main, &k[started]) != 0)
+            break;
+    if (started < n) {
+        atomic_store(&failed, 1); /* the ones running stop at their next decision */
+        rc = fail("cannot start %d caller threads", n);
+    }
+    for (int i = 0; i < started; i++)
+        pthread_join(tid[i], NULL);
+    *wall = now_ms() - t0;
+    for (int i = 0; i < started && rc == 0; i++)
+        if (k[i].why[0])
+            rc = fail("decision answer: %s", k[i].why);
+    for (int i = 0; i < ready; i++)
+        client_free(&k[i].c);
+    free(k);
+    free(tid);
+    return rc == 0 && (atomic_load(&failed) || g_interrupted) ? fail("decisions failed or interrupted") : rc;
+}
+
+/* Every pod carries its decision in the API server. */
+static int check_recorded(const struct sim *sim, int pods)
+{
+    struct strbuf answer;
+    strbuf_init(&answer);
+    long status = sim_request(sim, "GET", "/api/v1/namespaces/bench/pods", NULL, &answer);
+    cJSON *list = status == 200 ? cJSON_ParseWithLength(answer.data, answer.len) : NULL;
+    const cJSON *item;
+    int recorded = 0;
+    cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(list, "items"))
+    {
+        const cJSON *ann = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(item, "metadata"),
+                                                            "annotations");
+        recorded += cJSON_IsString(cJSON_GetObjectItemCaseSensitive(ann, "gpu-admission.io/node"));
+    }
+    cJSON_Delete(list);
+    strbuf_free(&answer);
+    return recorded == pods ? 0 : fail("%d of %d pods carry their decision in the API server", recorded, pods);
+}
+
+static int start_live_server(struct server *srv, const char *binary, const struct sim *sim, struct client *probe)
+{
+    snprintf(srv->log_path, sizeof(srv->log_path), "%s/server-live.log", sim->dir);
+    if ((srv->port = pick_port()) < 0 || client_init(probe, srv->port) != 0)
+        return -1;
+    char listen[32];
+    snprintf(listen, sizeof(listen), "127.0.0.1:%d", srv->port);
+    char *argv[] = {(char *)binary, "--kubeconfig", (char *)sim->kubeconfig, "--listen-http", listen,
+                    "--log-level", "warn", NULL};
+    if (spawn(&srv->pid, argv, srv->log_path) != 0)
+        return -1;
+    if (wait_ready(srv, probe) != 0) {
+        print_log_tail(srv->log_path);
+        return -1;
+    }
+    return 0;
+}
+
+static void print_decisions(const struct bench_opts *o, double wall_ms, double *ms)
+{
+    int n = o->decision_pods;
+    qsort(ms, (size_t)n, sizeof(*ms), compare_ms);
+    double rate = n / (wall_ms / 1e3);
+    printf("  %d pods decided by %d concurrent callers in %.2f s = %.0f pods/s; per decision p50 %.1f ms, p99 %.1f "
+           "ms, max %.1f ms\n",
+           n, o->decision_callers, wall_ms / 1e3, rate, percentile(ms, n, 50), percentile(ms, n, 99), ms[n - 1]);
+    printf("  every answer named one node, and every pod carries its decision in the API server\n");
+    char label[96];
+    snprintf(label, sizeof(label), "decisions/s with %d callers >= %.0f", o->decision_callers, DECISION_TARGET_PER_S);
+    print_target(label, rate, "/s", rate >= DECISION_TARGET_PER_S);
+}
+
+static int bench_decisions(const struct bench_opts *o, const char *dir)
+{
+    printf("\n== decision throughput: filter mode against the API simulator (%s), every pod PATCH delayed %d ms; "
+           "%d nodes x %d GPUs, %d pending pods\n",
+           o->apisim, o->patch_delay_ms, DECISION_NODES, GPUS_PER_NODE, o->decision_pods);
+    struct sim sim = {0};
+    struct server srv = {0};
+    struct client probe = {0};
+    struct strbuf *bodies = calloc((size_t)o->decision_pods, sizeof(*bodies));
+    double *ms = calloc((size_t)o->decision_pods, sizeof(*ms));
+    double wall = 0;
+    int rc = bodies && ms ? start_sim(&sim, o, dir) : fail("out of memory");
+    if (rc == 0)
+        rc = start_live_server(&srv, o->binary, &sim, &probe);
+    if (rc == 0)
+        rc = build_decision_bodies(bodies, o->decision_pods);
+    if (rc == 0)
+        rc = run_callers(o, srv.port, bodies, ms, &wall);
+    if (rc == 0)
+        rc = check_recorded(&sim, o->decision_pods);
+    if (rc == 0)
+        print_decisions(o, wall, ms);
+    client_free(&probe);
+    if (stop_server(&srv) != 0)
+        rc = -1;
+    stop_sim(&sim);
+    sim_cleanup(&sim);
+    for (int i = 0; bodies && i < o->decision_pods; i++)
+        strbuf_free(&bodies[i]);
+    free(bodies);
+    free(ms);
+    return rc;
+}
+
 /* ---- command line --------------------------------------------------------------------------- */
 
 static void usage(FILE *out)
 {
     fprintf(out,
             "Usage: gqa-bench --binary PATH [--sizes N,N,...] [--requests N] [--nodes-requests N] [--parse-runs N]\n"
+            "                 [--decision-pods N] [--decision-callers N] [--patch-delay-ms N] [--apisim PATH]\n"
             "  --binary PATH        the gpu-quota-admission server binary to start (required)\n"
             "  --sizes LIST         cluster sizes in nodes (default 100,1000,5000; each 1..%d)\n"
             "  --requests N         measured requests per NodeNames-form row (default 200)\n"
             "  --nodes-requests N   measured requests per Nodes-form row (default 30, at most --requests)\n"
-            "  --parse-runs N       cJSON_Parse runs for the median (default 5, at most %d)\n",
-            MAX_NODES, MAX_PARSE_RUNS);
+            "  --parse-runs N       cJSON_Parse runs for the median (default 5, at most %d)\n"
+            "  --decision-pods N    filter-mode decisions against the API simulator (default 1000, at most %d;\n"
+            "                       0 skips them)\n"
+            "  --decision-callers N concurrent callers for them (default 8, at most %d)\n"
+            "  --patch-delay-ms N   the simulator's delay for every pod PATCH (default 20)\n"
+            "  --apisim PATH        the simulator (default %s/tests/apisim/apisim.py)\n"
+            "  --python PATH        its interpreter (default /usr/bin/python3)\n",
+            MAX_NODES, MAX_PARSE_RUNS, MAX_DECISION_PODS, MAX_CALLERS, GQA_SOURCE_DIR);
 }
 
 static int parse_count(const char *flag, const char *text, long max, long *out)
@@ -1377,6 +1769,34 @@ static int parse_sizes(struct bench_opts *o, const char *text)
     return o->nsizes ? 0 : fail("--sizes: no size given");
 }
 
+/* A number lo..hi. */
+static int parse_range(const char *flag, const char *text, long lo, long hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno || end == text || *end || v < lo || v > hi)
+        return fail("%s: expected a number %ld..%ld, got \"%s\"", flag, lo, hi, text);
+    *out = (int)v;
+    return 0;
+}
+
+/* The decision-throughput flags: 1 when flag is not one of them. */
+static int apply_decision_flag(struct bench_opts *o, const char *flag, const char *value)
+{
+    if (strcmp(flag, "--decision-pods") == 0)
+        return parse_range(flag, value, 0, MAX_DECISION_PODS, &o->decision_pods) ? -1 : 0;
+    if (strcmp(flag, "--decision-callers") == 0)
+        return parse_range(flag, value, 1, MAX_CALLERS, &o->decision_callers) ? -1 : 0;
+    if (strcmp(flag, "--patch-delay-ms") == 0)
+        return parse_range(flag, value, 0, 10000, &o->patch_delay_ms) ? -1 : 0;
+    if (strcmp(flag, "--apisim") == 0 || strcmp(flag, "--python") == 0) {
+        *(strcmp(flag, "--apisim") == 0 ? &o->apisim : &o->python) = value;
+        return 0;
+    }
+    return 1;
+}
+
 static int apply_flag(struct bench_opts *o, const char *flag, const char *value, bool *nodes_given)
 {
     long v;
@@ -1384,6 +1804,9 @@ static int apply_flag(struct bench_opts *o, const char *flag, const char *value,
         o->binary = value;
         return 0;
     }
+    int d = apply_decision_flag(o, flag, value);
+    if (d <= 0)
+        return d;
     if (strcmp(flag, "--sizes") == 0)
         return parse_sizes(o, value);
     if (strcmp(flag, "--parse-runs") == 0) {
@@ -1403,7 +1826,8 @@ static int apply_flag(struct bench_opts *o, const char *flag, const char *value,
 /* 0 to run, 1 after --help, -1 on a bad command line. */
 static int parse_args(struct bench_opts *o, int argc, char **argv)
 {
-    *o = (struct bench_opts){NULL, {100, 1000, 5000}, 3, 200, 30, 5};
+    *o = (struct bench_opts){NULL, {100, 1000, 5000}, 3, 200, 30, 5, 1000, 8, 20,
+                             GQA_SOURCE_DIR "/tests/apisim/apisim.py", "/usr/bin/python3"};
     bool nodes_given = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -1473,6 +1897,8 @@ static int run_all(const struct bench_opts *o)
     int rc = 0;
     for (int i = 0; i < o->nsizes && rc == 0; i++)
         rc = bench_size(o, o->sizes[i], dir);
+    if (rc == 0 && o->decision_pods > 0)
+        rc = bench_decisions(o, dir);
     if (rmdir(dir) != 0)
         fail("cannot remove %s: %s", dir, strerror(errno));
     return rc;

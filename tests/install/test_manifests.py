@@ -594,7 +594,10 @@ def services(s):
         s.check_eq(len(ports), 1, "%s has exactly one port" % name)
         s.check("name" not in ports[0] or ports[0]["name"] == "", "%s's port is unnamed (the service proxy's default)" % name)
         s.check_eq(target(ports[0]), http_port, "%s's port goes to the HTTP listener" % name)
-        s.check(ic.labels_match({"matchLabels": svc["spec"]["selector"]}, pod_labels), "%s selects the pods" % name)
+        leader = dict(pod_labels, **{"gpu-admission.io/leader": "true"})
+        s.check(ic.labels_match({"matchLabels": svc["spec"]["selector"]}, leader), "%s selects the leader's pod" % name)
+        s.check(not ic.labels_match({"matchLabels": svc["spec"]["selector"]}, pod_labels),
+                "%s does not select a replica without the leader label" % name)
         s.check(svc["spec"].get("type", "ClusterIP") == "ClusterIP", "%s is a ClusterIP Service" % name)
     a = ic.find(objs, "Service", "gpu-quota-admission", "kube-system")
     b = ic.find(objs, "Service", "nvidia-mps-scheduler-plugin", "kube-system")
@@ -610,6 +613,29 @@ def services(s):
     for svc in (a, b, wh):
         s.check(not ic.labels_match({"matchLabels": svc["spec"]["selector"]}, ds["spec"]["template"]["metadata"]["labels"]),
                 "%s does not select gpu-topology pods" % svc["metadata"]["name"])
+
+
+@suite.test
+def high_availability(s):
+    """Issue 9: every synced replica is Ready, so rollouts and evictions keep one serving; the leader's
+    pod is found by the label it sets, from the downward API's name and namespace."""
+    objs = ic.manifest_objects(s.src)
+    dep = deployment(objs)
+    spec = dep["spec"]
+    s.check_eq(spec.get("replicas"), 2, "2 replicas")
+    ru = (spec.get("strategy") or {}).get("rollingUpdate") or {}
+    s.check_eq((spec.get("strategy") or {}).get("type", "RollingUpdate"), "RollingUpdate", "a rolling update")
+    s.check_eq(ru.get("maxUnavailable"), 0, "rollingUpdate.maxUnavailable 0: never fewer Ready pods")
+    s.check(isinstance(ru.get("maxSurge"), int) and ru["maxSurge"] >= 1, "rollingUpdate.maxSurge >= 1", ru)
+    pdb = ic.find(objs, "PodDisruptionBudget", "gpu-quota-admission", "kube-system")
+    s.require(pdb is not None, "PodDisruptionBudget exists")
+    s.check_eq(pdb["spec"].get("minAvailable"), 1, "PDB minAvailable 1")
+    s.check("maxUnavailable" not in pdb["spec"], "PDB has no maxUnavailable besides", pdb["spec"])
+    env = {e["name"]: e for e in container(dep).get("env") or []}
+    for name, field in (("POD_NAME", "metadata.name"), ("POD_NAMESPACE", "metadata.namespace")):
+        got = (((env.get(name) or {}).get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
+        s.check_eq(got, field, "%s comes from the downward API (%s)" % (name, field))
+    s.check_eq(container(dep)["readinessProbe"]["httpGet"]["path"], "/readyz", "readiness on /readyz")
 
 
 @suite.test

@@ -235,8 +235,10 @@ def names_ports_and_paths_match(s):
                         "%s/%s: %s has the single unnamed port services/NAME/proxy dials" % (v, var, m.group("svc")))
                 t = ports[0].get("targetPort", ports[0]["port"])
                 s.check_eq(cports.get(t, t), http_port, "%s/%s: %s reaches the plain-HTTP listener" % (v, var, m.group("svc")))
-                s.check(ic.labels_match({"matchLabels": svc["spec"]["selector"]}, dep["spec"]["template"]["metadata"]["labels"]),
-                        "%s/%s: %s selects the service's pods" % (v, var, m.group("svc")))
+                # The extender Services select the leader: the pod that also carries its label.
+                leader = dict(dep["spec"]["template"]["metadata"]["labels"], **{"gpu-admission.io/leader": "true"})
+                s.check(ic.labels_match({"matchLabels": svc["spec"]["selector"]}, leader),
+                        "%s/%s: %s selects the service's leader pod" % (v, var, m.group("svc")))
                 s.check_eq(m.group("path"), "/scheduler", "%s/%s: path prefix /scheduler" % (v, var))
                 for k in ("filterVerb", "prioritizeVerb", "bindVerb", "preemptVerb"):
                     if e.get(k):

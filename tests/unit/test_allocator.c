@@ -389,6 +389,28 @@ static void test_binpack_memory_tie_then_minor(void **state)
     expect_fit(c, "n", VC(10, 5), 0x1, 533);
 }
 
+/* GPU-Manager's third key is the number of processes on the GPU; the
+ * extender's stand-in is the number of pods charged there. Equal free cores
+ * and memory: the GPU with fewer pods wins although its minor is higher. */
+static void test_binpack_fewer_pods_then_minor(void **state)
+{
+    struct cluster_cache *c = *state;
+    add_vcuda_node(c, "n", 3, 40);
+    add_bound(c, "a1", "n", "0", VC(25, 10)); /* GPU 0: two pods, 50 cores, 20 memory used */
+    add_bound(c, "a2", "n", "0", VC(25, 10));
+    add_bound(c, "b", "n", "1", VC(50, 20)); /* GPU 1: one pod, the same amounts */
+    add_bound(c, "c1", "n", "2", VC(25, 10)); /* GPU 2: two pods again */
+    add_bound(c, "c2", "n", "2", VC(25, 10));
+    expect_fit(c, "n", VC(10, 5), 0x2, 533);
+    /* Free cores still come first: GPU 1 with more room loses to a fuller one. */
+    add_bound(c, "d", "n", "0", VC(10, 1));
+    struct pod_info *p = pod_limits(VC(10, 5));
+    struct fit_out out;
+    assert_true(binpack(c, "n", p, &out));
+    assert_int_equal(out.masks[0], 0x1);
+    pod_info_free(p);
+}
+
 static void test_spread_mps(void **state)
 {
     struct cluster_cache *c = *state;
@@ -774,6 +796,7 @@ int main(void)
         T(test_mixed_families_on_one_node),
         T(test_binpack_order),
         T(test_binpack_memory_tie_then_minor),
+        T(test_binpack_fewer_pods_then_minor),
         T(test_spread_mps),
         T(test_minors_differ_from_indices),
         T(test_unattributed_blocks_share),

@@ -1,0 +1,560 @@
+/* test_placement.c - unit tests for the decision core (extender/placement.c
+ * with the cache's reservations and the pod lookup): reserve, record
+ * failure and its exact undo, a reservation across watch events, re-filter
+ * of a live assumption, UID changes, expiry, the in-flight set, and bind.
+ * A fake decision sink stands in for the API server; its record callback
+ * can act while "the write is in flight" (no lock is held then). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster/cache.h"
+#include "cluster/nodespec.h"
+#include "cluster/podspec.h"
+#include "extender/placement.h"
+
+#define SEC 1000000000LL
+
+/* ---- fixtures --------------------------------------------------------------- */
+
+static char *q(const char *text)
+{
+    size_t len = strlen(text) + 1;
+    char *json = malloc(len);
+    assert_non_null(json);
+    for (size_t i = 0; i < len; i++)
+        json[i] = text[i] == '\'' ? '"' : text[i];
+    return json;
+}
+
+static cJSON *json_of(const char *fixture)
+{
+    char *text = q(fixture);
+    cJSON *v = cJSON_Parse(text);
+    if (!v)
+        fail_msg("fixture is not JSON: %s", text);
+    free(text);
+    return v;
+}
+
+static void fmt(char *buf, size_t size, const char *f, ...) __attribute__((format(printf, 3, 4)));
+
+static void fmt(char *buf, size_t size, const char *f, ...)
+{
+    va_list ap;
+    va_start(ap, f);
+    int n = vsnprintf(buf, size, f, ap);
+    va_end(ap);
+    assert_true(n > 0 && (size_t)n < size);
+}
+
+/* A Pod object: vcuda share of cores/memory, uid, resourceVersion; bound to node when not NULL. */
+static cJSON *pod_object(const char *name, const char *uid, const char *rv, int cores, int mem, const char *node)
+{
+    char buf[1024], bound[128] = "";
+    if (node)
+        fmt(bound, sizeof(bound), "'nodeName':'%s',", node);
+    fmt(buf, sizeof(buf),
+        "{'kind':'Pod','metadata':{'name':'%s','namespace':'t','uid':'%s','resourceVersion':'%s'},"
+        "'spec':{%s'containers':[{'name':'c','resources':{'limits':{'tencent.com/vcuda-core':'%d',"
+        "'tencent.com/vcuda-memory':'%d'}}}]},'status':{'phase':'%s'}}",
+        name, uid, rv, bound, cores, mem, node ? "Running" : "Pending");
+    return json_of(buf);
+}
+
+static struct pod_info *pod_of(const char *name, const char *uid, const char *rv, int cores, int mem)
+{
+    cJSON *obj = pod_object(name, uid, rv, cores, mem, NULL);
+    char *err = NULL;
+    struct pod_info *p = pod_info_from_json(obj, &err);
+    if (!p)
+        fail_msg("pod_info_from_json: %s", err ? err : "(null)");
+    cJSON_Delete(obj);
+    return p;
+}
+
+static void add_vcuda_node(struct cluster_cache *c, const char *name, int gpus)
+{
+    char buf[512];
+    fmt(buf, sizeof(buf),
+        "{'kind':'Node','metadata':{'name':'%s'},'status':{'allocatable':{'tencent.com/vcuda-core':'%d',"
+        "'tencent.com/vcuda-memory':'%d'}}}",
+        name, gpus * 100, gpus * 40);
+    cJSON *obj = json_of(buf);
+    char *err = NULL;
+    struct node_spec *spec = node_spec_from_json(obj, &err);
+    assert_non_null(spec);
+    cJSON_Delete(obj);
+    assert_int_equal(cache_apply_node(c, spec), 0);
+}
+
+/* What the watch would deliver for a pod. */
+static void watch_apply(struct cluster_cache *c, struct pod_info *p)
+{
+    assert_int_equal(cache_apply_pod(c, p, clock_realtime_ns()), 0);
+}
+
+/* ---- the fake API server ---------------------------------------------------------- */
+
+struct world;
+typedef void (*hook_fn)(struct world *w);
+
+struct world {
+    struct cluster_cache cache;
+    struct placement p;
+    struct decision_sink sink;
+    /* what the sink saw */
+    int records, binds, clears, fetches;
+    char last_node[64];
+    int last_minor;
+    /* what it answers */
+    bool fail_record, fail_bind;
+    cJSON *api_pod; /* what a GET finds (owned), or NULL: 404 */
+    hook_fn during_record;
+};
+
+static int fake_record(void *ctx, const struct pod_info *decided, char **err)
+{
+    struct world *w = ctx;
+    w->records++;
+    snprintf(w->last_node, sizeof(w->last_node), "%s", decided->decision.node ? decided->decision.node : "");
+    w->last_minor = decided->decision.idx_count && decided->decision.idx_count[0] ? decided->decision.idx[0][0] : -1;
+    if (w->during_record) {
+        hook_fn hook = w->during_record;
+        w->during_record = NULL; /* once */
+        hook(w);
+    }
+    if (w->fail_record) {
+        *err = strdup("injected failure");
+        return -1;
+    }
+    return 0;
+}
+
+static int fake_clear(void *ctx, const struct pod_info *pod, char **err)
+{
+    (void)pod;
+    (void)err;
+    ((struct world *)ctx)->clears++;
+    return 0;
+}
+
+static int fake_bind(void *ctx, const struct pod_info *pod, const char *node, char **err)
+{
+    struct world *w = ctx;
+    (void)pod;
+    (void)node;
+    w->binds++;
+    if (w->fail_bind) {
+        *err = strdup("binding refused");
+        return -1;
+    }
+    return 0;
+}
+
+static int fake_fetch(void *ctx, const char *ns, const char *name, cJSON **pod, char **err)
+{
+    struct world *w = ctx;
+    (void)ns;
+    (void)name;
+    (void)err;
+    w->fetches++;
+    *pod = w->api_pod ? cJSON_Duplicate(w->api_pod, 1) : NULL;
+    return w->api_pod ? 1 : 0;
+}
+
+static int setup(void **state)
+{
+    struct world *w = calloc(1, sizeof(*w));
+    struct cache_config cc = {.assume_ttl_ns = 60 * SEC};
+    struct placement_config pc = {.mode = PLACEMENT_FILTER, .policy = {POLICY_BINPACK, POLICY_BINPACK}};
+    if (!w || cache_init(&w->cache, &cc) != 0)
+        return -1;
+    if (placement_init(&w->p, &w->cache, &pc) != 0)
+        return -1;
+    w->sink = (struct decision_sink){fake_record, fake_clear, fake_bind, fake_fetch, w};
+    placement_set_sink(&w->p, &w->sink);
+    add_vcuda_node(&w->cache, "n1", 2);
+    *state = w;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct world *w = *state;
+    placement_destroy(&w->p);
+    cache_destroy(&w->cache);
+    cJSON_Delete(w->api_pod);
+    free(w);
+    return 0;
+}
+
+/* ---- helpers ------------------------------------------------------------------------- */
+
+static const char *const N1[] = {"n1"};
+
+/* Filter pod over n1; returns the evaluation (caller frees). */
+static void filter(struct world *w, const struct pod_info *pod, struct evaluation *ev)
+{
+    assert_int_equal(placement_filter(&w->p, pod, N1, 1, ev), 0);
+}
+
+static int64_t cores_used(struct world *w, int slot)
+{
+    cache_read_lock(&w->cache);
+    const struct node_state *n = cache_find_node(&w->cache, "n1");
+    int64_t v = n->gpus[slot].core_used;
+    cache_unlock(&w->cache);
+    return v;
+}
+
+/* The cache's entry for t/name: its uid and resourceVersion, and whether it is charged. */
+static bool entry(struct world *w, const char *name, char *uid, char *rv, size_t size)
+{
+    char key[128];
+    fmt(key, sizeof(key), "t/%s", name);
+    cache_read_lock(&w->cache);
+    const struct pod_entry *e = cache_find_pod(&w->cache, key);
+    bool found = e != NULL;
+    if (e) {
+        snprintf(uid, size, "%s", e->info->uid ? e->info->uid : "");
+        snprintf(rv, size, "%s", e->info->resource_version ? e->info->resource_version : "");
+    }
+    cache_unlock(&w->cache);
+    return found;
+}
+
+static void expect_chosen(const struct evaluation *ev, bool decided)
+{
+    if (ev->error)
+        fail_msg("unexpected Error: %s", ev->error);
+    assert_int_equal(ev->chosen, 0);
+    assert_true(ev->verdicts[0].fits);
+    assert_int_equal(ev->decided, decided);
+}
+
+/* ---- tests ----------------------------------------------------------------------------- */
+
+/* A decision reserves its GPUs in the cache and is written once. */
+static void test_reserve_and_record(void **state)
+{
+    struct world *w = *state;
+    struct pod_info *a = pod_of("a", "uid-a", "10", 60, 10);
+    watch_apply(&w->cache, pod_info_clone(a));
+    struct evaluation ev;
+    filter(w, a, &ev);
+    expect_chosen(&ev, true);
+    assert_int_equal(w->records, 1);
+    assert_string_equal(w->last_node, "n1");
+    assert_int_equal(cores_used(w, w->last_minor), 60);
+    evaluation_free(&ev);
+    pod_info_free(a);
+}
+
+/* A failed write is the request's Error and takes back exactly the
+ * reservation: the entry is the pod as the watch delivered it, uncharged. */
+static void test_record_failure_undoes_exactly(void **state)
+{
+    struct world *w = *state;
+    struct pod_info *a = pod_of("a", "uid-a", "10", 60, 10);
+    watch_apply(&w->cache, pod_info_clone(a));
+    w->fail_record = true;
+    struct evaluation ev;
+    filter(w, a, &ev);
+    assert_non_null(ev.error);
+    assert_non_null(strstr(ev.error, "injected failure"));
+    assert_int_equal(ev.chosen, -1);
+    assert_int_equal(cores_used(w, 0) + cores_used(w, 1), 0);
+    char uid[64], rv[64];
+    assert_true(entry(w, "a", uid, rv, sizeof(uid)));
+    assert_string_equal(rv, "10");
+    evaluation_free(&ev);
+
+    /* A pod the cache did not hold: read from the API server and fed to the
+     * cache as the watch would; the failed decision leaves it uncharged. */
+    struct pod_info *b = pod_of("b", "uid-b", "11", 30, 10);
+    w->api_pod = pod_object("b", "uid-b", "11", 30, 10, NULL);
+    filter(w, b, &ev);
+    assert_non_null(ev.error);
+    assert_int_equal(cores_used(w, 0) + cores_used(w, 1), 0);
+    assert_true(entry(w, "b", uid, rv, sizeof(uid)));
+    assert_string_equal(rv, "11");
+    evaluation_free(&ev);
+    pod_info_free(a);
+    pod_info_free(b);
+}
+
+/* A watch event from before the write (same UID, no decision) arrives while
+ * the write is in flight: the GPUs stay reserved; an undo then goes back to
+ * that event's copy, not to the older one. */
+static void watch_update_during_write(struct world *w)
+{
+    watch_apply(&w->cache, pod_of("a", "uid-a", "12", 60, 10));
+    assert_int_equal(cores_used(w, w->last_minor), 60);
+}
+
+static void test_reservation_survives_watch_events(void **state)
+{
+    struct world *w = *state;
+    struct pod_info *a = pod_of("a", "uid-a", "10", 60, 10);
+    watch_apply(&w->cache, pod_info_clone(a));
+    w->during_record = watch_update_during_write;
+    struct evaluation ev;
+    filter(w, a, &ev);
+    expect_chosen(&ev, true);
+    assert_int_equal(cores_used(w, w->last_minor), 60);
+    evaluation_free(&ev);
+
+    /* The same with a failing write: back to resourceVersion 12, uncharged. */
+    struct pod_info *b = pod_of("b", "uid-b", "20", 30, 10);
+    watch_apply(&w->cache, pod_info_clone(b));
+    w->fail_record = true;
+    w->during_record = NULL;
+    filter(w, b, &ev);
+    assert_non_null(ev.error);
+    evaluation_free(&ev);
+    char uid[64], rv[64];
+    assert_true(entry(w, "b", uid, rv, sizeof(uid)));
+    assert_string_equal(rv, "20");
+    assert_int_equal(cores_used(w, 0) + cores_used(w, 1), 60);
+    pod_info_free(a);
+    pod_info_free(b);
+}
+
+/* Re-filter of a live assumption: the same node and GPU, nothing written. */
+static void test_refilter_live_assumption(void **state)
+{
+    struct world *w = *state;
+    struct pod_info *a = pod_of("a", "uid-a", "10", 60, 10);
+    watch_apply(&w->cache, pod_info_clone(a));
+    struct evaluation ev;
+    filter(w, a, &ev);
+    expect_chosen(&ev, true);
+    int minor = w->last_minor;
+    evaluation_free(&ev);
+    filter(w, a, &ev);
+    expect_chosen(&ev, false);
+    assert_int_equal(w->records, 1);
+    assert_int_equal(ev.gpus[ev.verdicts[0].gpus_off + 1], minor);
+    assert_int_equal(cores_used(w, minor), 60);
+    evaluation_free(&ev);
+    pod_info_free(a);
+}
+
+/* A pod created again under the same name (new UID) never inherits the old
+ * assumption: the lookup reads it, replaces the old entry, and a fresh
+ * decision is written. A bind naming the old UID is refused. */
+static void test_uid_change(void **state)
+{
+    struct world *w = *state;
+    struct pod_info *old = pod_of("s", "uid-1", "10", 100, 40);
+    watch_apply(&w->cache, pod_info_clone(old));
+    struct evaluation ev;
+    filter(w, old, &ev);
+    expect_chosen(&ev, true);
+    evaluation_free(&ev);
+    assert_int_equal(cores_used(w, 0) + cores_used(w, 1), 100);
+
+    struct pod_info *fresh = pod_of("s", "uid-2", "30", 100, 40);
+    w->api_pod = pod_object("s", "uid-2", "30", 100, 40, NULL);
+    filter(w, fresh, &ev);
+    expect_chosen(&ev, true); /* decided, not answered from the old assumption */
+    assert_int_equal(w->fetches, 1);
+    assert_int_equal(w->records, 2);
+    assert_int_equal(cores_used(w, 0) + cores_used(w, 1), 100); /* the old charge is gone */
+    char uid[64], rv[64];
+    assert_true(entry(w, "s", uid, rv, sizeof(uid)));
+    assert_string_equal(uid, "uid-2");
+    evaluation_free(&ev);
+
+    char *err = NULL;
+    assert_int_equal(placement_bind(&w->p, "t", "s", "uid-1", "n1", &err), -1);
+    assert_non_null(strstr(err, "UID"));
+    free(err);
+    err = NULL;
+    assert_int_equal(placement_bind(&w->p, "t", "s", "uid-2", "n1", &err), 0);
+    assert_null(err);
+    assert_int_equal(w->binds, 1);
+    assert_int_equal(w->records, 2); /* the filter's decision is bound, not a new one */
+    pod_info_free(old);
+    pod_info_free(fresh);
+}
+
+/* An assumption past the TTL holds nothing: the next filter decides again. */
+static void test_expiry(void **state)
+{
+    struct world *w = *state;
+    struct pod_info *a = pod_of("a", "uid-a", "10", 60, 10);
+    watch_apply(&w->cache, pod_info_clone(a));
+    struct evaluation ev;
+    filter(w, a, &ev);
+    expect_chosen(&ev, true);
+    evaluation_free(&ev);
+    cache_expire(&w->cache, clock_realtime_ns() + 61 * SEC);
+    assert_int_equal(cores_used(w, 0) + cores_used(w, 1), 0);
+    filter(w, a, &ev);
+    expect_chosen(&ev, true);
+    assert_int_equal(w->records, 2);
+    assert_int_equal(cores_used(w, w->last_minor), 60);
+    evaluation_free(&ev);
+    pod_info_free(a);
+}
+
+/* While a pod's write is in flight: a second request for the same pod is
+ * told to retry; another pod cannot take the reserved GPU; after a failed
+ * write it can. */
+static struct pod_info *g_other;
+
+static void second_requests_during_write(struct world *w)
+{
+    struct evaluation ev;
+    struct pod_info *same = pod_of("a", "uid-a", "10", 100, 40);
+    filter(w, same, &ev);
+    assert_non_null(ev.error);
+    assert_non_null(strstr(ev.error, "a decision for pod t/a is in progress; retry"));
+    evaluation_free(&ev);
+    char *err = NULL;
+    assert_int_equal(placement_bind(&w->p, "t", "a", "uid-a", "n1", &err), -1);
+    assert_non_null(strstr(err, "in progress"));
+    free(err);
+    pod_info_free(same);
+
+    int before = w->records;
+    filter(w, g_other, &ev); /* wants a whole GPU too; one of two is reserved, one free */
+    expect_chosen(&ev, true);
+    assert_int_equal(w->records, before + 1);
+    evaluation_free(&ev);
+    struct pod_info *third = pod_of("c", "uid-c", "12", 100, 40);
+    watch_apply(&w->cache, pod_info_clone(third));
+    filter(w, third, &ev); /* none left while the reservation holds */
+    assert_null(ev.error);
+    assert_int_equal(ev.chosen, -1);
+    assert_false(ev.verdicts[0].fits);
+    evaluation_free(&ev);
+    pod_info_free(third);
+    w->fail_record = true; /* the first pod's write fails */
+}
+
+static void test_in_flight_and_race(void **state)
+{
+    struct world *w = *state;
+    struct pod_info *a = pod_of("a", "uid-a", "10", 100, 40);
+    g_other = pod_of("b", "uid-b", "11", 100, 40);
+    watch_apply(&w->cache, pod_info_clone(a));
+    watch_apply(&w->cache, pod_info_clone(g_other));
+    w->during_record = second_requests_during_write;
+    struct evaluation ev;
+    filter(w, a, &ev);
+    assert_non_null(ev.error); /* its own write failed */
+    evaluation_free(&ev);
+    w->fail_record = false;
+    struct pod_info *third = pod_of("c", "uid-c", "12", 100, 40);
+    filter(w, third, &ev); /* the failed write's GPU is free again */
+    expect_chosen(&ev, true);
+    evaluation_free(&ev);
+    assert_int_equal(cores_used(w, 0) + cores_used(w, 1), 200);
+    pod_info_free(a);
+    pod_info_free(g_other);
+    pod_info_free(third);
+}
+
+/* Bind mode: reserve, record, bind; a failed Binding clears the annotations
+ * and takes the reservation back. A pod neither cached nor in the API
+ * server is an Error that says so. */
+static void test_bind(void **state)
+{
+    struct world *w = *state;
+    w->p.cfg.mode = PLACEMENT_BIND;
+    struct pod_info *a = pod_of("a", "uid-a", "10", 100, 40);
+    watch_apply(&w->cache, pod_info_clone(a));
+    w->fail_bind = true;
+    char *err = NULL;
+    assert_int_equal(placement_bind(&w->p, "t", "a", "uid-a", "n1", &err), -1);
+    assert_non_null(strstr(err, "binding refused"));
+    free(err);
+    err = NULL;
+    assert_int_equal(w->records, 1);
+    assert_int_equal(w->clears, 1);
+    assert_int_equal(cores_used(w, 0) + cores_used(w, 1), 0);
+    w->fail_bind = false;
+    assert_int_equal(placement_bind(&w->p, "t", "a", "uid-a", "n1", &err), 0);
+    assert_int_equal(cores_used(w, 0) + cores_used(w, 1), 100);
+    /* Bound now: binding again to the same node is fine, elsewhere not. */
+    assert_int_equal(placement_bind(&w->p, "t", "a", "uid-a", "n1", &err), 0);
+    assert_int_equal(placement_bind(&w->p, "t", "a", "uid-a", "n2", &err), -1);
+    assert_non_null(strstr(err, "already bound"));
+    free(err);
+    err = NULL;
+
+    /* Not in the cache: read from the API server and fed to the cache. */
+    w->api_pod = pod_object("f", "uid-f", "40", 50, 10, NULL);
+    assert_int_equal(placement_bind(&w->p, "t", "f", "uid-f", "n1", &err), 0);
+    assert_int_equal(w->fetches, 1);
+    char uid[64], rv[64];
+    assert_true(entry(w, "f", uid, rv, sizeof(uid)));
+    cJSON_Delete(w->api_pod);
+    w->api_pod = NULL;
+    assert_int_equal(placement_bind(&w->p, "t", "ghost", "uid-g", "n1", &err), -1);
+    assert_non_null(strstr(err, "the API server does not have it either"));
+    free(err);
+    pod_info_free(a);
+}
+
+/* Cancelling a reservation of a pod the cache did not hold removes it; a
+ * token that no longer matches (the watch delivered the written decision)
+ * changes nothing. */
+static void test_cancel_reservation_exact(void **state)
+{
+    struct world *w = *state;
+    struct pod_info *a = pod_of("a", "uid-a", "10", 60, 10);
+    int idx0[] = {0}, count[] = {1};
+    int *idx[] = {idx0};
+    cache_write_lock(&w->cache);
+    uint64_t token =
+        cache_reserve_pod_locked(&w->cache, pod_info_with_decision(a, "n1", clock_realtime_ns(), idx, count),
+                                 clock_realtime_ns());
+    cache_unlock(&w->cache);
+    assert_true(token != 0);
+    assert_int_equal(cores_used(w, 0), 60);
+    cache_cancel_reservation(&w->cache, "t/a", token);
+    char uid[64], rv[64];
+    assert_false(entry(w, "a", uid, rv, sizeof(uid)));
+    assert_int_equal(cores_used(w, 0), 0);
+
+    cache_write_lock(&w->cache);
+    token = cache_reserve_pod_locked(&w->cache, pod_info_with_decision(a, "n1", clock_realtime_ns(), idx, count),
+                                     clock_realtime_ns());
+    cache_unlock(&w->cache);
+    /* The watch delivers the decision as written: the reservation ends. */
+    struct pod_info *written = pod_info_with_decision(a, "n1", clock_realtime_ns(), idx, count);
+    free(written->resource_version);
+    written->resource_version = strdup("11");
+    watch_apply(&w->cache, written);
+    cache_cancel_reservation(&w->cache, "t/a", token);
+    assert_true(entry(w, "a", uid, rv, sizeof(uid)));
+    assert_string_equal(rv, "11");
+    assert_int_equal(cores_used(w, 0), 60);
+    pod_info_free(a);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_reserve_and_record, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_record_failure_undoes_exactly, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reservation_survives_watch_events, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refilter_live_assumption, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_uid_change, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_expiry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_in_flight_and_race, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bind, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cancel_reservation_exact, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

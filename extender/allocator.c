@@ -21,9 +21,9 @@ int pack_policy_parse(const char *name, enum pack_policy *out)
 const char *reason_class_name(enum reason_class c)
 {
     static const char *const names[REASON_CLASS_COUNT] = {
-        "none",        "pod_invalid",     "node_unknown",       "no_gpu",       "no_capacity",
-        "gpu_cores",   "gpu_memory",      "whole_gpus",         "unattributed", "quota_pool",
-        "quota_model", "quota_exhausted", "assigned_elsewhere", "record_failed"};
+        "none",        "pod_invalid",     "node_unknown",      "no_gpu",       "no_capacity",
+        "gpu_cores",   "gpu_memory",      "whole_gpus",        "unattributed", "quota_pool",
+        "quota_model", "quota_exhausted", "assigned_elsewhere"};
     return (unsigned)c < REASON_CLASS_COUNT ? names[c] : "none";
 }
 

@@ -44,7 +44,6 @@ enum reason_class {
     REASON_QUOTA_MODEL,        /* the namespace has no quota for this model */
     REASON_QUOTA_EXHAUSTED,    /* the namespace's quota for this model is used up */
     REASON_ASSIGNED_ELSEWHERE, /* filter mode: the pod went to another node */
-    REASON_RECORD_FAILED,      /* the decision could not be written to the pod */
     REASON_CLASS_COUNT
 };
 

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
+#include <limits.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <stdatomic.h>
@@ -55,9 +56,31 @@ static double seconds_since(int64_t t0_ns)
     return (double)(clock_monotonic_ns() - t0_ns) / 1e9;
 }
 
+/* A body in pieces (http.h) goes out as an iovec response: the pieces that
+ * point into the request body are sent from there (ctx->body lives until
+ * on_completed, after the answer), the framing text is freed with the
+ * response. MHD copies the iovec array itself. */
+static struct MHD_Response *pieces_response(struct http_response *resp)
+{
+    if (resp->npieces > UINT_MAX)
+        return NULL;
+    struct MHD_IoVec *iov = calloc(resp->npieces ? resp->npieces : 1, sizeof(*iov));
+    if (!iov)
+        return NULL;
+    for (size_t i = 0; i < resp->npieces; i++)
+        iov[i] = (struct MHD_IoVec){resp->pieces[i].ptr, resp->pieces[i].len};
+    struct MHD_Response *r = MHD_create_response_from_iovec(iov, (unsigned int)resp->npieces, free, resp->body);
+    free(iov);
+    return r;
+}
+
 static enum MHD_Result queue(struct MHD_Connection *conn, struct request_ctx *ctx, struct http_response *resp)
 {
-    struct MHD_Response *r = MHD_create_response_from_buffer(resp->body_len, resp->body, MHD_RESPMEM_MUST_FREE);
+    struct MHD_Response *r = resp->pieces
+                                 ? pieces_response(resp)
+                                 : MHD_create_response_from_buffer(resp->body_len, resp->body, MHD_RESPMEM_MUST_FREE);
+    free(resp->pieces);
+    resp->pieces = NULL;
     if (!r) {
         free(resp->body);
         return MHD_NO;

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -261,6 +262,30 @@ bad:
     return -1;
 }
 
+/* "[::]" on a host without IPv6 (ipv6.disable=1, some hardened nodes):
+ * listen on every IPv4 address instead of failing, and say so. */
+static void ipv6_wildcard_fallback(struct sockaddr_storage *sa, socklen_t *salen, const char *addr)
+{
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)sa;
+    if (sa->ss_family != AF_INET6 || !IN6_IS_ADDR_UNSPECIFIED(&a6->sin6_addr))
+        return;
+    int fd = socket(AF_INET6, SOCK_STREAM, 0);
+    if (fd >= 0) {
+        close(fd);
+        return;
+    }
+    if (errno != EAFNOSUPPORT)
+        return;
+    in_port_t port = a6->sin6_port;
+    struct sockaddr_in *a4 = (struct sockaddr_in *)sa;
+    memset(sa, 0, sizeof(*sa));
+    a4->sin_family = AF_INET;
+    a4->sin_port = port;
+    a4->sin_addr.s_addr = htonl(INADDR_ANY);
+    *salen = sizeof(*a4);
+    log_warn("%s: this host has no IPv6: listening on 0.0.0.0:%u instead", addr, (unsigned)ntohs(port));
+}
+
 static int start_listener(struct server *s, struct listener *l, const struct server_config *cfg, const char *addr,
                           char **err)
 {
@@ -268,9 +293,13 @@ static int start_listener(struct server *s, struct listener *l, const struct ser
     socklen_t salen;
     if (resolve(addr, &sa, &salen, err) != 0)
         return -1;
+    ipv6_wildcard_fallback(&sa, &salen, addr);
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC;
+    /* IPv6 sockets are dual-stack (IPV6_V6ONLY off): "[::]:PORT" also takes
+     * IPv4 clients as v4-mapped addresses. MHD_USE_IPv6 alone turns
+     * V6ONLY on, which would leave IPv4 clients (and IPv4 probes) out. */
     if (sa.ss_family == AF_INET6)
-        flags |= MHD_USE_IPv6;
+        flags |= MHD_USE_DUAL_STACK;
     if (l->tls)
         flags |= MHD_USE_TLS;
     l->server = s;

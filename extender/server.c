@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -120,6 +121,18 @@ static int client_cert_ok(struct MHD_Connection *conn)
     return gnutls_certificate_verify_peers2(session, &status) == GNUTLS_E_SUCCESS && status == 0;
 }
 
+/* A large body buffer is touched once, front to back: with transparent huge
+ * pages (madvise mode) that is one fault per 2 MB instead of one per 4 KB. */
+static void advise_huge(void *p, size_t len)
+{
+    const uintptr_t page = 4096, huge = (uintptr_t)2 << 20;
+    if (len < 2 * huge)
+        return;
+    uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), b = ((uintptr_t)p + len) & ~(page - 1);
+    if (b > a)
+        madvise((void *)a, (size_t)(b - a), MADV_HUGEPAGE);
+}
+
 static enum MHD_Result begin_request(struct listener *l, struct server *s, struct MHD_Connection *conn, void **con_cls)
 {
     struct request_ctx *ctx = calloc(1, sizeof(*ctx));
@@ -147,6 +160,7 @@ static enum MHD_Result begin_request(struct listener *l, struct server *s, struc
          * copied a dozen times while the buffer doubles. */
         if (n > 0 && strbuf_reserve(&ctx->body, (size_t)n) != 0)
             return queue_error(conn, ctx, 500, "out of memory for the request body");
+        advise_huge(ctx->body.data, ctx->body.cap);
     }
     return MHD_YES;
 }

@@ -157,15 +157,26 @@ static bool same_usage(const struct pod_entry *e, const char *ns, const char *mo
     return strcmp(strchr(e->usage_key, '\x1f') + 1, model) == 0;
 }
 
+static char *check_quota(const struct admission_policy *p, const struct cluster_cache *c, const struct pod_info *pod,
+                         const struct pod_entry *const *excluded, size_t nexcluded, const struct node_state *n,
+                         enum quota_refusal *why);
+
 char *policy_check_quota(const struct admission_policy *p, const struct cluster_cache *c, const struct pod_info *pod,
-                         const struct pod_entry *self, const struct node_state *n)
+                         const struct pod_entry *self, const struct node_state *n, enum quota_refusal *why)
 {
-    return policy_check_quota_excluding(p, c, pod, &self, 1, n);
+    return check_quota(p, c, pod, &self, 1, n, why);
 }
 
 char *policy_check_quota_excluding(const struct admission_policy *p, const struct cluster_cache *c,
                                    const struct pod_info *pod, const struct pod_entry *const *excluded,
                                    size_t nexcluded, const struct node_state *n)
+{
+    return check_quota(p, c, pod, excluded, nexcluded, n, NULL);
+}
+
+static char *check_quota(const struct admission_policy *p, const struct cluster_cache *c, const struct pod_info *pod,
+                         const struct pod_entry *const *excluded, size_t nexcluded, const struct node_state *n,
+                         enum quota_refusal *why)
 {
     const struct quota_entry *e = quota_find(p->quota, pod->ns);
     if (!e)
@@ -176,7 +187,9 @@ char *policy_check_quota_excluding(const struct admission_policy *p, const struc
         if (same_usage(excluded[i], pod->ns, model))
             used -= excluded[i]->usage_cores;
     char reason[512];
-    if (quota_allows(e, model, n->spec ? n->spec->pool : NULL, used, pod_total_cores(pod), reason, sizeof(reason)))
-        return NULL;
-    return strdup(reason);
+    enum quota_refusal refusal =
+        quota_check(e, model, n->spec ? n->spec->pool : NULL, used, pod_total_cores(pod), reason, sizeof(reason));
+    if (why)
+        *why = refusal;
+    return refusal == QUOTA_ALLOWED ? NULL : strdup(reason);
 }

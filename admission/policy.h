@@ -40,10 +40,10 @@ char *policy_prepare_pod(const struct admission_policy *p, cJSON *pod);
 void policy_apply_defaults(void *ctx, cJSON *pod);
 
 /* Quota verdict for a pod on a node under the read lock: NULL when allowed,
- * else the reason (malloc'd). self is the pod's own entry (its charge is not
- * counted against it). */
+ * else the reason (malloc'd) and, when why is not NULL, the rule that
+ * refused. self is the pod's own entry (its charge is not counted against it). */
 char *policy_check_quota(const struct admission_policy *p, const struct cluster_cache *c, const struct pod_info *pod,
-                         const struct pod_entry *self, const struct node_state *n);
+                         const struct pod_entry *self, const struct node_state *n, enum quota_refusal *why);
 /* The same with several pods' charges not counted (preemption victims). */
 char *policy_check_quota_excluding(const struct admission_policy *p, const struct cluster_cache *c,
                                    const struct pod_info *pod, const struct pod_entry *const *excluded,

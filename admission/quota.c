@@ -15,13 +15,10 @@ static void *fail(char **err, const char *fmt, ...) __attribute__((format(printf
 
 static void *fail(char **err, const char *fmt, ...)
 {
-    struct strbuf sb;
-    strbuf_init(&sb);
     va_list ap;
     va_start(ap, fmt);
-    strbuf_vprintf(&sb, fmt, ap);
+    strbuf_vset_error(err, fmt, ap);
     va_end(ap);
-    *err = strbuf_detach(&sb, NULL);
     return NULL;
 }
 
@@ -189,9 +186,15 @@ static void gpus_text(int64_t cores, char *buf, size_t size)
 bool quota_allows(const struct quota_entry *e, const char *model, const char *pool, int64_t used, int64_t cores,
                   char *reason, size_t size)
 {
+    return quota_check(e, model, pool, used, cores, reason, size) == QUOTA_ALLOWED;
+}
+
+enum quota_refusal quota_check(const struct quota_entry *e, const char *model, const char *pool, int64_t used,
+                               int64_t cores, char *reason, size_t size)
+{
     struct strbuf sb;
     strbuf_init(&sb);
-    bool ok = true;
+    enum quota_refusal why = QUOTA_ALLOWED;
     if (e->npools > 0) {
         bool in_pool = false;
         for (size_t i = 0; pool && i < e->npools && !in_pool; i++)
@@ -200,9 +203,10 @@ bool quota_allows(const struct quota_entry *e, const char *model, const char *po
             strbuf_printf(&sb, "namespace %s may use GPU pools [", e->namespace_);
             list_pools(e, &sb);
             strbuf_printf(&sb, "]; this node is %s%s", pool ? "in pool " : "in no pool", pool ? pool : "");
-            ok = false;
+            why = QUOTA_NOT_IN_POOL;
         }
     }
+    bool ok = why == QUOTA_ALLOWED;
     const struct quota_model *m = ok ? find_model(e, model ? model : "") : NULL;
     if (ok && !m) {
         strbuf_printf(&sb, "namespace %s has no GPU quota for model %s (its quota names:", e->namespace_,
@@ -210,7 +214,7 @@ bool quota_allows(const struct quota_entry *e, const char *model, const char *po
         for (size_t i = 0; i < e->nmodels; i++)
             strbuf_printf(&sb, " %s", e->models[i].model);
         strbuf_puts(&sb, e->nmodels ? ")" : " none)");
-        ok = false;
+        why = QUOTA_NO_MODEL;
     } else if (ok && used + cores > m->gpus * 100) {
         char u[32], need[32], over[32];
         gpus_text(used, u, sizeof(u));
@@ -218,11 +222,11 @@ bool quota_allows(const struct quota_entry *e, const char *model, const char *po
         gpus_text(used + cores - m->gpus * 100, over, sizeof(over));
         strbuf_printf(&sb, "namespace %s uses %s of its %" PRId64 " %s GPUs; the pod needs %s more (over by %s)",
                       e->namespace_, u, m->gpus, model, need, over);
-        ok = false;
+        why = QUOTA_EXHAUSTED;
     }
     snprintf(reason, size, "%s", sb.data ? sb.data : "");
     strbuf_free(&sb);
-    return ok;
+    return why;
 }
 
 char *quota_render(const struct quota_config *q, const char *error, quota_usage_fn used, void *ctx)

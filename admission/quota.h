@@ -42,6 +42,13 @@ struct quota_config *quota_parse_configmap(const cJSON *configmap, char **err);
 void quota_free(struct quota_config *q);
 const struct quota_entry *quota_find(const struct quota_config *q, const char *ns);
 
+/* Why quota refuses a node (quota_check). */
+enum quota_refusal { QUOTA_ALLOWED = 0, QUOTA_NOT_IN_POOL, QUOTA_NO_MODEL, QUOTA_EXHAUSTED };
+
+/* quota_allows, saying which rule refused. */
+enum quota_refusal quota_check(const struct quota_entry *e, const char *model, const char *pool, int64_t used_cores,
+                               int64_t cores, char *reason, size_t size);
+
 /* Can namespace ns put `cores` more on a node of this model and pool, with
  * `used_cores` already in use by the namespace on that model? true, or false
  * with reason written (at most size bytes). */

@@ -24,15 +24,10 @@ static int fail(struct admission_request *req, char **err, const char *fmt, ...)
  * point into the parsed tree); always -1. */
 static int fail(struct admission_request *req, char **err, const char *fmt, ...)
 {
-    if (err) {
-        struct strbuf sb;
-        strbuf_init(&sb);
-        va_list ap;
-        va_start(ap, fmt);
-        strbuf_vprintf(&sb, fmt, ap);
-        va_end(ap);
-        *err = strbuf_detach(&sb, NULL);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    strbuf_vset_error(err, fmt, ap);
+    va_end(ap);
     cJSON_Delete(req->root);
     memset(req, 0, sizeof(*req));
     return -1;

@@ -2,6 +2,7 @@
 #include "cluster/cache.h"
 #include "lib/log.h"
 
+#include <assert.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,11 +90,6 @@ struct node_state *cache_find_node(const struct cluster_cache *c, const char *na
     return dict_get(&c->nodes, name);
 }
 
-struct node_state *cache_find_node_n(const struct cluster_cache *c, const char *name, size_t len)
-{
-    return dict_get_n(&c->nodes, name, len);
-}
-
 struct pod_entry *cache_find_pod(const struct cluster_cache *c, const char *key)
 {
     return dict_get(&c->pods, key);
@@ -108,6 +104,52 @@ int node_slot_of_minor(const struct node_state *n, int minor)
 }
 
 /* ---- charges -------------------------------------------------------------- */
+
+#ifndef NDEBUG
+/* Debug builds check the accounting after every change of a node's charges:
+ * each counter is exactly the sum of the charges of the pods on the node's
+ * list, so an update that forgot to subtract what it added fails at once,
+ * not as a wrong placement later. */
+static void check_gpu_charges(const struct node_state *n, int slot)
+{
+    int64_t cores = 0, vmem = 0, mmem = 0;
+    int pods = 0;
+    for (const struct pod_entry *e = n->charged; e; e = e->node_next)
+        for (int i = 0; i < e->nslots; i++)
+            if (e->slots[i].slot == slot) {
+                cores += e->slots[i].cores;
+                vmem += e->slots[i].vmem;
+                mmem += e->slots[i].mmem;
+                pods++;
+            }
+    const struct gpu_state *g = &n->gpus[slot];
+    assert(g->core_used == cores && g->vmem_used == vmem && g->mmem_used == mmem && g->pods == pods);
+}
+
+static void check_node_charges(const struct node_state *n)
+{
+    struct node_usage sum = {0};
+    int count = 0;
+    for (const struct pod_entry *e = n->charged; e; e = e->node_next) {
+        assert(e->node == n);
+        assert(!e->node_next || e->node_next->node_prev == e);
+        sum.cores += e->unattributed.cores;
+        sum.vmem += e->unattributed.vmem;
+        sum.mmem += e->unattributed.mmem;
+        sum.pods += e->unattributed.pods;
+        count++;
+    }
+    assert(count == n->charged_count);
+    assert(sum.cores == n->unattributed.cores && sum.vmem == n->unattributed.vmem && sum.mmem == n->unattributed.mmem &&
+           sum.pods == n->unattributed.pods);
+    for (int s = 0; s < n->gpu_count; s++)
+        check_gpu_charges(n, s);
+}
+
+#define CHECK_NODE_CHARGES(n) check_node_charges(n)
+#else
+#define CHECK_NODE_CHARGES(n) ((void)0)
+#endif
 
 static void add_usage(struct node_usage *to, const struct node_usage *u, int sign)
 {
@@ -245,6 +287,8 @@ static void uncharge(struct cluster_cache *c, struct pod_entry *e)
     memset(&e->unattributed, 0, sizeof(e->unattributed));
     e->node = NULL;
     e->node_prev = e->node_next = NULL;
+    CHECK_NODE_CHARGES(n);
+    assert(c->assumed_pods >= 0);
     drop_placeholder_if_unused(c, n);
 }
 
@@ -402,6 +446,7 @@ static int charge(struct cluster_cache *c, struct pod_entry *e, int64_t now)
     n->charged = e;
     n->charged_count++;
     apply_slots(n, e, +1);
+    CHECK_NODE_CHARGES(n);
     if (!bound)
         assumed_link(c, e);
     return charge_usage(c, e, n);

@@ -153,7 +153,6 @@ void cache_expire(struct cluster_cache *c, int64_t now_ns);
 
 /* Readers: call under cache_read_lock (or the write lock). */
 struct node_state *cache_find_node(const struct cluster_cache *c, const char *name);
-struct node_state *cache_find_node_n(const struct cluster_cache *c, const char *name, size_t len);
 struct pod_entry *cache_find_pod(const struct cluster_cache *c, const char *key);
 /* Cores (100 = one GPU) charged to namespace ns on nodes of GPU model. */
 int64_t cache_usage(const struct cluster_cache *c, const char *ns, const char *model);

@@ -20,9 +20,56 @@ void nodespec_set_labels(const char *model, const char *pool)
     pool_label = pool;
 }
 
+/* Every string label, packed into one block (selectors read them). */
+static int keep_labels(struct node_spec *s, const cJSON *labels)
+{
+    size_t size = 1;
+    const cJSON *l;
+    cJSON_ArrayForEach(l, labels) if (cJSON_IsString(l) && l->string) size +=
+        strlen(l->string) + strlen(l->valuestring) + 2;
+    if (size == 1)
+        return 0;
+    char *p = s->labels = malloc(size);
+    if (!p)
+        return -1;
+    cJSON_ArrayForEach(l, labels) if (cJSON_IsString(l) && l->string)
+    {
+        size_t k = strlen(l->string) + 1, v = strlen(l->valuestring) + 1;
+        memcpy(p, l->string, k);
+        memcpy(p + k, l->valuestring, v);
+        p += k + v;
+    }
+    *p = '\0';
+    return 0;
+}
+
+const char *node_spec_label(const struct node_spec *s, const char *key)
+{
+    for (const char *p = s ? s->labels : NULL; p && *p;) {
+        const char *value = p + strlen(p) + 1;
+        if (strcmp(p, key) == 0)
+            return value;
+        p = value + strlen(value) + 1;
+    }
+    return NULL;
+}
+
+const char *node_spec_model_name(const struct node_spec *s)
+{
+    if (!s)
+        return "";
+    if (s->model)
+        return s->model;
+    if (s->topology && s->topology->count > 0 && s->topology->gpus[0].model)
+        return s->topology->gpus[0].model;
+    return "";
+}
+
 static int read_labels(struct node_spec *s, const cJSON *meta)
 {
     const cJSON *labels = cJSON_GetObjectItemCaseSensitive(meta, "labels");
+    if (cJSON_IsObject(labels) && keep_labels(s, labels) != 0)
+        return -1;
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(labels, model_label);
     const cJSON *pool = cJSON_GetObjectItemCaseSensitive(labels, pool_label);
     if (cJSON_IsString(model) && *model->valuestring && !(s->model = strdup(model->valuestring)))
@@ -200,5 +247,6 @@ void node_spec_free(struct node_spec *s)
     free(s->topology_error);
     free(s->model);
     free(s->pool);
+    free(s->labels);
     free(s);
 }

@@ -33,6 +33,7 @@ struct node_spec {
     char *topology_error;          /* why an annotation present on the node was not used */
     char *model;                   /* --gpu-model-label value, or NULL */
     char *pool;                    /* --gpu-pool-label value, or NULL */
+    char *labels;                  /* every label as "key\0value\0" pairs, then "\0"; NULL when none */
 };
 
 #define DEFAULT_GPU_MODEL_LABEL "tkestack.io/gpu-model"
@@ -47,5 +48,11 @@ void nodespec_set_labels(const char *model_label, const char *pool_label);
  * topology_error or count as zero capacity, and logged. */
 struct node_spec *node_spec_from_json(const cJSON *node, char **err);
 void node_spec_free(struct node_spec *spec);
+
+/* The value of the node's label key, or NULL (for label selectors). */
+const char *node_spec_label(const struct node_spec *spec, const char *key);
+/* The GPU model shown to people: the --gpu-model-label value, else the
+ * topology annotation's model of the first GPU, else "". */
+const char *node_spec_model_name(const struct node_spec *spec);
 
 #endif

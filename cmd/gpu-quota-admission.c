@@ -91,8 +91,8 @@ static int run_server(struct app *app, const struct options *opts)
     /* Ready only now: every listener (HTTPS included) accepts connections. */
     atomic_store(&app->ready, 1);
     log_info("gpu-quota-admission %s serving (placement %s, gpu-policy %s, node-policy %s, %s)", GQA_VERSION,
-             opts->placement == PLACEMENT_BIND ? "bind" : "filter", policy_name(opts->policy.gpu),
-             policy_name(opts->policy.node), opts->state_file ? "offline" : "live");
+             opts->placement == PLACEMENT_BIND ? "bind" : "filter", pack_policy_name(opts->policy.gpu),
+             pack_policy_name(opts->policy.node), opts->state_file ? "offline" : "live");
     int sig = wait_for_signal();
     log_info("received %s: finishing in-flight requests", strsignal(sig));
     atomic_store(&app->ready, 0);

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-int policy_parse(const char *name, enum policy *out)
+int pack_policy_parse(const char *name, enum pack_policy *out)
 {
     if (strcmp(name, "binpack") == 0)
         *out = POLICY_BINPACK;
@@ -18,7 +18,16 @@ int policy_parse(const char *name, enum policy *out)
     return 0;
 }
 
-const char *policy_name(enum policy p)
+const char *reason_class_name(enum reason_class c)
+{
+    static const char *const names[REASON_CLASS_COUNT] = {
+        "none",        "pod_invalid",     "node_unknown",       "no_gpu",       "no_capacity",
+        "gpu_cores",   "gpu_memory",      "whole_gpus",         "unattributed", "quota_pool",
+        "quota_model", "quota_exhausted", "assigned_elsewhere", "record_failed"};
+    return (unsigned)c < REASON_CLASS_COUNT ? names[c] : "none";
+}
+
+const char *pack_policy_name(enum pack_policy p)
 {
     return p == POLICY_SPREAD ? "spread" : "binpack";
 }
@@ -102,6 +111,15 @@ static void gpu_label(const struct fit_state *st, int slot, char *buf, size_t si
         snprintf(buf, size, "GPU %d (/dev/nvidia%d)", slot, minor);
 }
 
+/* The class of the failure fail() is about to explain. */
+static void classify(struct fit_state *st, enum reason_class why, int container, int gpu, int64_t short_by)
+{
+    st->fit->why = why;
+    st->fit->why_container = container;
+    st->fit->why_gpu = gpu;
+    st->fit->short_by = short_by;
+}
+
 static bool fail(struct fit_state *st, bool unresolvable, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 static bool fail(struct fit_state *st, bool unresolvable, const char *fmt, ...)
@@ -161,10 +179,12 @@ static bool explain_shared_misfit(struct fit_state *st, int ci)
     }
     char label[48];
     if (roomiest < 0) {
+        classify(st, REASON_GPU_CORES, ci, freest, r->cores - st->gpus[freest].cores);
         gpu_label(st, freest, label, sizeof(label));
         return fail(st, false, "container \"%s\" needs %" PRId64 " %s on one GPU; the freest, %s, has %" PRId64 " free",
                     r->name, r->cores, core_res, label, st->gpus[freest].cores);
     }
+    classify(st, REASON_GPU_MEMORY, ci, roomiest, r->memory - mem_free(&st->gpus[roomiest], r->family));
     gpu_label(st, roomiest, label, sizeof(label));
     return fail(st, false,
                 "container \"%s\" needs %" PRId64 " %s and %" PRId64 " %s on one GPU; %s has %" PRId64
@@ -253,6 +273,7 @@ static bool place_whole(struct fit_state *st, int ci)
         choose_whole(st, ci, r->whole_gpus);
         return true;
     }
+    classify(st, REASON_WHOLE_GPUS, ci, -1, r->whole_gpus - (idle - held));
     char held_note[160] = "";
     if (held > 0)
         snprintf(held_note, sizeof(held_note),
@@ -280,6 +301,7 @@ static bool check_unattributed(struct fit_state *st)
     }
     if (cores_left >= u->cores && vmem_left >= u->vmem && mmem_left >= u->mmem)
         return true;
+    classify(st, REASON_UNATTRIBUTED, -1, -1, u->cores > cores_left ? u->cores - cores_left : 0);
     return fail(st, false,
                 "%d pod%s without GPU assignment %s %" PRId64 " cores, %" PRId64 " vcuda-memory and %" PRId64
                 " mps-memory on this node; with this pod placed only %" PRId64 " cores, %" PRId64
@@ -336,14 +358,18 @@ static int score_node(const struct fit_state *st)
 
 static bool check_node_kind(struct fit_state *st)
 {
-    if (st->node->gpu_count == 0)
+    if (st->node->gpu_count == 0) {
+        classify(st, REASON_NO_GPU, -1, -1, 0);
         return fail(st, true, "node advertises no GPUs (no %s, %s or %s capacity and no %s annotation)", RES_VCUDA_CORE,
                     RES_MPS_CORE, RES_NVIDIA_GPU, TOPOLOGY_ANNOTATION);
+    }
     for (int i = 0; i < st->pod->ncontainers; i++) {
         enum gpu_family f = st->pod->containers[i].family;
-        if (!node_offers(st, f))
+        if (!node_offers(st, f)) {
+            classify(st, REASON_NO_CAPACITY, i, -1, 0);
             return fail(st, true, "node has no %s capacity (container \"%s\" asks for it)", gpu_family_resource(f),
                         st->pod->containers[i].name);
+        }
     }
     return true;
 }
@@ -372,10 +398,13 @@ bool allocator_fit_excluding(const struct node_state *n, const struct pod_info *
     fit->set_score = fit->set_best = 0;
     fit->fits = true;
     fit->unresolvable = false;
+    classify(&st, REASON_NONE, -1, -1, 0);
     for (int i = 0; i < pod->ncontainers; i++)
         fit->masks[i] = 0;
-    if (!n->spec)
+    if (!n->spec) {
+        classify(&st, REASON_NODE_UNKNOWN, -1, -1, 0);
         return fail(&st, false, "node is not in the extender's cache");
+    }
     if (!check_node_kind(&st))
         return false;
     load_free(&st, excluded, nexcluded);

@@ -19,12 +19,37 @@
 #include "cluster/cache.h"
 #include "cluster/podspec.h"
 
-enum policy { POLICY_BINPACK = 0, POLICY_SPREAD };
+enum pack_policy { POLICY_BINPACK = 0, POLICY_SPREAD };
 
 struct alloc_policy {
-    enum policy gpu;  /* order of candidate GPUs for shared requests */
-    enum policy node; /* shape of node scores */
+    enum pack_policy gpu;  /* order of candidate GPUs for shared requests */
+    enum pack_policy node; /* shape of node scores */
 };
+
+/* Why a pod does not fit, as a class that stays the same from node to node
+ * (the reason text carries each node's numbers). Explain groups nodes by it,
+ * and /metrics counts unschedulable pods by it. The allocator sets the
+ * classes from REASON_NO_GPU to REASON_UNATTRIBUTED; placement the rest. */
+enum reason_class {
+    REASON_NONE = 0,
+    REASON_POD_INVALID,        /* the pod itself: bad request, CRL violation */
+    REASON_NODE_UNKNOWN,       /* not in the cache */
+    REASON_NO_GPU,             /* the node advertises no GPUs */
+    REASON_NO_CAPACITY,        /* no capacity of the family a container asks for */
+    REASON_GPU_CORES,          /* a share: no GPU with enough cores free */
+    REASON_GPU_MEMORY,         /* a share: GPUs with the cores lack the memory */
+    REASON_WHOLE_GPUS,         /* too few completely free GPUs */
+    REASON_UNATTRIBUTED,       /* usage without GPU assignment leaves too little */
+    REASON_QUOTA_POOL,         /* the namespace may not use this node's pool */
+    REASON_QUOTA_MODEL,        /* the namespace has no quota for this model */
+    REASON_QUOTA_EXHAUSTED,    /* the namespace's quota for this model is used up */
+    REASON_ASSIGNED_ELSEWHERE, /* filter mode: the pod went to another node */
+    REASON_RECORD_FAILED,      /* the decision could not be written to the pod */
+    REASON_CLASS_COUNT
+};
+
+/* The class's stable name ("gpu_cores"), used as a metric label and in JSON. */
+const char *reason_class_name(enum reason_class c);
 
 #define FIT_REASON_MAX 512
 #define FIT_SCORE_MAX 1000
@@ -36,6 +61,10 @@ struct fit_result {
     int64_t set_score; /* whole-GPU containers: summed topology score of the chosen sets */
     int64_t set_best;  /* ... and the best those sets could score on this node's shape */
     char reason[FIT_REASON_MAX];
+    enum reason_class why; /* REASON_NONE when it fits */
+    int why_container;     /* the container that does not fit, or -1 */
+    int why_gpu;           /* the GPU slot the reason names (freest, roomiest), or -1 */
+    int64_t short_by;      /* how much is missing: cores, memory units or GPUs (the class says which) */
     /* masks[i]: GPU slots chosen for container i (bit s = slot s); caller
      * provides room for the pod's container count. */
     uint64_t *masks;
@@ -56,7 +85,8 @@ bool allocator_fit_excluding(const struct node_state *n, const struct pod_info *
 /* Does the pod use vcuda shared containers (GPU-Manager's binpack order is then mandatory)? */
 bool pod_has_vcuda_share(const struct pod_info *pod);
 
-int policy_parse(const char *name, enum policy *out);
-const char *policy_name(enum policy p);
+/* "binpack" or "spread" (the --gpu-policy and --node-policy values): 0, or -1. */
+int pack_policy_parse(const char *name, enum pack_policy *out);
+const char *pack_policy_name(enum pack_policy p);
 
 #endif

@@ -1,11 +1,16 @@
 /* handlers.c - endpoint handlers. See handlers.h. */
 #include "extender/handlers.h"
+#include "extender/capacity.h"
+#include "extender/explainsum.h"
 #include "extender/live.h"
 #include "extender/metrics.h"
+#include "extender/pending.h"
 #include "extender/wire.h"
+#include "lib/labelsel.h"
 #include "lib/log.h"
 #include "lib/strbuf.h"
 #include "lib/version.h"
+#include "lib/yamljson.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -57,8 +62,9 @@ static struct pod_info *decode_args(struct app *app, const struct http_request *
     return pod;
 }
 
-static void count_outcome(const struct evaluation *ev)
+static void count_outcome(const struct pod_info *pod, const struct evaluation *ev)
 {
+    pending_observe(pod->key, ev);
     uint64_t fit = 0;
     for (size_t i = 0; i < ev->count; i++)
         fit += ev->verdicts[i].fits;
@@ -91,7 +97,7 @@ void handle_filter(struct app *app, const struct http_request *req, struct http_
     struct evaluation ev = {0};
     if (placement_filter(&app->placement, pod, args.names, args.count, &ev) == 0) {
         answer_filter(&args, &ev, resp);
-        count_outcome(&ev);
+        count_outcome(pod, &ev);
     } else {
         http_set_body(resp, 200, CONTENT_JSON, NULL, 0); /* out of memory: 500 */
     }
@@ -218,7 +224,9 @@ static char *render_explain(const struct evaluation *ev, const struct pod_info *
         put_explain_node(&sb, ev, pod, v);
         *fits_somewhere |= v->fits;
     }
-    strbuf_puts(&sb, "]}\n");
+    strbuf_putc(&sb, ']');
+    explain_put_summary(&sb, ev, pod, order);
+    strbuf_puts(&sb, "}\n");
     free(order);
     return strbuf_detach(&sb, NULL);
 }
@@ -245,9 +253,13 @@ char *explain_pod(struct app *app, cJSON *pod_json, int *fits_somewhere, char **
 
 void handle_explain(struct app *app, const struct http_request *req, struct http_response *resp)
 {
-    cJSON *pod = cJSON_ParseWithLength(req->body ? req->body : "", req->body_len);
+    /* JSON, or YAML as people paste it (the /ui form, curl --data-binary @pod.yaml). */
+    const char *text = req->body ? req->body : "";
+    cJSON *pod = text_looks_like_json(text, req->body_len) ? cJSON_ParseWithLength(text, req->body_len) : NULL;
+    if (!pod && req->body_len)
+        pod = yaml_to_json(text, req->body_len, NULL);
     if (!cJSON_IsObject(pod)) {
-        http_json_error(resp, 400, "body must be a Pod as a JSON object");
+        http_json_error(resp, 400, "body must be a Pod (a JSON or YAML object)");
         cJSON_Delete(pod);
         return;
     }
@@ -317,10 +329,14 @@ static void put_gpus(struct strbuf *sb, const struct node_state *n)
     strbuf_puts(sb, "],");
 }
 
-static void put_node(struct strbuf *sb, const struct node_state *n)
+static void put_node(struct strbuf *sb, const struct node_state *n, bool with_topology)
 {
     strbuf_puts(sb, "{\"node\":");
     strbuf_json_string(sb, n->name);
+    strbuf_puts(sb, ",\"model\":");
+    strbuf_json_string(sb, node_spec_model_name(n->spec));
+    strbuf_puts(sb, ",\"pool\":");
+    strbuf_json_string(sb, n->spec && n->spec->pool ? n->spec->pool : "");
     strbuf_printf(sb, ",\"gpuCount\":%d,\"memoryResource\":\"%s\",", n->gpu_count,
                   primary_is_mps(n) ? RES_MPS_MEMORY : RES_VCUDA_MEMORY);
     put_resources(sb, n->spec);
@@ -328,7 +344,12 @@ static void put_node(struct strbuf *sb, const struct node_state *n)
     strbuf_printf(sb, "\"unattributed\":{\"cores\":%lld,\"vcudaMemory\":%lld,\"mpsMemory\":%lld,\"pods\":",
                   (long long)n->unattributed.cores, (long long)n->unattributed.vmem, (long long)n->unattributed.mmem);
     put_pod_list(sb, n, -1);
-    strbuf_puts(sb, "},\"topology\":");
+    strbuf_putc(sb, '}');
+    if (!with_topology) {
+        strbuf_putc(sb, '}');
+        return;
+    }
+    strbuf_puts(sb, ",\"topology\":");
     char *topo = n->spec && n->spec->topology ? topology_serialize(n->spec->topology) : NULL;
     strbuf_puts(sb, topo ? topo : "null");
     free(topo);
@@ -344,9 +365,48 @@ static int compare_names(const void *a, const void *b)
     return strcmp((*(const struct node_state *const *)a)->name, (*(const struct node_state *const *)b)->name);
 }
 
+static const char *spec_label(const void *spec, const char *key)
+{
+    return node_spec_label(spec, key);
+}
+
+/* ?labelSelector=SEL&model=M&topology=false: which nodes, and how much of each. */
+struct node_query {
+    struct label_selector *selector;
+    const char *model;
+    bool topology;
+};
+
+static int node_query_parse(const struct http_request *req, struct node_query *q, struct http_response *resp)
+{
+    const char *sel = http_query(req, "labelSelector"), *topo = http_query(req, "topology");
+    q->model = http_query(req, "model");
+    q->topology = !topo || strcmp(topo, "false") != 0;
+    q->selector = NULL;
+    if (!sel || !*sel)
+        return 0;
+    char *err = NULL;
+    q->selector = label_selector_parse(sel, &err);
+    if (!q->selector)
+        http_json_error(resp, 400, err ? err : "out of memory");
+    free(err);
+    return q->selector ? 0 : -1;
+}
+
+static bool node_query_matches(const struct node_query *q, const struct node_state *n)
+{
+    if (!n->present)
+        return false;
+    if (q->model && *q->model && strcmp(q->model, node_spec_model_name(n->spec)) != 0)
+        return false;
+    return !q->selector || label_selector_matches(q->selector, spec_label, n->spec);
+}
+
 void handle_inspect_nodes(struct app *app, const struct http_request *req, struct http_response *resp)
 {
-    (void)req;
+    struct node_query q;
+    if (node_query_parse(req, &q, resp) != 0)
+        return;
     struct strbuf sb;
     strbuf_init(&sb);
     /* Show occupancy as the filter would see it now: drop expired assumptions. */
@@ -356,7 +416,7 @@ void handle_inspect_nodes(struct app *app, const struct http_request *req, struc
     const struct node_state **nodes = malloc(sizeof(*nodes) * (dict_size(&app->cache.nodes) + 1));
     struct dict_entry *de;
     while (nodes && (de = dict_next(&app->cache.nodes, &pos)))
-        if (((const struct node_state *)de->value)->present)
+        if (node_query_matches(&q, de->value))
             nodes[n++] = de->value;
     if (nodes) {
         qsort(nodes, n, sizeof(*nodes), compare_names);
@@ -364,12 +424,13 @@ void handle_inspect_nodes(struct app *app, const struct http_request *req, struc
         for (size_t i = 0; i < n; i++) {
             if (i)
                 strbuf_putc(&sb, ',');
-            put_node(&sb, nodes[i]);
+            put_node(&sb, nodes[i], q.topology);
         }
         strbuf_puts(&sb, "]\n");
     }
     cache_unlock(&app->cache);
     free(nodes);
+    label_selector_free(q.selector);
     size_t len = 0;
     char *body = nodes ? strbuf_detach(&sb, &len) : (strbuf_free(&sb), NULL);
     http_set_body(resp, 200, CONTENT_JSON, body, len);
@@ -463,7 +524,7 @@ void handle_inspect_node(struct app *app, const struct http_request *req, struct
     const struct node_state *n = cache_find_node(&app->cache, name);
     bool found = n && n->present;
     if (found) {
-        put_node(&sb, n);
+        put_node(&sb, n, true);
         strbuf_putc(&sb, '\n');
     }
     cache_unlock(&app->cache);
@@ -517,6 +578,17 @@ void handle_version(struct app *app, const struct http_request *req, struct http
 }
 
 /* Admission state: CRLs in force and refused, quota against usage. */
+/* Namespace and model come from the quota ConfigMap's keys: escaped. */
+static void put_quota_series(struct strbuf *sb, const char *name, const struct quota_entry *e, size_t model,
+                             double value)
+{
+    strbuf_printf(sb, "%s{namespace=", name);
+    metrics_label_value(sb, e->namespace_);
+    strbuf_puts(sb, ",model=");
+    metrics_label_value(sb, e->models[model].model);
+    strbuf_printf(sb, "} %.10g\n", value);
+}
+
 static void render_policy_metrics(struct app *app, struct strbuf *sb)
 {
     cache_read_lock(&app->cache);
@@ -534,16 +606,14 @@ static void render_policy_metrics(struct app *app, struct strbuf *sb)
                     "# TYPE gqa_quota_gpus gauge\n");
     for (size_t i = 0; q && i < q->count; i++)
         for (size_t k = 0; k < q->entries[i].nmodels; k++)
-            strbuf_printf(sb, "gqa_quota_gpus{namespace=\"%s\",model=\"%s\"} %lld\n", q->entries[i].namespace_,
-                          q->entries[i].models[k].model, (long long)q->entries[i].models[k].gpus);
+            put_quota_series(sb, "gqa_quota_gpus", &q->entries[i], k, (double)q->entries[i].models[k].gpus);
     strbuf_puts(sb, "# HELP gqa_quota_used_gpus GPUs in use (or assumed) per quota namespace and model.\n"
                     "# TYPE gqa_quota_used_gpus gauge\n");
     for (size_t i = 0; q && i < q->count; i++)
         for (size_t k = 0; k < q->entries[i].nmodels; k++)
-            strbuf_printf(sb, "gqa_quota_used_gpus{namespace=\"%s\",model=\"%s\"} %.2f\n", q->entries[i].namespace_,
-                          q->entries[i].models[k].model,
-                          (double)cache_usage(&app->cache, q->entries[i].namespace_, q->entries[i].models[k].model) /
-                              100.0);
+            put_quota_series(sb, "gqa_quota_used_gpus", &q->entries[i], k,
+                             (double)cache_usage(&app->cache, q->entries[i].namespace_, q->entries[i].models[k].model) /
+                                 100.0);
     cache_unlock(&app->cache);
 }
 
@@ -555,6 +625,8 @@ void handle_metrics(struct app *app, const struct http_request *req, struct http
     cache_expire(&app->cache, clock_realtime_ns()); /* gqa_assumed_pods counts unexpired ones */
     metrics_render(&sb, &app->cache);
     render_policy_metrics(app, &sb);
+    capacity_render_metrics(&app->cache, app->opts->metrics_per_node, &sb);
+    pending_render_metrics(&app->cache, &sb);
     if (app->live)
         live_render_metrics(app->live, &sb);
     size_t len = 0;

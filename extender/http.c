@@ -50,3 +50,8 @@ void http_set_pieces(struct http_response *resp, int status, const char *content
     resp->pieces = pieces;
     resp->npieces = npieces;
 }
+
+const char *http_query(const struct http_request *req, const char *name)
+{
+    return req->query ? req->query(req->query_ctx, name) : NULL;
+}

@@ -15,6 +15,10 @@ struct http_request {
     const char *path;
     const char *body;
     size_t body_len;
+    /* Query parameters: query(query_ctx, name) is the decoded value of
+     * ?name=..., or NULL. query may be NULL (no parameters). */
+    const char *(*query)(void *query_ctx, const char *name);
+    void *query_ctx;
 };
 
 /* A piece of a response body: [ptr, ptr+len). */
@@ -27,8 +31,9 @@ struct http_response {
     int status;
     char *body; /* malloc'd, owned by the response */
     size_t body_len;
-    const char *content_type; /* static string */
-    const char *allow;        /* Allow header for 405, static, or NULL */
+    const char *content_type;            /* static string */
+    const char *allow;                   /* Allow header for 405, static, or NULL */
+    const char *content_security_policy; /* static, or NULL; when set, nosniff too */
     /* Optional, instead of the flat body: the body is pieces[0..npieces) in
      * order, each pointing into `body` or into the request body (which the
      * server keeps until the answer is sent). Large spans of the request are
@@ -39,7 +44,11 @@ struct http_response {
 
 #define CONTENT_JSON "application/json"
 #define CONTENT_TEXT "text/plain; charset=utf-8"
+#define CONTENT_HTML "text/html; charset=utf-8"
 #define CONTENT_METRICS "text/plain; version=0.0.4; charset=utf-8"
+
+/* The query parameter name of req, or NULL when absent. */
+const char *http_query(const struct http_request *req, const char *name);
 
 /* Set a JSON body {"error": message} with the given status. */
 void http_json_error(struct http_response *resp, int status, const char *message);

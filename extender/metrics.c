@@ -24,11 +24,6 @@ struct verb_metrics {
 static struct verb_metrics verbs[VERB_COUNT];
 static atomic_uint_fast64_t filter_nodes_fit, filter_nodes_failed, decisions;
 
-const char *metric_verb_name(enum metric_verb verb)
-{
-    return verb_names[verb];
-}
-
 void metrics_observe_request(enum metric_verb verb, int status, double seconds, uint64_t body_bytes)
 {
     struct verb_metrics *m = &verbs[verb];
@@ -132,4 +127,18 @@ void metrics_render(struct strbuf *out, struct cluster_cache *cache)
                   (unsigned long long)load(&filter_nodes_fit), (unsigned long long)load(&filter_nodes_failed),
                   (unsigned long long)load(&decisions));
     render_cache(out, cache);
+}
+
+void metrics_label_value(struct strbuf *out, const char *s)
+{
+    strbuf_putc(out, '"');
+    for (; *s; s++) {
+        if (*s == '\\' || *s == '"')
+            strbuf_putc(out, '\\');
+        if (*s == '\n')
+            strbuf_puts(out, "\\n");
+        else
+            strbuf_putc(out, *s);
+    }
+    strbuf_putc(out, '"');
 }

@@ -33,6 +33,8 @@ void metrics_observe_request(enum metric_verb verb, int status, double seconds, 
 void metrics_count_filter(uint64_t nodes_fit, uint64_t nodes_failed, int decided);
 /* Append the exposition text; reads cache gauges under the read lock. */
 void metrics_render(struct strbuf *out, struct cluster_cache *cache);
-const char *metric_verb_name(enum metric_verb verb);
+/* Append s as a Prometheus label value: quoted, with \\, \" and \n
+ * escaped, so names taken from objects cannot break the exposition. */
+void metrics_label_value(struct strbuf *out, const char *s);
 
 #endif

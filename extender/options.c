@@ -117,13 +117,13 @@ static int set_placement(void *target, const char *v)
 static int set_gpu_policy(void *target, const char *v)
 {
     struct options *o = target;
-    return policy_parse(v, &o->policy.gpu) ? 1 : 0;
+    return pack_policy_parse(v, &o->policy.gpu) ? 1 : 0;
 }
 
 static int set_node_policy(void *target, const char *v)
 {
     struct options *o = target;
-    return policy_parse(v, &o->policy.node) ? 1 : 0;
+    return pack_policy_parse(v, &o->policy.node) ? 1 : 0;
 }
 
 static int set_assume_ttl(void *target, const char *v)
@@ -168,6 +168,14 @@ static int set_log_format(void *target, const char *v)
 {
     struct options *o = target;
     return log_parse_format(v, &o->log_json) ? 1 : 0;
+}
+
+static int set_metrics_per_node(void *target, const char *v)
+{
+    struct options *o = target;
+    (void)v;
+    o->metrics_per_node = 1;
+    return 0;
 }
 
 static int set_help(void *target, const char *v)
@@ -225,6 +233,8 @@ static const struct flag_spec flags[] = {
     {"max-body-bytes", "BYTES", set_max_body, "largest request body; larger ones get 413 (default 256Mi)", SERVE},
     {"log-level", "debug|info|warn|error", set_log_level, "least severe level logged (default info)", BOTH},
     {"log-format", "text|json", set_log_format, "log line format (default text)", BOTH},
+    {"metrics-per-node", NULL, set_metrics_per_node,
+     "also export the capacity gauges per node (gqa_node_*; one series per node and resource)", SERVE},
     {"version", NULL, set_version, "print the version and exit", BOTH | FLAG_NO_ENV},
     {"help", NULL, set_help, "print this help and exit", BOTH | FLAG_NO_ENV},
 };

@@ -37,6 +37,7 @@ struct options {
     enum log_level log_level;
     int log_json;
     int show_help, show_version;
+    int metrics_per_node; /* also export gqa_node_* capacity series, one per node */
 };
 
 enum options_command { CMD_SERVE, CMD_SIMULATE };

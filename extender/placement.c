@@ -108,11 +108,28 @@ static int record_gpus(struct evaluation *ev, struct verdict *v, const struct no
     return 0;
 }
 
+/* A verdict's class and details (why the pod does not fit there). */
+static void set_why(struct verdict *v, enum reason_class why, int container, int gpu, int64_t short_by)
+{
+    v->why = (uint8_t)why;
+    v->why_container = (int8_t)(container >= 0 && container < 128 ? container : -1);
+    v->why_gpu = (int8_t)(gpu >= 0 && gpu < 128 ? gpu : -1);
+    v->short_by = short_by;
+}
+
+static enum reason_class quota_class(enum quota_refusal r)
+{
+    return r == QUOTA_NOT_IN_POOL ? REASON_QUOTA_POOL
+           : r == QUOTA_NO_MODEL  ? REASON_QUOTA_MODEL
+                                  : REASON_QUOTA_EXHAUSTED;
+}
+
 static void fail_all(struct evaluation *ev, const char *reason, bool unresolvable)
 {
     for (size_t i = 0; i < ev->count; i++) {
         struct verdict *v = &ev->verdicts[i];
         v->unresolvable = unresolvable;
+        set_why(v, REASON_POD_INVALID, -1, -1, 0);
         if (i == 0)
             set_reason(ev, v, reason, strlen(reason));
         else
@@ -171,6 +188,7 @@ static int judge(struct placement *p, const struct pod_info *pod, const struct p
                  ssize_t *unknown_first)
 {
     if (!n || !n->present) {
+        set_why(v, REASON_NODE_UNKNOWN, -1, -1, 0);
         if (*unknown_first < 0) {
             *unknown_first = v - ev->verdicts;
             set_reason(ev, v, unknown_node_reason, sizeof(unknown_node_reason) - 1);
@@ -181,8 +199,9 @@ static int judge(struct placement *p, const struct pod_info *pod, const struct p
     }
     v->known = true;
     char *quota = NULL;
+    enum quota_refusal refusal = QUOTA_ALLOWED;
     if (allocator_fit(n, pod, self, &p->cfg.policy, fit) &&
-        !(quota = p->policy ? policy_check_quota(p->policy, p->cache, pod, self, n) : NULL)) {
+        !(quota = p->policy ? policy_check_quota(p->policy, p->cache, pod, self, n, &refusal) : NULL)) {
         v->fits = true;
         v->score = fit->score;
         v->set_score = fit->set_score;
@@ -190,10 +209,12 @@ static int judge(struct placement *p, const struct pod_info *pod, const struct p
         return record_gpus(ev, v, n, fit->masks);
     }
     if (quota) {
+        set_why(v, quota_class(refusal), -1, -1, 0);
         set_reason(ev, v, quota, strlen(quota));
         free(quota);
     } else {
         v->unresolvable = fit->unresolvable;
+        set_why(v, fit->why, fit->why_container, fit->why_gpu, fit->short_by);
         set_reason(ev, v, fit->reason, strlen(fit->reason));
     }
     return 0;
@@ -371,15 +392,19 @@ static int commit(struct placement *p, const struct pod_info *pod, struct evalua
     cache_write_lock(p->cache);
     const struct node_state *node = cache_find_node(p->cache, chosen->name);
     const struct pod_entry *self = cache_find_pod(p->cache, pod->key);
+    enum quota_refusal refusal = QUOTA_ALLOWED;
     if (!node || !node->present) {
+        set_why(chosen, REASON_NODE_UNKNOWN, -1, -1, 0);
         set_reason(ev, chosen, unknown_node_reason, sizeof(unknown_node_reason) - 1);
         chosen->fits = false;
         rc = 1;
     } else if (!allocator_fit(node, pod, self, &p->cfg.policy, &fit)) {
+        set_why(chosen, fit.why, fit.why_container, fit.why_gpu, fit.short_by);
         set_reason(ev, chosen, fit.reason, strlen(fit.reason));
         chosen->fits = false;
         rc = 1;
-    } else if (p->policy && (quota = policy_check_quota(p->policy, p->cache, pod, self, node))) {
+    } else if (p->policy && (quota = policy_check_quota(p->policy, p->cache, pod, self, node, &refusal))) {
+        set_why(chosen, quota_class(refusal), -1, -1, 0);
         set_reason(ev, chosen, quota, strlen(quota));
         chosen->fits = false;
         rc = 1;
@@ -411,6 +436,7 @@ static void assign_others(struct evaluation *ev)
         if (!v->fits || (ssize_t)i == ev->chosen)
             continue;
         v->fits = false;
+        set_why(v, REASON_ASSIGNED_ELSEWHERE, -1, -1, 0);
         if (first >= 0) {
             share_reason(v, &ev->verdicts[first]);
             continue;
@@ -437,6 +463,7 @@ static int record(struct placement *p, const struct pod_info *pod, struct evalua
         strbuf_init(&msg);
         strbuf_printf(&msg, "recording the decision on the pod failed: %s", err ? err : "unknown error");
         set_reason(ev, v, msg.data ? msg.data : "recording the decision failed", msg.len);
+        set_why(v, REASON_RECORD_FAILED, -1, -1, 0);
         v->fits = false;
         strbuf_free(&msg);
         log_warn("pod %s on node %s: %s", pod->key, v->name, err ? err : "recording failed");
@@ -603,7 +630,7 @@ static struct pod_info *assume_on(struct placement *p, const struct pod_info *po
         *err = strbuf_format("node %s is not in the extender's cache", node);
     } else if (!allocator_fit(n, pod, self, &p->cfg.policy, &fit)) {
         *err = strbuf_format("node %s cannot take pod %s: %s", node, pod->key, fit.reason);
-    } else if (p->policy && (quota = policy_check_quota(p->policy, p->cache, pod, self, n))) {
+    } else if (p->policy && (quota = policy_check_quota(p->policy, p->cache, pod, self, n, NULL))) {
         *err = strbuf_format("node %s cannot take pod %s: %s", node, pod->key, quota);
     } else if (masks_to_minors(n, pod->ncontainers, masks, idx, count) != 0 ||
                !(decided = pod_info_with_decision(pod, node, clock_realtime_ns(), idx, count))) {

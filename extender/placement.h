@@ -71,6 +71,12 @@ struct verdict {
     size_t reason_off; /* into evaluation.text; reason_len 0 = no reason */
     size_t reason_len;
     size_t gpus_off; /* into evaluation.gpus: per container, count then minors */
+    /* Why it does not fit, as a class (allocator.h), with the container and
+     * GPU slot concerned (-1: none) and how much is missing (fit_result.short_by). */
+    uint8_t why;
+    int8_t why_container;
+    int8_t why_gpu;
+    int64_t short_by;
 };
 
 struct evaluation {

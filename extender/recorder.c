@@ -49,7 +49,7 @@ static char *patch_with(cJSON *annotations, const char *resource_version)
     return text;
 }
 
-char *recorder_patch_body(const struct pod_info *d, const char *resource_version)
+static char *patch_body(const struct pod_info *d, const char *resource_version)
 {
     cJSON *ann = cJSON_CreateObject();
     if (!ann || decision_annotations(ann, d->decision.node, d->decision.time_ns, d->decision.nidx, d->decision.idx,
@@ -140,7 +140,7 @@ static int record(void *ctx, const struct pod_info *decided, char **err)
     int rc = -1;
     pthread_mutex_lock(&r->lock);
     for (int attempt = 0; attempt <= RECORDER_CONFLICT_RETRIES; attempt++) {
-        char *body = recorder_patch_body(decided, rv);
+        char *body = patch_body(decided, rv);
         rc = body ? patch_pod(r, decided, body, err) : (set_err(err, "out of memory"), -1);
         free(body);
         if (rc != 1)

@@ -24,7 +24,4 @@ struct recorder *recorder_new(const struct kube_config *cfg, char **err);
 void recorder_free(struct recorder *r);
 const struct decision_sink *recorder_sink(struct recorder *r);
 
-/* The merge-patch body for a decided pod (exposed for tests). malloc'd. */
-char *recorder_patch_body(const struct pod_info *decided, const char *resource_version);
-
 #endif

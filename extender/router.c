@@ -1,6 +1,7 @@
 /* router.c - endpoint table. See router.h. */
 #include "extender/router.h"
 #include "extender/handlers.h"
+#include "extender/pages.h"
 #include "extender/webhooks.h"
 
 #include <stdio.h>
@@ -36,6 +37,8 @@ static const struct route routes[] = {
     {"/readyz", 0, "GET", handle_readyz, VERB_HEALTH},
     {"/version", 0, "GET", handle_version, VERB_VERSION},
     {"/metrics", 0, "GET", handle_metrics, VERB_METRICS},
+    {"/inspect/capacity", 0, "GET", handle_inspect_capacity, VERB_INSPECT},
+    {"/ui", 0, "GET", handle_ui, VERB_INSPECT},
 };
 
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))

@@ -91,6 +91,10 @@ static enum MHD_Result queue(struct MHD_Connection *conn, struct request_ctx *ct
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, resp->content_type ? resp->content_type : CONTENT_JSON);
     if (resp->allow)
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, resp->allow);
+    if (resp->content_security_policy) {
+        MHD_add_response_header(r, "Content-Security-Policy", resp->content_security_policy);
+        MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    }
     ctx->status = resp->status;
     enum MHD_Result rc = MHD_queue_response(conn, (unsigned int)resp->status, r);
     MHD_destroy_response(r);
@@ -177,6 +181,12 @@ static enum MHD_Result take_body(struct request_ctx *ctx, const char *data, size
     return MHD_YES;
 }
 
+/* http_request.query: libmicrohttpd has already split and decoded ?a=b&c=d. */
+static const char *query_arg(void *conn, const char *name)
+{
+    return MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_size, void **con_cls)
 {
@@ -191,7 +201,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return queue_error(conn, ctx, 413, "request body is larger than --max-body-bytes");
     if (strbuf_failed(&ctx->body))
         return queue_error(conn, ctx, 500, "out of memory for the request body");
-    struct http_request req = {method, url, ctx->body.data, ctx->body.len};
+    struct http_request req = {method, url, ctx->body.data, ctx->body.len, query_arg, conn};
     struct http_response resp = {0};
     ctx->verb = router_dispatch(ctx->server->app, &req, &resp);
     ctx->answered = 1;

@@ -46,6 +46,7 @@ void kube_config_free(struct kube_config *cfg)
     free(cfg->token);
     free(cfg->token_file);
     free(cfg->source);
+    free(cfg->namespace_);
     free(cfg);
 }
 
@@ -62,8 +63,9 @@ static struct kube_config *config_new(const char *source)
 /* What is needed while reading one kubeconfig. */
 struct kc_parse {
     const char *path;
-    char *dir; /* the kubeconfig's directory: relative paths start there */
-    char *err; /* the first failure: "kubeconfig PATH: ..." */
+    const char *context; /* instead of current-context, or NULL */
+    char *dir;           /* the kubeconfig's directory: relative paths start there */
+    char *err;           /* the first failure: "kubeconfig PATH: ..." */
     int failed;
 };
 
@@ -74,14 +76,12 @@ static int kc_fail(struct kc_parse *p, const char *fmt, ...)
     if (p->failed)
         return -1;
     p->failed = 1;
-    struct strbuf sb;
-    strbuf_init(&sb);
-    strbuf_printf(&sb, "kubeconfig %s: ", p->path);
     va_list ap;
     va_start(ap, fmt);
-    strbuf_vprintf(&sb, fmt, ap);
+    char *why = strbuf_vformat(fmt, ap);
     va_end(ap);
-    p->err = strbuf_detach(&sb, NULL);
+    p->err = why ? strbuf_format("kubeconfig %s: %s", p->path, why) : NULL;
+    free(why);
     return -1;
 }
 
@@ -288,18 +288,19 @@ static int kc_user(struct kc_parse *p, const char *name, const cJSON *user, stru
     return rc;
 }
 
-/* current-context -> its context's cluster and user names. */
-static int kc_context(struct kc_parse *p, const cJSON *root, const char **cluster_name, const char **user_name)
+/* current-context (or the one asked for) -> its context's cluster, user and namespace. */
+static int kc_context(struct kc_parse *p, const cJSON *root, const char **cluster_name, const char **user_name,
+                      const char **ns)
 {
-    const char *ctx_name;
+    const char *ctx_name = p->context;
     const cJSON *ctx;
-    if (kc_string(p, root, "current-context", "top level", &ctx_name) != 0)
+    if (!ctx_name && kc_string(p, root, "current-context", "top level", &ctx_name) != 0)
         return -1;
     if (!ctx_name)
         return kc_fail(p, "no current-context");
     int found = kc_named(p, root, "contexts", "context", ctx_name, &ctx);
     if (found == 0)
-        return kc_fail(p, "current-context \"%s\" not found in contexts", ctx_name);
+        return kc_fail(p, "%s \"%s\" not found in contexts", p->context ? "context" : "current-context", ctx_name);
     if (found < 0)
         return -1;
     char *where = strbuf_format("context \"%s\"", ctx_name);
@@ -308,6 +309,8 @@ static int kc_context(struct kc_parse *p, const cJSON *root, const char **cluste
     int rc = kc_string(p, ctx, "cluster", where, cluster_name);
     if (rc == 0)
         rc = kc_string(p, ctx, "user", where, user_name);
+    if (rc == 0)
+        rc = kc_string(p, ctx, "namespace", where, ns);
     if (rc == 0 && !*cluster_name)
         rc = kc_fail(p, "%s has no cluster", where);
     free(where);
@@ -318,9 +321,9 @@ static int kc_context(struct kc_parse *p, const cJSON *root, const char **cluste
  * A context without a user is anonymous access. */
 static struct kube_config *kc_build(struct kc_parse *p, const cJSON *root)
 {
-    const char *cluster_name = NULL, *user_name = NULL;
+    const char *cluster_name = NULL, *user_name = NULL, *ns = NULL;
     const cJSON *cluster, *user;
-    if (kc_context(p, root, &cluster_name, &user_name) != 0)
+    if (kc_context(p, root, &cluster_name, &user_name, &ns) != 0)
         return NULL;
     int found = kc_named(p, root, "clusters", "cluster", cluster_name, &cluster);
     if (found == 0)
@@ -331,6 +334,8 @@ static struct kube_config *kc_build(struct kc_parse *p, const cJSON *root)
     if (!cfg)
         return kc_oom(p), NULL;
     int rc = kc_cluster(p, cluster_name, cluster, cfg);
+    if (rc == 0 && ns && !(cfg->namespace_ = strdup(ns)))
+        rc = kc_oom(p);
     if (rc == 0 && user_name) {
         found = kc_named(p, root, "users", "user", user_name, &user);
         if (found == 0)
@@ -374,9 +379,14 @@ static cJSON *kc_load(struct kc_parse *p)
 
 struct kube_config *kube_config_from_file(const char *path, char **err)
 {
+    return kube_config_from_file_context(path, NULL, err);
+}
+
+struct kube_config *kube_config_from_file_context(const char *path, const char *context, char **err)
+{
     if (err)
         *err = NULL;
-    struct kc_parse p = {.path = path};
+    struct kc_parse p = {.path = path, .context = context};
     struct kube_config *cfg = NULL;
     p.dir = dir_of(path);
     if (!p.dir) {

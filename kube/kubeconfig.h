@@ -18,7 +18,8 @@ struct kube_config {
     char *token_file;                         /* re-read when its mtime/size changes, or NULL; when both are set the
                                    file wins and token is used only while the file cannot be read */
     int insecure_skip_tls_verify;
-    char *source; /* "in-cluster" or the kubeconfig path, for messages */
+    char *source;     /* "in-cluster" or the kubeconfig path, for messages */
+    char *namespace_; /* the context's namespace (kubectl's default -n), or NULL */
 };
 
 /* In-cluster: KUBERNETES_SERVICE_HOST/PORT, the service account's ca.crt and
@@ -32,6 +33,9 @@ struct kube_config *kube_config_in_cluster(char **err);
  * file paths are relative to the kubeconfig's directory. NULL with *err
  * naming the missing or bad field. */
 struct kube_config *kube_config_from_file(const char *path, char **err);
+/* The same with the context named `context` instead of current-context
+ * (kubectl's --context; NULL: current-context). */
+struct kube_config *kube_config_from_file_context(const char *path, const char *context, char **err);
 void kube_config_free(struct kube_config *cfg);
 
 #endif

@@ -30,7 +30,6 @@ static struct {
     char *cert_file, *key_file;
     struct file_id cert_id, key_id;
     struct creds *current;
-    unsigned long generation;
 } state = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static void creds_free(struct creds *c)
@@ -151,7 +150,6 @@ int tls_creds_init(const char *cert_file, const char *key_file, char **err)
     file_id_of(key_file, &state.key_id);
     c->older = state.current;
     state.current = c;
-    state.generation++;
     pthread_mutex_unlock(&state.lock);
     if (!state.cert_file || !state.key_file) {
         *err = strdup("out of memory");
@@ -169,14 +167,6 @@ void tls_creds_shutdown(void)
     free(state.key_file);
     state.cert_file = state.key_file = NULL;
     pthread_mutex_unlock(&state.lock);
-}
-
-unsigned long tls_creds_generation(void)
-{
-    pthread_mutex_lock(&state.lock);
-    unsigned long g = state.generation;
-    pthread_mutex_unlock(&state.lock);
-    return g;
 }
 
 /* Called with the lock held at each handshake: reload when a file changed.
@@ -200,7 +190,6 @@ static void reload_if_changed(void)
     }
     c->older = state.current;
     state.current = c;
-    state.generation++;
     log_info("TLS certificate reloaded from %s", state.cert_file);
 }
 

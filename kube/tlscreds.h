@@ -27,7 +27,4 @@ int tls_creds_retrieve(gnutls_session_t session, const gnutls_datum_t *req_ca_dn
                        const gnutls_pk_algorithm_t *pk_algos, int pk_algos_length, gnutls_pcert_st **pcert,
                        unsigned int *pcert_length, gnutls_privkey_t *privkey);
 
-/* How many times the pair was (re)loaded; for tests and /metrics. */
-unsigned long tls_creds_generation(void);
-
 #endif

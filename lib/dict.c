@@ -86,7 +86,7 @@ void *dict_get_hashed(const struct dict *d, const char *key, size_t len, uint64_
     return e ? e->value : NULL;
 }
 
-void *dict_get_n(const struct dict *d, const char *key, size_t len)
+static void *dict_get_n(const struct dict *d, const char *key, size_t len)
 {
     struct dict_entry *e = find_slot(d, key, len, hash_bytes(key, len));
     return e ? e->value : NULL;

@@ -29,7 +29,6 @@ int dict_init(struct dict *d, size_t expected);
 /* Free the table; values are untouched (free them first with dict_next). */
 void dict_free(struct dict *d);
 void *dict_get(const struct dict *d, const char *key);
-void *dict_get_n(const struct dict *d, const char *key, size_t len);
 /* Insert or replace. Returns 0, or -1 on allocation failure (table unchanged).
  * When a value was replaced, *old receives it (else NULL). */
 int dict_set(struct dict *d, const char *key, void *value, void **old);

@@ -94,28 +94,36 @@ void strbuf_printf(struct strbuf *sb, const char *fmt, ...)
     va_end(ap);
 }
 
-char *strbuf_format(const char *fmt, ...)
+char *strbuf_vformat(const char *fmt, va_list ap)
 {
     struct strbuf sb;
     strbuf_init(&sb);
+    strbuf_vprintf(&sb, fmt, ap);
+    return strbuf_detach(&sb, NULL);
+}
+
+char *strbuf_format(const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    strbuf_vprintf(&sb, fmt, ap);
+    char *s = strbuf_vformat(fmt, ap);
     va_end(ap);
-    return strbuf_detach(&sb, NULL);
+    return s;
+}
+
+int strbuf_vset_error(char **err, const char *fmt, va_list ap)
+{
+    if (err)
+        *err = strbuf_vformat(fmt, ap);
+    return -1;
 }
 
 int strbuf_set_error(char **err, const char *fmt, ...)
 {
-    if (!err)
-        return -1;
-    struct strbuf sb;
-    strbuf_init(&sb);
     va_list ap;
     va_start(ap, fmt);
-    strbuf_vprintf(&sb, fmt, ap);
+    strbuf_vset_error(err, fmt, ap);
     va_end(ap);
-    *err = strbuf_detach(&sb, NULL);
     return -1;
 }
 

@@ -36,10 +36,12 @@ void strbuf_json_string(struct strbuf *sb, const char *s);
 void strbuf_json_string_n(struct strbuf *sb, const char *s, size_t len);
 /* A malloc'd formatted string (for error messages), NULL when memory ran out. */
 char *strbuf_format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *strbuf_vformat(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 /* Store a malloc'd formatted message in *err (when err is not NULL) and
  * return -1, so validation code can `return strbuf_set_error(err, ...)`.
  * When memory runs out *err is NULL. */
 int strbuf_set_error(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int strbuf_vset_error(char **err, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 /* Append the whole content of a file. 0, or -1 with errno set (the buffer
  * keeps what it had). */
 int strbuf_read_file(struct strbuf *sb, const char *path);

@@ -32,14 +32,18 @@
  * ignored and give strings. Object members keep document order.
  */
 #include "lib/yamljson.h"
+#include "lib/strbuf.h"
 
+#include <ctype.h>
 #include <locale.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <yaml.h>
 
 /* Containers nested deeper than this are refused: cJSON's delete, duplicate
@@ -967,4 +971,101 @@ int text_looks_like_json(const char *buf, size_t len)
         return c == '{' || c == '[';
     }
     return 0;
+}
+
+/* ---- JSON -> YAML (output) ------------------------------------------------ */
+
+/* Would a plain scalar of s read back as this very string? */
+static bool plain_safe(const char *s)
+{
+    static const char *const special[] = {"true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"};
+    if (!*s || strlen(s) > 200)
+        return false;
+    for (size_t i = 0; i < sizeof(special) / sizeof(special[0]); i++)
+        if (strcasecmp(s, special[i]) == 0)
+            return false;
+    if (!(isalpha((unsigned char)s[0]) || s[0] == '/' || s[0] == '_'))
+        return false; /* numbers, signs, indicators */
+    for (const char *c = s; *c; c++)
+        if (!(isalnum((unsigned char)*c) || strchr("-_./ ()=,+", *c)) || (*c == ' ' && (c[1] == '\0' || c[1] == '#')))
+            return false;
+    return true;
+}
+
+static void yaml_string(struct strbuf *out, const char *s)
+{
+    if (plain_safe(s))
+        strbuf_puts(out, s);
+    else
+        strbuf_json_string(out, s);
+}
+
+static void yaml_scalar(struct strbuf *out, const cJSON *v)
+{
+    if (cJSON_IsString(v)) {
+        yaml_string(out, v->valuestring);
+    } else if (cJSON_IsBool(v)) {
+        strbuf_puts(out, cJSON_IsTrue(v) ? "true" : "false");
+    } else if (cJSON_IsNumber(v)) {
+        char *text = cJSON_PrintUnformatted(v);
+        strbuf_puts(out, text ? text : "0");
+        free(text);
+    } else {
+        strbuf_puts(out, "null");
+    }
+}
+
+static bool is_collection(const cJSON *v)
+{
+    return (cJSON_IsObject(v) || cJSON_IsArray(v)) && v->child;
+}
+
+static void yaml_value(struct strbuf *out, const cJSON *v, int indent, bool after_dash);
+
+static void yaml_object(struct strbuf *out, const cJSON *v, int indent, bool after_dash)
+{
+    bool first = true;
+    for (const cJSON *m = v->child; m; m = m->next) {
+        if (!(first && after_dash))
+            strbuf_printf(out, "%*s", indent, "");
+        first = false;
+        yaml_string(out, m->string ? m->string : "");
+        strbuf_putc(out, ':');
+        if (is_collection(m)) {
+            strbuf_putc(out, '\n');
+            yaml_value(out, m, cJSON_IsArray(m) ? indent : indent + 2, false);
+        } else {
+            strbuf_putc(out, ' ');
+            yaml_value(out, m, indent + 2, false);
+        }
+    }
+}
+
+static void yaml_value(struct strbuf *out, const cJSON *v, int indent, bool after_dash)
+{
+    if (cJSON_IsObject(v) && v->child) {
+        yaml_object(out, v, indent, after_dash);
+    } else if (cJSON_IsArray(v) && v->child) {
+        bool first = true;
+        for (const cJSON *e = v->child; e; e = e->next) {
+            if (!(first && after_dash))
+                strbuf_printf(out, "%*s", indent, "");
+            first = false;
+            strbuf_puts(out, "- ");
+            yaml_value(out, e, indent + 2, true);
+        }
+    } else {
+        if (cJSON_IsObject(v))
+            strbuf_puts(out, "{}");
+        else if (cJSON_IsArray(v))
+            strbuf_puts(out, "[]");
+        else
+            yaml_scalar(out, v);
+        strbuf_putc(out, '\n');
+    }
+}
+
+void json_to_yaml(const cJSON *value, struct strbuf *out)
+{
+    yaml_value(out, value, 0, false);
 }

@@ -42,4 +42,11 @@ cJSON *yaml_to_json(const char *buf, size_t len, char **err);
  * fails should fall back to yaml_to_json. A leading BOM means "not JSON". */
 int text_looks_like_json(const char *buf, size_t len);
 
+/* The other way, for output (kubectl -o yaml): block-style YAML of a JSON
+ * value, two-space indents, sequences at their key's indent as kubectl
+ * prints them. Strings are written plain when YAML would read them back as
+ * the same string, else double-quoted with JSON escapes (valid YAML). */
+struct strbuf;
+void json_to_yaml(const cJSON *value, struct strbuf *out);
+
 #endif

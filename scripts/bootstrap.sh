@@ -14,6 +14,7 @@ declare -A modules=(
   [gnutls]=libgnutls28-dev
   [cmocka]=libcmocka-dev
 )
+# chromium: the /ui browser test (tests/e2e/test_ui_browser.py), headless.
 declare -A commands=(
   [cc]=gcc
   [make]=make
@@ -24,11 +25,14 @@ declare -A commands=(
   [curl]=curl
   [valgrind]=valgrind
   [clang-format]=clang-format
+  [chromium]=chromium
 )
 
 missing=()
 # The API simulator's client check uses Debian's python3 and its kubernetes package.
 /usr/bin/python3 -c 'import kubernetes' >/dev/null 2>&1 || missing+=(python3-kubernetes)
+# The plugin's and the monitoring tests read YAML with Debian's python3-yaml.
+/usr/bin/python3 -c 'import yaml' >/dev/null 2>&1 || missing+=(python3-yaml)
 for cmd in "${!commands[@]}"; do
   command -v "$cmd" >/dev/null 2>&1 || missing+=("${commands[$cmd]}")
 done

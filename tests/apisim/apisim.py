@@ -882,6 +882,7 @@ class APISim:
         self.request_log = []
         self.request_seq = 0
         self.tls_errors = []
+        self.service_proxies = {}  # (namespace, service) -> {"target": URL or None, "port": str or None}
         self.initial_objects = []
         if state is not None:
             self.initial_objects = load_state(state) if isinstance(state, str) else _flatten_objects(state)
@@ -1597,10 +1598,53 @@ class APISim:
             self.compacted_rv = self.trimmed_rv = self.rv
             self.request_log = []
             self.tls_errors = []
+            self.service_proxies = {}
             for obj in self.initial_objects:
                 self.upsert(obj)
         if not self._stopped and not self.is_up:
             self.up()
+
+    # ---- service proxy -----------------------------------------------------
+
+    def add_service_proxy(self, namespace, name, target, port=None):
+        """Serve /api/v1/namespaces/NAMESPACE/services/NAME[:PORT]/proxy/... by
+        forwarding to target ("http://127.0.0.1:PORT"), as the API server forwards
+        to a Service's endpoint. target None: the Service exists but has no
+        endpoints (503). port: the port name or number the path may carry."""
+        if target is not None and not re.match(r"^https?://[^/]+$", target):
+            raise ValueError("target must be scheme://host:port, got %r" % (target,))
+        with self.cond:
+            self.service_proxies[(namespace, name)] = {"target": target,
+                                                       "port": None if port is None else str(port)}
+
+    def remove_service_proxy(self, namespace, name):
+        with self.cond:
+            self.service_proxies.pop((namespace, name), None)
+
+    def service_proxy_target(self, namespace, service):
+        """The target URL for the path segment SERVICE ("name", "name:port",
+        "scheme:name:port"); raises the API server's errors."""
+        parts = service.split(":")
+        if len(parts) == 3:
+            scheme, name, port = parts
+        elif len(parts) == 2:
+            scheme, (name, port) = "", parts
+        else:
+            scheme, name, port = "", service, ""
+        if scheme not in ("", "http", "https") or not NAME_RE.match(name):
+            raise ApiError(404, "the server could not find the requested resource", "NotFound")
+        with self.cond:
+            entry = self.service_proxies.get((namespace, name))
+        if entry is None:
+            raise ApiError(404, 'services "%s" not found' % name, "NotFound", {"name": name, "kind": "services"})
+        if port and entry["port"] is not None and port != entry["port"]:
+            raise ApiError(503, 'no endpoints available for service "%s"' % service, "ServiceUnavailable")
+        if entry["target"] is None:
+            raise ApiError(503, 'no endpoints available for service "%s"' % name, "ServiceUnavailable")
+        target = entry["target"]
+        if scheme == "https":
+            target = "https://" + target.split("://", 1)[1]
+        return target
 
     def requests(self, since=0):
         with self.cond:
@@ -1706,6 +1750,12 @@ class APISim:
             if name == "settings":
                 self.configure(**args)
                 return {"settings": dict(self.settings)}
+            if name == "service_proxy":
+                self.add_service_proxy(args["namespace"], args["name"], args.get("target"), args.get("port"))
+                return {}
+            if name == "remove_service_proxy":
+                self.remove_service_proxy(args["namespace"], args["name"])
+                return {}
         except (TypeError, KeyError, ValueError, re.error) as e:
             raise ApiError(400, "bad arguments for %s: %s" % (name, e), "BadRequest")
         raise ApiError(400, "unknown fault operation %r" % name, "BadRequest")
@@ -2000,6 +2050,9 @@ class _Handler(BaseHTTPRequestHandler):
         if len(segs) == 3 and segs[0] == "apis" and (segs[1], segs[2]) in GROUP_VERSIONS:
             return self._send(200, _resource_list(segs[1], segs[2]))
 
+        if len(segs) >= 7 and segs[:3] == ["api", "v1", "namespaces"] and segs[4] == "services" and segs[6] == "proxy":
+            return self._service_proxy(segs[3], segs[5], path, body)
+
         r = _route(segs)
         if r is None:
             raise ApiError(404, "the server could not find the requested resource", "NotFound")
@@ -2072,6 +2125,32 @@ class _Handler(BaseHTTPRequestHandler):
             out, code = sim.delete(rt, name, ns, opts)
             return self._send(code, out)
         raise _method_not_allowed()
+
+    def _service_proxy(self, ns, service, path, body):
+        """Forward the remainder after /proxy (and the query) to the registered
+        target; its status, type and body come back as they are."""
+        target = self.server.sim.service_proxy_target(ns, service)
+        prefix = "/api/v1/namespaces/%s/services/%s/proxy" % (ns, service)
+        rest = path[len(prefix):] if path.startswith(prefix) else "/"
+        query = urllib.parse.urlsplit(self.path).query
+        url = urllib.parse.urlsplit(target)
+        conn_cls = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
+        kw = {"context": ssl._create_unverified_context()} if url.scheme == "https" else {}
+        conn = conn_cls(url.hostname, url.port, timeout=30, **kw)
+        headers = {k: v for k, v in self.headers.items()
+                   if k.lower() in ("content-type", "accept", "user-agent")}
+        try:
+            conn.request(self.command, (rest or "/") + ("?" + query if query else ""), body=body or None,
+                         headers=headers)
+            resp = conn.getresponse()
+            data = resp.read()
+        except (OSError, http.client.HTTPException) as e:
+            why = "connect: connection refused" if isinstance(e, ConnectionRefusedError) else str(e)
+            raise ApiError(503, "error trying to reach service: dial tcp %s:%s: %s" % (url.hostname, url.port, why),
+                           "ServiceUnavailable")
+        finally:
+            conn.close()
+        return self._send(resp.status, data, resp.getheader("Content-Type") or "text/plain")
 
     def _patch(self, rt, ns, name, body, sub):
         ct = self._content_type()

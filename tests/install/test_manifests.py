@@ -38,6 +38,7 @@ KNOWN_KINDS = {
     ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"),
     ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"),
     ("cert-manager.io/v1", "Issuer"), ("cert-manager.io/v1", "Certificate"),
+    ("monitoring.coreos.com/v1", "ServiceMonitor"), ("monitoring.coreos.com/v1", "PrometheusRule"),
 }
 GPU_RESOURCES = ["tencent.com/vcuda-core", "tencent.com/vcuda-memory", "nvidia.com/mps-core",
                  "nvidia.com/mps-memory", "nvidia.com/gpu"]
@@ -248,8 +249,8 @@ def schema_python_kubernetes_models(s):
     n = 0
     for f, o in every_object(s):
         api, kind = o.get("apiVersion", ""), o.get("kind", "")
-        if api.startswith("cert-manager.io/"):
-            continue
+        if api.startswith("cert-manager.io/") or api.startswith("monitoring.coreos.com/"):
+            continue  # CRDs: python3-kubernetes has no models for them
         version = api.split("/")[-1]
         type_name = version[0].upper() + version[1:] + kind
         if not hasattr(kc, type_name):

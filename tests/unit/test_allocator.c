@@ -12,69 +12,7 @@
 #include <string.h>
 
 #include "extender/allocator.h"
-#include "cluster/cache.h"
-#include "cluster/nodespec.h"
-#include "cluster/podspec.h"
-
-/* Fixtures are written with single quotes; q() turns them into JSON. */
-static char *q(const char *text)
-{
-    size_t len = strlen(text) + 1;
-    char *json = malloc(len);
-    assert_non_null(json);
-    for (size_t i = 0; i < len; i++)
-        json[i] = text[i] == '\'' ? '"' : text[i];
-    return json;
-}
-
-static cJSON *json_of(const char *fixture)
-{
-    char *text = q(fixture);
-    cJSON *v = cJSON_Parse(text);
-    if (!v)
-        fail_msg("fixture is not JSON: %s", text);
-    free(text);
-    return v;
-}
-
-static void fmt(char *buf, size_t size, const char *f, ...) __attribute__((format(printf, 3, 4)));
-
-static void fmt(char *buf, size_t size, const char *f, ...)
-{
-    va_list ap;
-    va_start(ap, f);
-    int n = vsnprintf(buf, size, f, ap);
-    va_end(ap);
-    assert_true(n > 0 && (size_t)n < size);
-}
-
-static int setup(void **state)
-{
-    struct cluster_cache *c = malloc(sizeof(*c));
-    struct cache_config cfg = {.assume_ttl_ns = 60LL * 1000000000LL};
-    if (!c || cache_init(c, &cfg) != 0)
-        return -1;
-    *state = c;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    cache_destroy(*state);
-    free(*state);
-    return 0;
-}
-
-static void add_node(struct cluster_cache *c, const char *fixture)
-{
-    cJSON *obj = json_of(fixture);
-    char *err = NULL;
-    struct node_spec *spec = node_spec_from_json(obj, &err);
-    if (!spec)
-        fail_msg("node_spec_from_json: %s", err ? err : "(null)");
-    cJSON_Delete(obj);
-    assert_int_equal(cache_apply_node(c, spec), 0);
-}
+#include "tests/unit/support.h"
 
 /* A node with n GPUs offering `res` (core resource, n*100 of it) and
  * `memres` (n*mem_per_gpu of it), optionally with a topology annotation. */
@@ -94,33 +32,12 @@ static void add_gpu_node(struct cluster_cache *c, const char *name, const char *
     add_node(c, buf);
 }
 
-static void add_vcuda_node(struct cluster_cache *c, const char *name, int n, int mem_per_gpu)
-{
-    add_gpu_node(c, name, RES_VCUDA_CORE, RES_VCUDA_MEMORY, n, mem_per_gpu, NULL);
-}
-
-static void add_mps_node(struct cluster_cache *c, const char *name, int n, int mem_per_gpu)
-{
-    add_gpu_node(c, name, RES_MPS_CORE, RES_MPS_MEMORY, n, mem_per_gpu, NULL);
-}
-
-static struct pod_info *parse_pod(const char *fixture)
-{
-    cJSON *obj = json_of(fixture);
-    char *err = NULL;
-    struct pod_info *p = pod_info_from_json(obj, &err);
-    if (!p)
-        fail_msg("pod_info_from_json: %s", err ? err : "(null)");
-    cJSON_Delete(obj);
-    return p;
-}
-
 /* A pod with the given containers (JSON array text). */
 static struct pod_info *pod_with(const char *containers)
 {
     char buf[4096];
     fmt(buf, sizeof(buf), "{'metadata':{'name':'new','namespace':'t'},'spec':{'containers':%s}}", containers);
-    return parse_pod(buf);
+    return pod_of(buf);
 }
 
 /* A one-container pod with the given limits. */
@@ -146,7 +63,7 @@ static void add_bound(struct cluster_cache *c, const char *name, const char *nod
         "{'metadata':{'name':'%s','namespace':'t'%s},'spec':{'nodeName':'%s','containers':[{'name':'c',"
         "'resources':{'limits':%s}}]},'status':{'phase':'Running'}}",
         name, ann, node, limits);
-    assert_int_equal(cache_apply_pod(c, parse_pod(buf), clock_realtime_ns()), 0);
+    assert_int_equal(cache_apply_pod(c, pod_of(buf), clock_realtime_ns()), 0);
 }
 
 struct fit_out {
@@ -155,7 +72,7 @@ struct fit_out {
 };
 
 static bool fit_on(struct cluster_cache *c, const char *node, const struct pod_info *p, const struct pod_entry *self,
-                   enum policy gpu, enum policy nodep, struct fit_out *out)
+                   enum pack_policy gpu, enum pack_policy nodep, struct fit_out *out)
 {
     memset(out, 0, sizeof(*out));
     out->r.masks = out->masks;
@@ -721,7 +638,7 @@ static void test_self_charge_excluded(void **state)
         "'gpu-admission.io/time':'%" PRId64 "','gpu-admission.io/gpu-idx-0':'0'}},"
         "'spec':{'containers':[{'name':'main','resources':{'limits':" VC(60, 30) "}}]}}",
         now);
-    assert_int_equal(cache_apply_pod(c, parse_pod(buf), now), 0);
+    assert_int_equal(cache_apply_pod(c, pod_of(buf), now), 0);
     cache_read_lock(c);
     const struct pod_entry *self = cache_find_pod(c, "t/me");
     assert_non_null(self);
@@ -828,18 +745,18 @@ static void test_non_gpu_and_helpers(void **state)
     assert_true(pod_has_vcuda_share(p));
     pod_info_free(p);
 
-    enum policy pol = POLICY_BINPACK;
-    assert_int_equal(policy_parse("spread", &pol), 0);
+    enum pack_policy pol = POLICY_BINPACK;
+    assert_int_equal(pack_policy_parse("spread", &pol), 0);
     assert_int_equal(pol, POLICY_SPREAD);
-    assert_int_equal(policy_parse("binpack", &pol), 0);
+    assert_int_equal(pack_policy_parse("binpack", &pol), 0);
     assert_int_equal(pol, POLICY_BINPACK);
-    assert_int_equal(policy_parse("Spread", &pol), -1);
-    assert_int_equal(policy_parse("", &pol), -1);
-    assert_string_equal(policy_name(POLICY_SPREAD), "spread");
-    assert_string_equal(policy_name(POLICY_BINPACK), "binpack");
+    assert_int_equal(pack_policy_parse("Spread", &pol), -1);
+    assert_int_equal(pack_policy_parse("", &pol), -1);
+    assert_string_equal(pack_policy_name(POLICY_SPREAD), "spread");
+    assert_string_equal(pack_policy_name(POLICY_BINPACK), "binpack");
 }
 
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, cache_setup, cache_teardown)
 
 int main(void)
 {

@@ -1,4 +1,4 @@
-/* test_cache.c - unit tests for extender/cache.c: the per-GPU occupancy
+/* test_cache.c - unit tests for cluster/cache.c: the per-GPU occupancy
  * index under pod and node adds, updates and deletes, assumptions and their
  * expiry, and how decision annotations are attributed. */
 #include <stdarg.h>
@@ -13,90 +13,7 @@
 #include <string.h>
 
 #include "cluster/cache.h"
-#include "cluster/nodespec.h"
-#include "cluster/podspec.h"
-
-#define SEC 1000000000LL
-
-static char *q(const char *text)
-{
-    size_t len = strlen(text) + 1;
-    char *json = malloc(len);
-    assert_non_null(json);
-    for (size_t i = 0; i < len; i++)
-        json[i] = text[i] == '\'' ? '"' : text[i];
-    return json;
-}
-
-static cJSON *json_of(const char *fixture)
-{
-    char *text = q(fixture);
-    cJSON *v = cJSON_Parse(text);
-    if (!v)
-        fail_msg("fixture is not JSON: %s", text);
-    free(text);
-    return v;
-}
-
-static void fmt(char *buf, size_t size, const char *f, ...) __attribute__((format(printf, 3, 4)));
-
-static void fmt(char *buf, size_t size, const char *f, ...)
-{
-    va_list ap;
-    va_start(ap, f);
-    int n = vsnprintf(buf, size, f, ap);
-    va_end(ap);
-    assert_true(n > 0 && (size_t)n < size);
-}
-
-static int setup(void **state)
-{
-    struct cluster_cache *c = malloc(sizeof(*c));
-    struct cache_config cfg = {.assume_ttl_ns = 60 * SEC};
-    if (!c || cache_init(c, &cfg) != 0)
-        return -1;
-    *state = c;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    cache_destroy(*state);
-    free(*state);
-    return 0;
-}
-
-static void apply_node_json(struct cluster_cache *c, const char *fixture)
-{
-    cJSON *obj = json_of(fixture);
-    char *err = NULL;
-    struct node_spec *spec = node_spec_from_json(obj, &err);
-    if (!spec)
-        fail_msg("node_spec_from_json: %s", err ? err : "(null)");
-    cJSON_Delete(obj);
-    assert_int_equal(cache_apply_node(c, spec), 0);
-}
-
-static void vcuda_node(struct cluster_cache *c, const char *name, int gpus, int mem_per_gpu)
-{
-    char buf[512];
-    fmt(buf, sizeof(buf),
-        "{'metadata':{'name':'%s'},'status':{'allocatable':{'tencent.com/vcuda-core':'%d',"
-        "'tencent.com/vcuda-memory':'%d'}}}",
-        name, gpus * 100, gpus * mem_per_gpu);
-    apply_node_json(c, buf);
-}
-
-static void apply_pod_json(struct cluster_cache *c, const char *fixture, int64_t now)
-{
-    cJSON *obj = json_of(fixture);
-    char *err = NULL;
-    struct pod_info *p = pod_info_from_json(obj, &err);
-    if (!p)
-        fail_msg("pod_info_from_json: %s", err ? err : "(null)");
-    cJSON_Delete(obj);
-    assert_int_equal(cache_apply_pod(c, p, now), 0);
-}
+#include "tests/unit/support.h"
 
 /* A pod t/NAME: bound to `node` (or unbound when NULL), with `annotations`
  * (an object's members, may be empty) and one container "c" of `limits`. */
@@ -110,7 +27,7 @@ static void pod(struct cluster_cache *c, const char *name, const char *node, con
         "{'metadata':{'name':'%s','namespace':'t','annotations':{%s}},'spec':{%s'containers':[{'name':'c',"
         "'resources':{'limits':%s}}]},'status':{'phase':'%s'}}",
         name, annotations, spec_node, limits, phase);
-    apply_pod_json(c, buf, now);
+    add_pod(c, buf, now);
 }
 
 /* Bound and running, with a tencent.com index annotation when idx != NULL. */
@@ -194,7 +111,7 @@ static void expect_unattributed(struct cluster_cache *c, const char *node, int64
 static void test_pod_add_update_delete(void **state)
 {
     struct cluster_cache *c = *state;
-    vcuda_node(c, "n", 4, 40);
+    add_vcuda_node(c, "n", 4, 40);
     uint64_t gen = c->generation;
 
     bound(c, "p1", "n", "1", VC(30, 10));
@@ -241,9 +158,9 @@ static void test_pod_add_update_delete(void **state)
 static void test_pod_families(void **state)
 {
     struct cluster_cache *c = *state;
-    apply_node_json(c, "{'metadata':{'name':'m'},'status':{'allocatable':{'nvidia.com/mps-core':'200',"
+    add_node(c, "{'metadata':{'name':'m'},'status':{'allocatable':{'nvidia.com/mps-core':'200',"
                        "'nvidia.com/mps-memory':'30'}}}");
-    apply_node_json(c, "{'metadata':{'name':'v'},'status':{'allocatable':{'nvidia.com/gpu':'4'}}}");
+    add_node(c, "{'metadata':{'name':'v'},'status':{'allocatable':{'nvidia.com/gpu':'4'}}}");
     bound(c, "mps", "m", "1", "{'nvidia.com/mps-core':'25','nvidia.com/mps-memory':'6'}");
     bound(c, "mpsfull", "m", "0", "{'nvidia.com/mps-core':'100'}");
     const struct node_state *m = node_of(c, "m");
@@ -268,7 +185,7 @@ static void test_pod_families(void **state)
 static void test_pods_not_charged(void **state)
 {
     struct cluster_cache *c = *state;
-    vcuda_node(c, "n", 2, 40);
+    add_vcuda_node(c, "n", 2, 40);
     /* Not a GPU pod. */
     pod(c, "cpu", "n", "", "{'cpu':'1'}", "Running", clock_realtime_ns());
     /* An invalid request (shared without memory). */
@@ -294,7 +211,7 @@ static void test_pods_not_charged(void **state)
 static void test_assumed_then_bound(void **state)
 {
     struct cluster_cache *c = *state;
-    vcuda_node(c, "n", 2, 40);
+    add_vcuda_node(c, "n", 2, 40);
     int64_t now = clock_realtime_ns();
     assumed(c, "p", "n", "1", VC(30, 10), now, now);
     const struct pod_entry *e = cache_find_pod(c, "t/p");
@@ -327,8 +244,8 @@ static void test_assumed_then_bound(void **state)
 static void test_bound_elsewhere_than_decided(void **state)
 {
     struct cluster_cache *c = *state;
-    vcuda_node(c, "n", 2, 40);
-    vcuda_node(c, "m", 2, 40);
+    add_vcuda_node(c, "n", 2, 40);
+    add_vcuda_node(c, "m", 2, 40);
     /* Decided for m, but bound to n (by something else): the binding wins
      * and m's indices say nothing about n's GPUs. */
     int64_t now = clock_realtime_ns();
@@ -344,7 +261,7 @@ static void test_bound_elsewhere_than_decided(void **state)
 static void test_terminal_releases(void **state)
 {
     struct cluster_cache *c = *state;
-    vcuda_node(c, "n", 2, 40);
+    add_vcuda_node(c, "n", 2, 40);
     const char *ann = "'tencent.com/predicate-gpu-idx-0':'0','tencent.com/predicate-node':'n'";
     pod(c, "a", "n", ann, VC(30, 10), "Running", clock_realtime_ns());
     pod(c, "b", "n", ann, VC(20, 10), "Running", clock_realtime_ns());
@@ -375,7 +292,7 @@ static void test_node_after_its_pods(void **state)
     /* Without the node's GPUs nothing can be attributed. */
     expect_unattributed(c, "late", 230, 10, 0, 2);
 
-    vcuda_node(c, "late", 2, 40);
+    add_vcuda_node(c, "late", 2, 40);
     n = node_of(c, "late");
     assert_true(n->present);
     assert_non_null(n->spec);
@@ -385,7 +302,7 @@ static void test_node_after_its_pods(void **state)
     assert_int_equal(n->charged_count, 2);
 
     /* The same node applied again: nothing counted twice. */
-    vcuda_node(c, "late", 2, 40);
+    add_vcuda_node(c, "late", 2, 40);
     expect_gpus(c, "late", 2, (int64_t[]){100, 130}, (int64_t[]){40, 50}, (int[]){1, 2});
     assert_int_equal(c->present_nodes, 1);
 }
@@ -407,26 +324,26 @@ static void test_placeholder_dropped(void **state)
 static void test_node_update_recharges(void **state)
 {
     struct cluster_cache *c = *state;
-    vcuda_node(c, "n", 2, 40);
+    add_vcuda_node(c, "n", 2, 40);
     bound(c, "a", "n", "1", VC(30, 10));
     bound(c, "b", "n", "3", VC(20, 5));   /* no minor 3 on a 2-GPU node */
     expect_gpus(c, "n", 2, (int64_t[]){0, 30}, (int64_t[]){0, 10}, (int[]){0, 1});
     expect_unattributed(c, "n", 20, 5, 0, 1);
 
     /* Grown to 4 GPUs (with more memory each): b lands on GPU 3. */
-    vcuda_node(c, "n", 4, 64);
+    add_vcuda_node(c, "n", 4, 64);
     expect_gpus(c, "n", 4, (int64_t[]){0, 30, 0, 20}, (int64_t[]){0, 10, 0, 5}, (int[]){0, 1, 0, 1});
     expect_unattributed(c, "n", 0, 0, 0, 0);
     assert_int_equal(node_of(c, "n")->gpus[0].vmem_total, 64);
 
     /* Shrunk to one GPU: both pods are held against the node. */
-    vcuda_node(c, "n", 1, 40);
+    add_vcuda_node(c, "n", 1, 40);
     expect_gpus(c, "n", 1, (int64_t[]){0}, (int64_t[]){0}, (int[]){0});
     expect_unattributed(c, "n", 50, 15, 0, 2);
     assert_int_equal(node_of(c, "n")->charged_count, 2);
 
     /* Minors from the topology annotation: minor 3 is now slot 0, minor 1 slot 1. */
-    apply_node_json(c, "{'metadata':{'name':'n','annotations':{'gpu-admission.io/topology':"
+    add_node(c, "{'metadata':{'name':'n','annotations':{'gpu-admission.io/topology':"
                        "'{\\'version\\':1,\\'gpus\\':[{\\'index\\':0,\\'minor\\':3},{\\'index\\':1,\\'minor\\':1}]}'}},"
                        "'status':{'allocatable':{'tencent.com/vcuda-core':'200','tencent.com/vcuda-memory':'80'}}}");
     const struct node_state *n = node_of(c, "n");
@@ -440,8 +357,8 @@ static void test_node_update_recharges(void **state)
 static void test_node_delete(void **state)
 {
     struct cluster_cache *c = *state;
-    vcuda_node(c, "empty", 2, 40);
-    vcuda_node(c, "busy", 2, 40);
+    add_vcuda_node(c, "empty", 2, 40);
+    add_vcuda_node(c, "busy", 2, 40);
     assert_int_equal(c->present_nodes, 2);
     bound(c, "a", "busy", "1", VC(30, 10));
 
@@ -466,7 +383,7 @@ static void test_node_delete(void **state)
     assert_int_equal(c->present_nodes, 0);
 
     /* It comes back. */
-    vcuda_node(c, "busy", 2, 40);
+    add_vcuda_node(c, "busy", 2, 40);
     expect_gpus(c, "busy", 2, (int64_t[]){0, 30}, (int64_t[]){0, 10}, (int[]){0, 1});
     expect_unattributed(c, "busy", 0, 0, 0, 0);
     assert_int_equal(c->present_nodes, 1);
@@ -481,7 +398,7 @@ static void test_node_delete_with_expired_assumption(void **state)
 {
     struct cluster_cache *c = *state;
     c->cfg.assume_ttl_ns = 5 * SEC;
-    vcuda_node(c, "n", 2, 40);
+    add_vcuda_node(c, "n", 2, 40);
     /* Applied "10 s ago", when the 5 s assumption was still live. */
     int64_t then = clock_realtime_ns() - 10 * SEC;
     assumed(c, "p", "n", "0", VC(30, 10), then, then);
@@ -501,7 +418,7 @@ static void test_expiry(void **state)
 {
     struct cluster_cache *c = *state;
     c->cfg.assume_ttl_ns = 1000;   /* 1 us */
-    vcuda_node(c, "n", 2, 40);
+    add_vcuda_node(c, "n", 2, 40);
     const int64_t t = 1800000000LL * SEC;
     assumed(c, "a", "n", "0", VC(30, 10), t, t);
     assumed(c, "b", "n", "1", VC(20, 5), t + 500, t + 500);
@@ -549,7 +466,7 @@ static void test_expiry_drops_placeholder(void **state)
 static void test_wrong_index_count(void **state)
 {
     struct cluster_cache *c = *state;
-    vcuda_node(c, "n", 4, 40);
+    add_vcuda_node(c, "n", 4, 40);
     /* Two whole GPUs but one index. */
     bound(c, "a", "n", "1", VCW(200));
     expect_unattributed(c, "n", 200, 80, 0, 1);
@@ -578,9 +495,9 @@ static void test_wrong_index_count(void **state)
 static void test_multi_container_indices(void **state)
 {
     struct cluster_cache *c = *state;
-    vcuda_node(c, "n", 4, 40);
+    add_vcuda_node(c, "n", 4, 40);
     /* Container 0 has no GPU (and no index), 1 and 2 do. */
-    apply_pod_json(c,
+    add_pod(c,
                    "{'metadata':{'name':'m','namespace':'t','annotations':{"
                    "'tencent.com/predicate-gpu-idx-1':'3','tencent.com/predicate-gpu-idx-2':'0,1',"
                    "'tencent.com/predicate-node':'n'}},"
@@ -593,7 +510,7 @@ static void test_multi_container_indices(void **state)
     assert_int_equal(cache_find_pod(c, "t/m")->nslots, 3);
 
     /* One GPU container without its index: the whole pod is unattributed. */
-    apply_pod_json(c,
+    add_pod(c,
                    "{'metadata':{'name':'m','namespace':'t','annotations':{"
                    "'tencent.com/predicate-gpu-idx-2':'0,1','tencent.com/predicate-node':'n'}},"
                    "'spec':{'nodeName':'n','containers':[{'name':'side'},"
@@ -609,8 +526,8 @@ static void test_multi_container_indices(void **state)
 static void test_cross_container_duplicates(void **state)
 {
     struct cluster_cache *c = *state;
-    vcuda_node(c, "n", 4, 40);
-    apply_pod_json(c,
+    add_vcuda_node(c, "n", 4, 40);
+    add_pod(c,
                    "{'metadata':{'name':'dup','namespace':'t','annotations':{"
                    "'tencent.com/predicate-gpu-idx-0':'1,2','tencent.com/predicate-gpu-idx-1':'2',"
                    "'tencent.com/predicate-node':'n'}},"
@@ -620,7 +537,7 @@ static void test_cross_container_duplicates(void **state)
                    clock_realtime_ns());
     expect_unattributed(c, "n", 225, 84, 0, 1);
     expect_gpus(c, "n", 4, (int64_t[]){0, 0, 0, 0}, (int64_t[]){0, 0, 0, 0}, (int[]){0, 0, 0, 0});
-    apply_pod_json(c,
+    add_pod(c,
                    "{'metadata':{'name':'dup','namespace':'t','annotations':{"
                    "'tencent.com/predicate-gpu-idx-0':'3','tencent.com/predicate-gpu-idx-1':'3',"
                    "'tencent.com/predicate-node':'n'}},"
@@ -635,7 +552,7 @@ static void test_cross_container_duplicates(void **state)
 static void test_gqa_keys_when_tencent_absent(void **state)
 {
     struct cluster_cache *c = *state;
-    vcuda_node(c, "n", 4, 40);
+    add_vcuda_node(c, "n", 4, 40);
     pod(c, "a", "n", "'gpu-admission.io/gpu-idx-0':'2','gpu-admission.io/node':'n'", VC(30, 10), "Running",
         clock_realtime_ns());
     expect_gpus(c, "n", 4, (int64_t[]){0, 0, 30, 0}, (int64_t[]){0, 0, 10, 0}, (int[]){0, 0, 1, 0});
@@ -645,7 +562,7 @@ static void test_gqa_keys_when_tencent_absent(void **state)
 static void test_tencent_preferred(void **state)
 {
     struct cluster_cache *c = *state;
-    vcuda_node(c, "n", 4, 40);
+    add_vcuda_node(c, "n", 4, 40);
     /* GPU-Manager rewrote the tencent.com key with what it really used. */
     pod(c, "a", "n",
         "'gpu-admission.io/gpu-idx-0':'1','gpu-admission.io/node':'n',"
@@ -659,7 +576,7 @@ static void test_tencent_preferred(void **state)
 static void test_node_slot_of_minor(void **state)
 {
     struct cluster_cache *c = *state;
-    apply_node_json(c, "{'metadata':{'name':'n','annotations':{'gpu-admission.io/topology':"
+    add_node(c, "{'metadata':{'name':'n','annotations':{'gpu-admission.io/topology':"
                        "'{\\'version\\':1,\\'gpus\\':[{\\'index\\':0,\\'minor\\':4},{\\'index\\':1,\\'minor\\':2}]}'}},"
                        "'status':{'allocatable':{'nvidia.com/gpu':'2'}}}");
     const struct node_state *n = node_of(c, "n");
@@ -668,7 +585,7 @@ static void test_node_slot_of_minor(void **state)
     assert_int_equal(node_slot_of_minor(n, 0), -1);
     assert_int_equal(node_slot_of_minor(n, 1), -1);
     /* A topology that disagrees with the GPU count is dropped: minors 0..n-1. */
-    apply_node_json(c, "{'metadata':{'name':'x','annotations':{'gpu-admission.io/topology':"
+    add_node(c, "{'metadata':{'name':'x','annotations':{'gpu-admission.io/topology':"
                        "'{\\'version\\':1,\\'gpus\\':[{\\'index\\':0,\\'minor\\':4}]}'}},"
                        "'status':{'allocatable':{'nvidia.com/gpu':'2'}}}");
     n = node_of(c, "x");
@@ -740,7 +657,7 @@ static void test_apply_object(void **state)
     expect_unattributed(c, "n", 100, 0, 0, 1);
 }
 
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, cache_setup, cache_teardown)
 
 int main(void)
 {

@@ -7,7 +7,7 @@
  *
  * Fixtures are found through GQA_SOURCE_DIR (the repository root; "." when
  * unset). JSON in this file is written with single quotes for readability;
- * J() turns them into double quotes.
+ * json_of() turns them into double quotes.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,26 +23,12 @@
 #include "admission/crl.h"
 #include "lib/strbuf.h"
 #include "lib/yamljson.h"
+#include "tests/unit/support.h"
 
 #define NS "kube-public"
 
 /* ------------------------------------------------------------------ */
 /* Helpers                                                              */
-
-/* Parse JSON written with single quotes (no single quote may appear in a value). */
-static cJSON *J(const char *text)
-{
-    char *copy = strdup(text);
-    assert_non_null(copy);
-    for (char *c = copy; *c; c++)
-        if (*c == '\'')
-            *c = '"';
-    cJSON *v = cJSON_Parse(copy);
-    if (!v)
-        fail_msg("bad test JSON: %s", copy);
-    free(copy);
-    return v;
-}
 
 static cJSON *load_fixture(const char *file)
 {
@@ -73,7 +59,7 @@ static cJSON *make_crl(const char *name, const char *group, const char *key, con
              "'features.alauda.io/enabled':'true'}},"
              "'data':{'key':'%s','dataType':'integer','defaultValue':'%s','group':'%s','limits':'%s','requests':'%s'}}",
              name, group, key, def, group, limits, requests);
-    return J(text);
+    return json_of(text);
 }
 
 static void set_data(cJSON *cm, const char *member, const char *value)
@@ -392,11 +378,11 @@ static void test_enum_and_default_values(void **state)
 static void test_candidates(void **state)
 {
     (void)state;
-    cJSON *plain = J("{'metadata':{'name':'settings','namespace':'kube-public'},'data':{'a':'b'}}");
-    cJSON *elsewhere = J("{'metadata':{'name':'cf-crl-a-gpu','namespace':'default'},'data':{}}");
-    cJSON *labelled = J("{'metadata':{'name':'x','namespace':'default','labels':"
+    cJSON *plain = json_of("{'metadata':{'name':'settings','namespace':'kube-public'},'data':{'a':'b'}}");
+    cJSON *elsewhere = json_of("{'metadata':{'name':'cf-crl-a-gpu','namespace':'default'},'data':{}}");
+    cJSON *labelled = json_of("{'metadata':{'name':'x','namespace':'default','labels':"
                         "{'features.alauda.io/type':'CustomResourceLimitation'}}}");
-    cJSON *named = J("{'metadata':{'name':'cf-crl-a-gpu','namespace':'kube-public'}}");
+    cJSON *named = json_of("{'metadata':{'name':'cf-crl-a-gpu','namespace':'kube-public'}}");
     assert_false(crl_is_candidate(plain, NS));
     assert_false(crl_is_candidate(elsewhere, NS));
     assert_true(crl_is_candidate(labelled, NS));
@@ -411,7 +397,7 @@ static void test_candidates(void **state)
 static void test_every_problem_reported(void **state)
 {
     (void)state;
-    cJSON *cm = J("{'metadata':{'name':'gpu','namespace':'default','labels':{'features.alauda.io/type':'X',"
+    cJSON *cm = json_of("{'metadata':{'name':'gpu','namespace':'default','labels':{'features.alauda.io/type':'X',"
                   "'features.alauda.io/enabled':true}},"
                   "'data':{'key':'kubernetes.io/gpu','dataType':'int','defaultValue':'x','limits':'no',"
                   "'descriptionEn':5}}");
@@ -432,14 +418,14 @@ static void test_every_problem_reported(void **state)
 static void test_missing_parts(void **state)
 {
     (void)state;
-    cJSON *cm = J("{'metadata':{'name':'cf-crl-a-gpu','namespace':'kube-public','labels':{"
+    cJSON *cm = json_of("{'metadata':{'name':'cf-crl-a-gpu','namespace':'kube-public','labels':{"
                   "'features.alauda.io/type':'CustomResourceLimitation','features.alauda.io/group':'g',"
                   "'features.alauda.io/enabled':'true'}}}");
     EXPECT_PROBLEMS(cm, "data: missing (a CRL needs key, dataType, defaultValue, group, limits, requests)");
     cJSON_AddStringToObject(cm, "data", "x");
     EXPECT_PROBLEMS(cm, "data: must be an object, not a string");
     cJSON_Delete(cm);
-    cm = J("{'data':{}}");
+    cm = json_of("{'data':{}}");
     EXPECT_PROBLEMS(cm, "metadata.namespace: missing (CRLs live in \"kube-public\")", "metadata.name: missing",
                     "label features.alauda.io/type: missing (must be \"CustomResourceLimitation\")",
                     "label features.alauda.io/group: missing",
@@ -448,7 +434,7 @@ static void test_missing_parts(void **state)
                     "data.limits: missing (must be one of disabled, required, optional)",
                     "data.requests: missing (must be one of disabled, required, fromLimits)");
     cJSON_Delete(cm);
-    cm = J("[1]");
+    cm = json_of("[1]");
     EXPECT_PROBLEMS(cm, "a ConfigMap must be a JSON object");
     cJSON_Delete(cm);
     /* null data values read as "" (as Go decodes them). */
@@ -511,7 +497,7 @@ static void test_registry_ignores_and_lists(void **state)
         load_fixture("valid-vcuda-core.yaml"),
         load_fixture("invalid-limits.yaml"),     /* renamed below */
         load_fixture("invalid-namespace.yaml"),  /* outside the CRL namespace: ignored */
-        J("{'metadata':{'name':'settings','namespace':'kube-public'},'data':{}}"),
+        json_of("{'metadata':{'name':'settings','namespace':'kube-public'},'data':{}}"),
         load_fixture("invalid-datatype.yaml"),   /* renamed below */
     };
     set_name(cms[1], "cf-crl-other-vcuda-core");
@@ -581,7 +567,7 @@ struct check {
 
 static void run_check(const struct crl_registry *r, const char *pod_json, struct check *out)
 {
-    cJSON *pod = J(pod_json);
+    cJSON *pod = json_of(pod_json);
     memset(out, 0, sizeof(*out));
     assert_int_equal(crl_check_pod(r, pod, &out->v, &out->d), 0);
     cJSON_Delete(pod);
@@ -906,7 +892,7 @@ static void test_patch_text_and_result(void **state)
 {
     (void)state;
     struct crl_registry *r = gpu_manager_registry();
-    cJSON *pod = J("{'metadata':{'name':'p'},'spec':{'containers':["
+    cJSON *pod = json_of("{'metadata':{'name':'p'},'spec':{'containers':["
                    "{'name':'a','resources':{'limits':{'tencent.com/vcuda-core':'50'}}},"
                    "{'name':'b','image':'x'},"
                    "{'name':'c','resources':{'requests':{'tencent.com/vcuda-memory':'4','cpu':'1'}}},"
@@ -932,7 +918,7 @@ static void test_patch_text_and_result(void **state)
         "{\"op\":\"add\",\"path\":\"/spec/containers/3/resources/requests\",\"value\":{}},"
         "{\"op\":\"add\",\"path\":\"/spec/containers/3/resources/requests/tencent.com~1vcuda-core\",\"value\":\"20\"}]");
     apply_patch(pod, patch);
-    cJSON *want = J("{'metadata':{'name':'p'},'spec':{'containers':["
+    cJSON *want = json_of("{'metadata':{'name':'p'},'spec':{'containers':["
                     "{'name':'a','resources':{'limits':{'tencent.com/vcuda-core':'50','tencent.com/vcuda-memory':'4'},"
                     "'requests':{'tencent.com/vcuda-memory':'4'}}},"
                     "{'name':'b','image':'x'},"
@@ -959,7 +945,7 @@ static void test_patch_creates_resources(void **state)
     (void)state;
     /* Hand-made defaults: a container without resources (and one whose
      * resources is not an object), several keys, escaping of '~' and '/'. */
-    cJSON *pod = J("{'spec':{'containers':[{'name':'a'},{'name':'b','resources':'x'}]}}");
+    cJSON *pod = json_of("{'spec':{'containers':[{'name':'a'},{'name':'b','resources':'x'}]}}");
     struct crl_default items[] = {
         {0, "a/b~c", "1", true},
         {0, "k", "2", false},
@@ -981,7 +967,7 @@ static void test_patch_creates_resources(void **state)
                                "{\"op\":\"add\",\"path\":\"/spec/containers/1/resources/requests\",\"value\":{}},"
                                "{\"op\":\"add\",\"path\":\"/spec/containers/1/resources/requests/m\",\"value\":\"4\"}]");
     apply_patch(pod, patch);
-    cJSON *want = J("{'spec':{'containers':[{'name':'a','resources':{'limits':{'a/b~c':'1','k':'2'},"
+    cJSON *want = json_of("{'spec':{'containers':[{'name':'a','resources':{'limits':{'a/b~c':'1','k':'2'},"
                     "'requests':{'a/b~c':'1'}}},{'name':'b','resources':{'limits':{'k':'3','m':'4'},"
                     "'requests':{'m':'4'}}}]}}");
     assert_true(cJSON_Compare(pod, want, 1));
@@ -993,7 +979,7 @@ static void test_patch_creates_resources(void **state)
 static void test_patch_empty(void **state)
 {
     (void)state;
-    cJSON *pod = J(POD1("{}"));
+    cJSON *pod = json_of(POD1("{}"));
     struct crl_defaults d = {0};
     char *patch = crl_defaults_patch(pod, &d);
     assert_string_equal(patch, "[]");

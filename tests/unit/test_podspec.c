@@ -1,4 +1,4 @@
-/* test_podspec.c - unit tests for extender/podspec.c: GPU requests, decision
+/* test_podspec.c - unit tests for cluster/podspec.c: GPU requests, decision
  * annotations, index lists and the deep copy used for assumptions. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,39 +11,7 @@
 #include <string.h>
 
 #include "cluster/podspec.h"
-
-/* Fixtures are written with single quotes; q() turns them into JSON. */
-static char *q(const char *text)
-{
-    size_t len = strlen(text) + 1;
-    char *json = malloc(len);
-    assert_non_null(json);
-    for (size_t i = 0; i < len; i++)
-        json[i] = text[i] == '\'' ? '"' : text[i];
-    return json;
-}
-
-static cJSON *json_of(const char *fixture)
-{
-    char *text = q(fixture);
-    cJSON *v = cJSON_Parse(text);
-    if (!v)
-        fail_msg("fixture is not JSON: %s", text);
-    free(text);
-    return v;
-}
-
-static struct pod_info *pod_of(const char *fixture)
-{
-    cJSON *obj = json_of(fixture);
-    char *err = (char *)"untouched";
-    struct pod_info *p = pod_info_from_json(obj, &err);
-    if (!p)
-        fail_msg("pod_info_from_json failed: %s", err ? err : "(null)");
-    assert_null(err);
-    cJSON_Delete(obj);
-    return p;
-}
+#include "tests/unit/support.h"
 
 /* A pod named ns/p whose containers are the given JSON array text. */
 static struct pod_info *pod_with_containers(const char *containers)

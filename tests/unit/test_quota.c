@@ -6,7 +6,7 @@
  * cores where a shared container counts cores/100, the exact reasons), and
  * the /inspect/quota JSON.
  *
- * JSON in this file is written with single quotes for readability; J()
+ * JSON in this file is written with single quotes for readability; json_of()
  * turns them into double quotes. The gpu_quota text itself is JSON inside a
  * JSON string, so quota_cm() builds the ConfigMap with cJSON instead.
  */
@@ -21,38 +21,17 @@
 #include <cmocka.h>
 
 #include "admission/quota.h"
+#include "tests/unit/support.h"
 
 /* ------------------------------------------------------------------ */
-/* Helpers                                                              */
-
-static char *squote(const char *text)
-{
-    char *copy = strdup(text);
-    assert_non_null(copy);
-    for (char *c = copy; *c; c++)
-        if (*c == '\'')
-            *c = '"';
-    return copy;
-}
-
-/* Parse JSON written with single quotes. */
-static cJSON *J(const char *text)
-{
-    char *copy = squote(text);
-    cJSON *v = cJSON_Parse(copy);
-    if (!v)
-        fail_msg("bad test JSON: %s", copy);
-    free(copy);
-    return v;
-}
 
 /* The ConfigMap kube-system/gpu-quota with data.gpu_quota = text (single
  * quotes turned into double quotes; stored as a JSON string). */
 static cJSON *quota_cm(const char *text)
 {
-    cJSON *cm = J("{'apiVersion':'v1','kind':'ConfigMap','metadata':{'name':'gpu-quota','namespace':'kube-system'},"
+    cJSON *cm = json_of("{'apiVersion':'v1','kind':'ConfigMap','metadata':{'name':'gpu-quota','namespace':'kube-system'},"
                   "'data':{}}");
-    char *value = squote(text);
+    char *value = q(text);
     assert_non_null(cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(cm, "data"), "gpu_quota", value));
     free(value);
     return cm;
@@ -61,11 +40,11 @@ static cJSON *quota_cm(const char *text)
 static struct quota_config *parse_ok(const cJSON *cm)
 {
     char *err = (char *)"not reset";
-    struct quota_config *q = quota_parse_configmap(cm, &err);
-    if (!q)
+    struct quota_config *qc = quota_parse_configmap(cm, &err);
+    if (!qc)
         fail_msg("quota_parse_configmap failed: %s", err ? err : "(no message)");
     assert_null(err);
-    return q;
+    return qc;
 }
 
 /* gpu_quota = text must be refused with exactly want. */
@@ -73,9 +52,9 @@ static void expect_error(const char *text, const char *want)
 {
     cJSON *cm = quota_cm(text);
     char *err = NULL;
-    struct quota_config *q = quota_parse_configmap(cm, &err);
-    if (q) {
-        quota_free(q);
+    struct quota_config *qc = quota_parse_configmap(cm, &err);
+    if (qc) {
+        quota_free(qc);
         fail_msg("gpu_quota %s was accepted; expected: %s", text, want);
     }
     assert_non_null(err);
@@ -84,9 +63,9 @@ static void expect_error(const char *text, const char *want)
     cJSON_Delete(cm);
 }
 
-static const struct quota_entry *find_ok(const struct quota_config *q, const char *ns)
+static const struct quota_entry *find_ok(const struct quota_config *qc, const char *ns)
 {
-    const struct quota_entry *e = quota_find(q, ns);
+    const struct quota_entry *e = quota_find(qc, ns);
     if (!e)
         fail_msg("no quota entry for %s", ns);
     return e;
@@ -132,11 +111,11 @@ static void test_parse_reference(void **state)
 {
     (void)state;
     cJSON *cm = quota_cm(REFERENCE);
-    struct quota_config *q = parse_ok(cm);
-    assert_string_equal(q->source, "kube-system/gpu-quota");
-    assert_int_equal(q->count, 4);
+    struct quota_config *qc = parse_ok(cm);
+    assert_string_equal(qc->source, "kube-system/gpu-quota");
+    assert_int_equal(qc->count, 4);
 
-    const struct quota_entry *a = &q->entries[0];
+    const struct quota_entry *a = &qc->entries[0];
     assert_string_equal(a->namespace_, "team-a");
     assert_int_equal(a->npools, 1);
     assert_string_equal(a->pools[0], "public");
@@ -146,7 +125,7 @@ static void test_parse_reference(void **state)
     assert_string_equal(a->models[1].model, "T4");
     assert_int_equal(a->models[1].gpus, 2);
 
-    const struct quota_entry *b = &q->entries[1];
+    const struct quota_entry *b = &qc->entries[1];
     assert_string_equal(b->namespace_, "team-b");
     assert_int_equal(b->npools, 2);
     assert_string_equal(b->pools[0], "public");
@@ -155,19 +134,19 @@ static void test_parse_reference(void **state)
     assert_string_equal(b->models[0].model, "A100");
     assert_int_equal(b->models[0].gpus, 4);
 
-    const struct quota_entry *c = &q->entries[2];
+    const struct quota_entry *c = &qc->entries[2];
     assert_string_equal(c->namespace_, "team-c");
     assert_int_equal(c->npools, 1);
     assert_int_equal(c->nmodels, 0);
 
-    const struct quota_entry *d = &q->entries[3];
+    const struct quota_entry *d = &qc->entries[3];
     assert_string_equal(d->namespace_, "team-d");
     assert_int_equal(d->npools, 0);
     assert_int_equal(d->nmodels, 1);
     assert_string_equal(d->models[0].model, "V100");
     assert_int_equal(d->models[0].gpus, 3);
 
-    quota_free(q);
+    quota_free(qc);
     cJSON_Delete(cm);
 }
 
@@ -178,9 +157,9 @@ static void test_parse_tkestack_example(void **state)
     (void)state;
     cJSON *cm =
         quota_cm("{\n  'default': {\n    'pool': [ 'public' ],\n    'quota': { 'M40': 2, 'P100': 0 }\n  }\n}\n");
-    struct quota_config *q = parse_ok(cm);
-    assert_int_equal(q->count, 1);
-    const struct quota_entry *e = find_ok(q, "default");
+    struct quota_config *qc = parse_ok(cm);
+    assert_int_equal(qc->count, 1);
+    const struct quota_entry *e = find_ok(qc, "default");
     assert_int_equal(e->npools, 1);
     assert_string_equal(e->pools[0], "public");
     assert_int_equal(e->nmodels, 2);
@@ -188,7 +167,7 @@ static void test_parse_tkestack_example(void **state)
     assert_int_equal(e->models[0].gpus, 2);
     assert_string_equal(e->models[1].model, "P100");
     assert_int_equal(e->models[1].gpus, 0);
-    quota_free(q);
+    quota_free(qc);
     cJSON_Delete(cm);
 }
 
@@ -203,45 +182,45 @@ static void test_parse_empty_and_absent(void **state)
         "{'metadata':{'name':'gpu-quota','namespace':'kube-system'},'data':null}",
     };
     for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
-        cJSON *cm = J(shapes[i]);
-        struct quota_config *q = parse_ok(cm);
-        assert_int_equal(q->count, 0);
-        assert_string_equal(q->source, "kube-system/gpu-quota");
-        assert_null(quota_find(q, "default"));
-        quota_free(q);
+        cJSON *cm = json_of(shapes[i]);
+        struct quota_config *qc = parse_ok(cm);
+        assert_int_equal(qc->count, 0);
+        assert_string_equal(qc->source, "kube-system/gpu-quota");
+        assert_null(quota_find(qc, "default"));
+        quota_free(qc);
         cJSON_Delete(cm);
     }
 
     /* An empty object of namespaces. */
     cJSON *cm = quota_cm("{}");
-    struct quota_config *q = parse_ok(cm);
-    assert_int_equal(q->count, 0);
-    quota_free(q);
+    struct quota_config *qc = parse_ok(cm);
+    assert_int_equal(qc->count, 0);
+    quota_free(qc);
     cJSON_Delete(cm);
 
     /* pool and quota both optional (null or absent): no pool restriction, no models. */
     cm = quota_cm("{'x':{},'y':{'pool':null,'quota':null}}");
-    q = parse_ok(cm);
-    assert_int_equal(q->count, 2);
+    qc = parse_ok(cm);
+    assert_int_equal(qc->count, 2);
     for (size_t i = 0; i < 2; i++) {
-        assert_int_equal(q->entries[i].npools, 0);
-        assert_int_equal(q->entries[i].nmodels, 0);
+        assert_int_equal(qc->entries[i].npools, 0);
+        assert_int_equal(qc->entries[i].nmodels, 0);
     }
-    quota_free(q);
+    quota_free(qc);
     cJSON_Delete(cm);
 }
 
 static void test_parse_source_names_the_configmap(void **state)
 {
     (void)state;
-    cJSON *cm = J("{'metadata':{'name':'team-quota','namespace':'gpu-system'},'data':{'gpu_quota':'{}'}}");
-    struct quota_config *q = parse_ok(cm);
-    assert_string_equal(q->source, "gpu-system/team-quota");
-    quota_free(q);
+    cJSON *cm = json_of("{'metadata':{'name':'team-quota','namespace':'gpu-system'},'data':{'gpu_quota':'{}'}}");
+    struct quota_config *qc = parse_ok(cm);
+    assert_string_equal(qc->source, "gpu-system/team-quota");
+    quota_free(qc);
     cJSON_Delete(cm);
 
     /* The errors are prefixed by that source too. */
-    cm = J("{'metadata':{'name':'team-quota','namespace':'gpu-system'},'data':{'gpu_quota':'[]'}}");
+    cm = json_of("{'metadata':{'name':'team-quota','namespace':'gpu-system'},'data':{'gpu_quota':'[]'}}");
     char *err = NULL;
     assert_null(quota_parse_configmap(cm, &err));
     assert_string_equal(err, "gpu-system/team-quota: data.gpu_quota is not a JSON object of namespaces");
@@ -269,10 +248,10 @@ static void test_parse_errors_document(void **state)
         "{'metadata':{'name':'gpu-quota','namespace':'kube-system'},'data':{'gpu_quota':null}}",
     };
     for (size_t i = 0; i < sizeof(not_string) / sizeof(not_string[0]); i++) {
-        cJSON *cm = J(not_string[i]);
+        cJSON *cm = json_of(not_string[i]);
         char *err = NULL;
-        struct quota_config *q = quota_parse_configmap(cm, &err);
-        assert_null(q);
+        struct quota_config *qc = quota_parse_configmap(cm, &err);
+        assert_null(qc);
         assert_non_null(err);
         assert_string_equal(err, want);
         free(err);
@@ -332,13 +311,13 @@ static void test_parse_errors_quota(void **state)
 
     /* The bounds that are accepted: 0, a million, and 2.0 (a whole number written as a float). */
     cJSON *cm = quota_cm("{'team-a':{'quota':{'A100':0,'H100':1000000,'T4':2.0}}}");
-    struct quota_config *q = parse_ok(cm);
-    const struct quota_entry *e = find_ok(q, "team-a");
+    struct quota_config *qc = parse_ok(cm);
+    const struct quota_entry *e = find_ok(qc, "team-a");
     assert_int_equal(e->nmodels, 3);
     assert_int_equal(e->models[0].gpus, 0);
     assert_int_equal(e->models[1].gpus, 1000000);
     assert_int_equal(e->models[2].gpus, 2);
-    quota_free(q);
+    quota_free(qc);
     cJSON_Delete(cm);
 }
 
@@ -346,15 +325,15 @@ static void test_find(void **state)
 {
     (void)state;
     cJSON *cm = quota_cm(REFERENCE);
-    struct quota_config *q = parse_ok(cm);
-    assert_ptr_equal(quota_find(q, "team-a"), &q->entries[0]);
-    assert_ptr_equal(quota_find(q, "team-d"), &q->entries[3]);
-    assert_null(quota_find(q, "team"));
-    assert_null(quota_find(q, "team-a "));
-    assert_null(quota_find(q, "TEAM-A"));
-    assert_null(quota_find(q, ""));
+    struct quota_config *qc = parse_ok(cm);
+    assert_ptr_equal(quota_find(qc, "team-a"), &qc->entries[0]);
+    assert_ptr_equal(quota_find(qc, "team-d"), &qc->entries[3]);
+    assert_null(quota_find(qc, "team"));
+    assert_null(quota_find(qc, "team-a "));
+    assert_null(quota_find(qc, "TEAM-A"));
+    assert_null(quota_find(qc, ""));
     assert_null(quota_find(NULL, "team-a"));
-    quota_free(q);
+    quota_free(qc);
     quota_free(NULL);
     cJSON_Delete(cm);
 }
@@ -366,8 +345,8 @@ static void test_allows_within_quota(void **state)
 {
     (void)state;
     cJSON *cm = quota_cm(REFERENCE);
-    struct quota_config *q = parse_ok(cm);
-    const struct quota_entry *a = find_ok(q, "team-a");
+    struct quota_config *qc = parse_ok(cm);
+    const struct quota_entry *a = find_ok(qc, "team-a");
     EXPECT_ALLOWED(a, "A100", "public", 0, 30);      /* a share: 0.30 GPU */
     EXPECT_ALLOWED(a, "A100", "public", 0, 100);     /* one whole GPU of 1 */
     EXPECT_ALLOWED(a, "A100", "public", 80, 20);     /* exactly the quota */
@@ -375,10 +354,10 @@ static void test_allows_within_quota(void **state)
     EXPECT_ALLOWED(a, "T4", "public", 150, 50);      /* models are counted apart */
     EXPECT_ALLOWED(a, "T4", "public", 0, 200);
 
-    const struct quota_entry *b = find_ok(q, "team-b");
+    const struct quota_entry *b = find_ok(qc, "team-b");
     EXPECT_ALLOWED(b, "A100", "private", 0, 400);
     EXPECT_ALLOWED(b, "A100", "public", 350, 50);
-    quota_free(q);
+    quota_free(qc);
     cJSON_Delete(cm);
 }
 
@@ -386,8 +365,8 @@ static void test_allows_over_quota(void **state)
 {
     (void)state;
     cJSON *cm = quota_cm(REFERENCE);
-    struct quota_config *q = parse_ok(cm);
-    const struct quota_entry *a = find_ok(q, "team-a");
+    struct quota_config *qc = parse_ok(cm);
+    const struct quota_entry *a = find_ok(qc, "team-a");
     /* Over by one shared pod: 0.8 in use, a 30-core share asks for 0.3 more. */
     EXPECT_REFUSED(a, "A100", "public", 80, 30,
                    "namespace team-a uses 0.80 of its 1 A100 GPUs; the pod needs 0.30 more (over by 0.10)");
@@ -402,7 +381,7 @@ static void test_allows_over_quota(void **state)
     EXPECT_REFUSED(a, "T4", "public", 150, 100,
                    "namespace team-a uses 1.50 of its 2 T4 GPUs; the pod needs 1 more (over by 0.50)");
 
-    const struct quota_entry *b = find_ok(q, "team-b");
+    const struct quota_entry *b = find_ok(qc, "team-b");
     EXPECT_REFUSED(b, "A100", "private", 350, 105,
                    "namespace team-b uses 3.50 of its 4 A100 GPUs; the pod needs 1.05 more (over by 0.55)");
     /* Already over (the quota was lowered while pods ran): still refused, by what it would be. */
@@ -416,7 +395,7 @@ static void test_allows_over_quota(void **state)
                    "namespace team-z uses 0 of its 0 A100 GPUs; the pod needs 0.01 more (over by 0.01)");
     quota_free(zero);
     cJSON_Delete(zero_cm);
-    quota_free(q);
+    quota_free(qc);
     cJSON_Delete(cm);
 }
 
@@ -424,8 +403,8 @@ static void test_allows_pools(void **state)
 {
     (void)state;
     cJSON *cm = quota_cm(REFERENCE);
-    struct quota_config *q = parse_ok(cm);
-    const struct quota_entry *a = find_ok(q, "team-a");
+    struct quota_config *qc = parse_ok(cm);
+    const struct quota_entry *a = find_ok(qc, "team-a");
     EXPECT_REFUSED(a, "A100", "private", 0, 30,
                    "namespace team-a may use GPU pools [public]; this node is in pool private");
     EXPECT_REFUSED(a, "A100", NULL, 0, 30, "namespace team-a may use GPU pools [public]; this node is in no pool");
@@ -438,7 +417,7 @@ static void test_allows_pools(void **state)
     EXPECT_REFUSED(a, "A100", "private", 100, 30,
                    "namespace team-a may use GPU pools [public]; this node is in pool private");
 
-    const struct quota_entry *b = find_ok(q, "team-b");
+    const struct quota_entry *b = find_ok(qc, "team-b");
     EXPECT_ALLOWED(b, "A100", "public", 0, 30);
     EXPECT_ALLOWED(b, "A100", "private", 0, 30);
     EXPECT_REFUSED(b, "A100", "spot", 0, 30,
@@ -447,11 +426,11 @@ static void test_allows_pools(void **state)
                    "namespace team-b may use GPU pools [public, private]; this node is in no pool");
 
     /* No pool list: every pool, and nodes without one. */
-    const struct quota_entry *d = find_ok(q, "team-d");
+    const struct quota_entry *d = find_ok(qc, "team-d");
     EXPECT_ALLOWED(d, "V100", "public", 0, 100);
     EXPECT_ALLOWED(d, "V100", "anything", 0, 100);
     EXPECT_ALLOWED(d, "V100", NULL, 0, 100);
-    quota_free(q);
+    quota_free(qc);
     cJSON_Delete(cm);
 }
 
@@ -459,8 +438,8 @@ static void test_allows_missing_model(void **state)
 {
     (void)state;
     cJSON *cm = quota_cm(REFERENCE);
-    struct quota_config *q = parse_ok(cm);
-    const struct quota_entry *a = find_ok(q, "team-a");
+    struct quota_config *qc = parse_ok(cm);
+    const struct quota_entry *a = find_ok(qc, "team-a");
     EXPECT_REFUSED(a, "V100", "public", 0, 30,
                    "namespace team-a has no GPU quota for model V100 (its quota names: A100 T4)");
     /* Models match exactly. */
@@ -472,18 +451,18 @@ static void test_allows_missing_model(void **state)
     EXPECT_REFUSED(a, "", "public", 0, 30,
                    "namespace team-a has no GPU quota for model (node has no model label) (its quota names: A100 T4)");
     /* An entry with an empty quota map: no GPU model at all. */
-    const struct quota_entry *c = find_ok(q, "team-c");
+    const struct quota_entry *c = find_ok(qc, "team-c");
     EXPECT_REFUSED(c, "A100", "public", 0, 30,
                    "namespace team-c has no GPU quota for model A100 (its quota names: none)");
-    quota_free(q);
+    quota_free(qc);
     cJSON_Delete(cm);
 
     /* An entry with no "quota" member at all: pools only, still no model. */
     cm = quota_cm("{'team-p':{'pool':['public']}}");
-    q = parse_ok(cm);
-    EXPECT_REFUSED(find_ok(q, "team-p"), "A100", "public", 0, 100,
+    qc = parse_ok(cm);
+    EXPECT_REFUSED(find_ok(qc, "team-p"), "A100", "public", 0, 100,
                    "namespace team-p has no GPU quota for model A100 (its quota names: none)");
-    quota_free(q);
+    quota_free(qc);
     cJSON_Delete(cm);
 }
 
@@ -491,8 +470,8 @@ static void test_allows_reason_buffer(void **state)
 {
     (void)state;
     cJSON *cm = quota_cm(REFERENCE);
-    struct quota_config *q = parse_ok(cm);
-    const struct quota_entry *a = find_ok(q, "team-a");
+    struct quota_config *qc = parse_ok(cm);
+    const struct quota_entry *a = find_ok(qc, "team-a");
     /* A short buffer: truncated, still terminated, the verdict unchanged. */
     char small[16];
     assert_false(allows(a, "A100", "private", 0, 30, small, sizeof(small)));
@@ -502,7 +481,7 @@ static void test_allows_reason_buffer(void **state)
     char one[1] = {'X'};
     assert_false(quota_allows(a, "A100", "public", 80, 30, one, sizeof(one)));
     assert_int_equal(one[0], '\0');
-    quota_free(q);
+    quota_free(qc);
     cJSON_Delete(cm);
 }
 
@@ -534,13 +513,13 @@ static void test_render(void **state)
 {
     (void)state;
     cJSON *cm = quota_cm(REFERENCE);
-    struct quota_config *q = parse_ok(cm);
+    struct quota_config *qc = parse_ok(cm);
     const struct usage_row rows[] = {{"team-a", "A100", 80}, {"team-a", "T4", 150}, {"team-b", "A100", 350},
                                      {"team-x", "A100", 999}};
     struct usage_table t = {rows, sizeof(rows) / sizeof(rows[0]), 0};
-    char *text = quota_render(q, NULL, usage_of, &t);
+    char *text = quota_render(qc, NULL, usage_of, &t);
     assert_non_null(text);
-    char *want = squote(
+    char *want = q(
         "{'source':'kube-system/gpu-quota','error':'','namespaces':["
         "{'namespace':'team-a','pools':['public'],'models':[{'model':'A100','quotaGpus':1,'usedCores':80},"
         "{'model':'T4','quotaGpus':2,'usedCores':150}]},"
@@ -554,7 +533,7 @@ static void test_render(void **state)
     cJSON_Delete(parsed);
     free(want);
     free(text);
-    quota_free(q);
+    quota_free(qc);
     cJSON_Delete(cm);
 }
 
@@ -578,20 +557,20 @@ static void test_render_without_quota(void **state)
 static void test_render_escapes(void **state)
 {
     (void)state;
-    cJSON *cm = J("{'metadata':{'name':'q','namespace':'ns'},'data':{}}");
+    cJSON *cm = json_of("{'metadata':{'name':'q','namespace':'ns'},'data':{}}");
     assert_non_null(cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(cm, "data"), "gpu_quota",
                                             "{\"a\\\"b\":{\"pool\":[\"p\\\\1\"],\"quota\":{\"M\\n1\":1}}}"));
-    struct quota_config *q = parse_ok(cm);
-    const struct quota_entry *e = find_ok(q, "a\"b");
+    struct quota_config *qc = parse_ok(cm);
+    const struct quota_entry *e = find_ok(qc, "a\"b");
     assert_string_equal(e->pools[0], "p\\1");
     assert_string_equal(e->models[0].model, "M\n1");
     struct usage_table t = {NULL, 0, 0};
-    char *text = quota_render(q, NULL, usage_of, &t);
+    char *text = quota_render(qc, NULL, usage_of, &t);
     assert_string_equal(text, "{\"source\":\"ns/q\",\"error\":\"\",\"namespaces\":[{\"namespace\":\"a\\\"b\","
                               "\"pools\":[\"p\\\\1\"],\"models\":[{\"model\":\"M\\n1\",\"quotaGpus\":1,"
                               "\"usedCores\":0}]}]}\n");
     free(text);
-    quota_free(q);
+    quota_free(qc);
     cJSON_Delete(cm);
 }
 

@@ -9,19 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/unit/support.h"
 #include "topology/annotation.h"
-
-/* Fixtures are written with single quotes so they stay readable; q()
- * turns them into real JSON. None of the fixtures needs a literal '. */
-static char *q(const char *text)
-{
-    size_t len = strlen(text) + 1;
-    char *json = malloc(len);
-    assert_non_null(json);
-    for (size_t i = 0; i < len; i++)
-        json[i] = text[i] == '\'' ? '"' : text[i];
-    return json;
-}
 
 static struct gpu_topology *parse_ok(const char *fixture)
 {

@@ -5,7 +5,7 @@
  * base64 JSON patch checked with OpenSSL's independent decoder), and a
  * mutate round trip through crl.c.
  *
- * JSON in this file is written with single quotes; J() swaps them.
+ * JSON in this file is written with single quotes; q() swaps them.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,20 +20,11 @@
 
 #include "admission/crl.h"
 #include "admission/webhook.h"
-
-static char *J(const char *text)
-{
-    char *copy = strdup(text);
-    assert_non_null(copy);
-    for (char *c = copy; *c; c++)
-        if (*c == '\'')
-            *c = '"';
-    return copy;
-}
+#include "tests/unit/support.h"
 
 static int parse_text(const char *single_quoted, struct admission_request *req, char **err)
 {
-    char *body = J(single_quoted);
+    char *body = q(single_quoted);
     int rc = admission_parse(body, strlen(body), req, err);
     free(body);
     return rc;
@@ -109,13 +100,13 @@ static void test_parse_uses_len(void **state)
 {
     (void)state;
     /* Exactly len bytes: trailing garbage beyond len is not read. */
-    char *body = J("{'request':{'uid':'u','kind':{'kind':'Pod'},'operation':'CREATE','object':{}}}GARBAGE");
+    char *body = q("{'request':{'uid':'u','kind':{'kind':'Pod'},'operation':'CREATE','object':{}}}GARBAGE");
     struct admission_request req;
     char *err = NULL;
     assert_int_equal(admission_parse(body, strlen(body) - 7, &req, &err), 0);
     admission_request_free(&req);
     /* Trailing whitespace is fine, trailing bytes are not. */
-    char *spaced = J("{'request':{'uid':'u','kind':{'kind':'Pod'},'operation':'CREATE','object':{}}} \n");
+    char *spaced = q("{'request':{'uid':'u','kind':{'kind':'Pod'},'operation':'CREATE','object':{}}} \n");
     assert_int_equal(admission_parse(spaced, strlen(spaced), &req, &err), 0);
     admission_request_free(&req);
     free(spaced);
@@ -271,12 +262,12 @@ static void test_base64_vectors(void **state)
 static void test_mutate_round_trip(void **state)
 {
     (void)state;
-    char *core = J("{'metadata':{'name':'cf-crl-gpu-manager-vcuda-core','namespace':'kube-public','labels':{"
+    char *core = q("{'metadata':{'name':'cf-crl-gpu-manager-vcuda-core','namespace':'kube-public','labels':{"
                    "'features.alauda.io/type':'CustomResourceLimitation','features.alauda.io/group':'gpu-manager',"
                    "'features.alauda.io/enabled':'true'}},'data':{'key':'tencent.com/vcuda-core',"
                    "'dataType':'integer','defaultValue':'20','group':'gpu-manager','limits':'optional',"
                    "'requests':'disabled'}}");
-    char *mem = J("{'metadata':{'name':'cf-crl-gpu-manager-vcuda-memory','namespace':'kube-public','labels':{"
+    char *mem = q("{'metadata':{'name':'cf-crl-gpu-manager-vcuda-memory','namespace':'kube-public','labels':{"
                   "'features.alauda.io/type':'CustomResourceLimitation','features.alauda.io/group':'gpu-manager',"
                   "'features.alauda.io/enabled':'true'}},'data':{'key':'tencent.com/vcuda-memory',"
                   "'dataType':'integer','defaultValue':'4','group':'gpu-manager','limits':'optional',"

@@ -10,21 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster/cache.h"
-#include "cluster/nodespec.h"
 #include "extender/placement.h"
-#include "cluster/podspec.h"
 #include "extender/wire.h"
-
-static char *q(const char *text)
-{
-    size_t len = strlen(text) + 1;
-    char *json = malloc(len);
-    assert_non_null(json);
-    for (size_t i = 0; i < len; i++)
-        json[i] = text[i] == '\'' ? '"' : text[i];
-    return json;
-}
+#include "tests/unit/support.h"
 
 static const char POD[] = "{'metadata':{'name':'p','namespace':'ns'},'spec':{'containers':[{'name':'c',"
                           "'resources':{'limits':{'tencent.com/vcuda-core':'50','tencent.com/vcuda-memory':'10'}}}]}}";
@@ -490,7 +478,7 @@ struct world {
     struct placement pl;
 };
 
-static void world_init(struct world *w, enum placement_mode mode, enum policy gpu)
+static void world_init(struct world *w, enum placement_mode mode, enum pack_policy gpu)
 {
     struct cache_config cc = {.assume_ttl_ns = 60LL * 1000000000LL};
     assert_int_equal(cache_init(&w->cache, &cc), 0);

@@ -8,8 +8,7 @@
  *   - the extender's walk: every item's metadata span and metadata.name,
  *   - cJSON_Parse of the same text (and cJSON_Delete, reported apart).
  *
- *   gcc -std=c11 -O2 -D_GNU_SOURCE -I. extender/jscan.c tests/unit/perf_jscan.c \
- *       -lcjson -o /tmp/perf_jscan && /tmp/perf_jscan [nodes]
+ *   build/release/tests/bench/perf_jscan [nodes]   (target perf_jscan)
  * Exit status 1 when the walk is less than 5x faster than cJSON_Parse or the
  * two disagree about the node names.
  */

@@ -1,0 +1,227 @@
+#!/usr/bin/env python3
+"""kubectl-gpu, the kubectl plugin, against the running service: offline with
+--server (golden tables on the demo state), and live through the API
+simulator's service proxy with a kubeconfig, as a user would run it.
+
+Golden files are tests/e2e/golden/*.txt; GQA_UPDATE_GOLDEN=1 rewrites them
+(then read the diff: they are the specification of the tables)."""
+import json
+import os
+import subprocess
+import sys
+
+try:
+    import yaml  # the demo state is YAML; Debian's python3-yaml
+except ImportError:
+    if os.path.exists("/usr/bin/python3") and os.path.realpath(sys.executable) != "/usr/bin/python3":
+        os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
+    print("PyYAML is missing: apt-get install -y python3-yaml\n0 passed, 1 failed")
+    sys.exit(1)
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gqa_e2e as e2e  # noqa: E402
+
+suite = e2e.Suite("kubectl-gpu")
+GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden")
+
+QUOTA_CM = {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "gpu-quota", "namespace": "kube-system"},
+            "data": {"gpu_quota": json.dumps({"team-a": {"pool": ["public"], "quota": {"A100": 2}},
+                                              "team-b": {"pool": ["public", "training"],
+                                                         "quota": {"A100": 4, "V100": 2}}})}}
+
+
+def plugin_path():
+    return os.path.join(os.path.dirname(suite.binary), "kubectl-gpu")
+
+
+def kubectl_gpu(args, env=None, stdin=None):
+    e = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "NO_COLOR")}
+    e["HOME"] = suite.tempdir("home")  # no ~/.kube/config of the machine's
+    if env:
+        e.update(env)
+    p = subprocess.run([plugin_path()] + list(args), input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       env=e, timeout=60)
+    r = e2e.Run(p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace"))
+    rep = e2e.sanitizer_report(r.err)
+    suite.check(rep is None, "no sanitizer report from kubectl-gpu %s" % " ".join(args)[:80], r.err[-3000:])
+    return r
+
+
+def check_golden(name, text):
+    path = os.path.join(GOLDEN, name)
+    if os.environ.get("GQA_UPDATE_GOLDEN"):
+        with open(path, "w") as f:
+            f.write(text)
+    with open(path) as f:
+        want = f.read()
+    suite.check(text == want, "output matches golden/%s" % name, "got:\n%s\nwant:\n%s" % (text, want))
+
+
+def demo_objects():
+    with open(suite.demo_state) as f:
+        return yaml.safe_load(f)["items"]
+
+
+def pod_file(name, limits, namespace="default"):
+    p = e2e.pod(name, [("main", limits)], namespace=namespace)
+    return e2e.write_file(suite, name + ".json", json.dumps(p))
+
+
+def server_flag(srv):
+    return ["--server", "http://127.0.0.1:%d" % srv.port, "--color", "never"]
+
+
+@suite.test
+def top_tables_on_the_demo_state(s):
+    with e2e.Server(s) as srv:
+        r = kubectl_gpu(["top"] + server_flag(srv))
+        s.check_eq(r.code, 0, "top exits 0", r)
+        check_golden("top-nodes.txt", r.out)
+        r = kubectl_gpu(server_flag(srv) + ["top", "nodes", "-o", "wide"])
+        check_golden("top-nodes-wide.txt", r.out)
+        r = kubectl_gpu(["top", "gpus", "-owide"] + server_flag(srv))
+        check_golden("top-gpus-wide.txt", r.out)
+        r = kubectl_gpu(["top", "gpus"] + server_flag(srv))
+        check_golden("top-gpus.txt", r.out)
+        # the known pod on its known GPU
+        row = [ln for ln in kubectl_gpu(["top", "gpus", "-o", "wide"] + server_flag(srv)).out.splitlines()
+               if ln.startswith("gpu-a100-0   0 ")]
+        s.check(len(row) == 1 and "team-a/inference-1,team-a/notebook-1" in row[0], "A100 GPU 0 lists its pods", row)
+
+
+@suite.test
+def top_filters_and_data_output(s):
+    with e2e.Server(s) as srv:
+        r = kubectl_gpu(["top", "-l", "tkestack.io/gpu-pool=training"] + server_flag(srv))
+        names = [ln.split()[0] for ln in r.out.splitlines()[1:]]
+        s.check_eq(names, ["gpu-v100-0"], "-l selects nodes by label", r)
+        r = kubectl_gpu(["top", "-l", "tkestack.io/gpu-pool in (public),tkestack.io/gpu-model!=A100"] + server_flag(srv))
+        s.check_eq([ln.split()[0] for ln in r.out.splitlines()[1:]], ["gpu-t4-0"], "set-based selector", r)
+        r = kubectl_gpu(["top", "--model", "A100"] + server_flag(srv))
+        s.check_eq([ln.split()[0] for ln in r.out.splitlines()[1:]], ["gpu-a100-0"], "--model", r)
+        r = kubectl_gpu(["top", "-l", "no such=label"] + server_flag(srv))
+        s.check(r.code == 1 and "label selector" in r.err and r.out == "", "a bad selector is an error", r)
+        r = kubectl_gpu(["top", "--model", "H100"] + server_flag(srv))
+        s.check(r.code == 0 and r.out == "" and "No GPU nodes found" in r.err, "no match: kubectl's message", r)
+        r = kubectl_gpu(["top", "-o", "json"] + server_flag(srv))
+        s.check_eq(json.loads(r.out), srv.get_json("/inspect/nodes?topology=false"), "-o json is the service's answer")
+        r = kubectl_gpu(["top", "-o", "yaml"] + server_flag(srv))
+        s.check_eq(yaml.safe_load(r.out), srv.get_json("/inspect/nodes?topology=false"),
+                   "-o yaml reads back as the same data")
+
+
+@suite.test
+def explain_groups_and_near_miss(s):
+    with e2e.Server(s) as srv:
+        r = kubectl_gpu(["explain", "-f", s.path("examples", "pods", "vcuda-share.yaml")] + server_flag(srv))
+        s.check_eq(r.code, 0, "explain exits 0", r)
+        check_golden("explain-vcuda-share.txt", r.out)
+        # 6 whole A100s: 5 idle, one held for the unassigned pod -> short by 2
+        big = pod_file("six", {"tencent.com/vcuda-core": "600", "tencent.com/vcuda-memory": "1920"})
+        r = kubectl_gpu(["explain", "-f", big] + server_flag(srv))
+        check_golden("explain-whole-6.txt", r.out)
+        r = kubectl_gpu(["explain", "-f", big, "-o", "wide"] + server_flag(srv))
+        check_golden("explain-whole-6-wide.txt", r.out)
+        r = kubectl_gpu(["explain", "-f", big, "-o", "json"] + server_flag(srv))
+        ans = json.loads(r.out)
+        s.check_eq(ans["nearMiss"]["node"], "gpu-a100-0", "-o json: near miss")
+        s.check_eq(ans["nearMiss"]["shortBy"], 2, "-o json: short by two GPUs")
+        s.check_eq([g["reason"] for g in ans["summary"]], ["no_capacity", "no_gpu", "whole_gpus"],
+                   "-o json: groups, largest first")
+        # stdin, and -n filling in a pod without a namespace
+        with open(s.path("examples", "pods", "vcuda-share.yaml")) as f:
+            obj = yaml.safe_load(f)
+        r = kubectl_gpu(["explain", "-f", "-", "-n", "team-z"] + server_flag(srv), stdin=yaml.safe_dump(obj).encode())
+        s.check(r.code == 1 and "does not match -n team-z" in r.err, "-n must agree with the pod's namespace", r)
+        del obj["metadata"]["namespace"]
+        r = kubectl_gpu(["explain", "-f", "-", "-n", "team-z"] + server_flag(srv), stdin=yaml.safe_dump(obj).encode())
+        s.check(r.out.startswith("Pod team-z/vcuda-share fits 1 of 4 nodes"), "-f - with -n fills the namespace", r)
+        r = kubectl_gpu(["explain", "pending-1"] + server_flag(srv))
+        s.check(r.code == 1 and "reads the pod from the API server" in r.err, "explain POD offline needs a cluster", r)
+
+
+@suite.test
+def quota_table_and_quota_refusals(s):
+    state = e2e.write_state(s, demo_objects() + [QUOTA_CM])
+    with e2e.Server(s, state) as srv:
+        r = kubectl_gpu(["quota"] + server_flag(srv))
+        s.check_eq(r.code, 0, "quota exits 0", r)
+        check_golden("quota.txt", r.out)
+        r = kubectl_gpu(["quota", "-n", "team-a"] + server_flag(srv))
+        s.check_eq([ln.split()[0] for ln in r.out.splitlines()[1:]], ["team-a"], "quota -n keeps one namespace", r)
+        r = kubectl_gpu(["quota", "-n", "nobody"] + server_flag(srv))
+        s.check(r.code == 0 and r.out == "" and "No GPU quota found for namespace nobody" in r.err, "quota -n none", r)
+        # team-b holds its 2 V100s: 2 more are refused by quota, with the hint to raise it
+        p = pod_file("resnet-2", {"nvidia.com/gpu": "2"}, namespace="team-b")
+        r = kubectl_gpu(["explain", "-f", p] + server_flag(srv))
+        check_golden("explain-quota.txt", r.out)
+
+
+@suite.test
+def colour_only_when_asked_or_on_a_terminal(s):
+    with e2e.Server(s) as srv:
+        url = ["--server", "http://127.0.0.1:%d" % srv.port]
+        s.check("\033[" not in kubectl_gpu(["top"] + url).out, "no colour into a pipe")
+        s.check("\033[32m" in kubectl_gpu(["top", "--color", "always"] + url).out, "--color always colours the bars")
+        plain = kubectl_gpu(["top", "--color", "never"] + url).out
+        import re
+        coloured = re.sub(r"\033\[[0-9;]*m", "", kubectl_gpu(["top", "--color", "always"] + url).out)
+        s.check_eq(coloured, plain, "colour does not shift the columns")
+
+
+@suite.test
+def command_line_errors(s):
+    r = kubectl_gpu(["frobnicate"])
+    s.check(r.code == 2 and "unknown command" in r.err, "unknown command: exit 2", r)
+    r = kubectl_gpu(["top", "-z"])
+    s.check(r.code == 2 and "unknown flag -z" in r.err, "unknown short flag: exit 2", r)
+    r = kubectl_gpu(["top", "-o", "table"])
+    s.check(r.code == 2 and "--output" in r.err, "bad -o value: exit 2", r)
+    r = kubectl_gpu(["top"])
+    s.check(r.code == 1 and "kubeconfig" in r.err, "no kubeconfig: exit 1 saying so", r)
+    r = kubectl_gpu(["--help"])
+    s.check(r.code == 0 and "kubectl gpu top" in r.out, "--help", r)
+
+
+@suite.test
+def live_through_the_service_proxy(s):
+    with e2e.Cluster(s) as c:
+        for obj in demo_objects():
+            c.sim.upsert(obj)
+        pending = e2e.pod("pending-1", [("main", {"tencent.com/vcuda-core": "600",
+                                                    "tencent.com/vcuda-memory": "1920"})], namespace="team-a")
+        c.create_pod(pending)
+        kubeconfig = c.kubeconfig()
+        env = {"KUBECONFIG": kubeconfig}
+        r = kubectl_gpu(["top", "--color", "never"], env=env)
+        s.check(r.code == 1 and 'services "gpu-quota-admission" not found' in r.err,
+                "without the Service: the API server's 404 is reported", r)
+        with e2e.LiveServer(s, kubeconfig) as srv:
+            c.sim.add_service_proxy("kube-system", "gpu-quota-admission", "http://127.0.0.1:%d" % srv.port)
+            r = kubectl_gpu(["top", "--color", "never"], env=env)
+            s.check_eq(r.code, 0, "live top exits 0", r)
+            with open(os.path.join(GOLDEN, "top-nodes.txt")) as f:
+                s.check_eq(r.out, f.read(), "live top through the proxy shows what the offline demo shows")
+            r = kubectl_gpu(["explain", "pending-1", "-n", "team-a", "--color", "never"], env=env)
+            s.check(r.code == 0 and r.out.startswith("Pod team-a/pending-1 fits none of 4 nodes"),
+                    "explain reads the pod with the user's kubeconfig", r)
+            s.check_in("To fit:  free 2 more whole GPUs on gpu-a100-0, or ask for 4", r.out, "live explain hint")
+            proxied = [q for q in c.sim.requests() if "/services/gpu-quota-admission/proxy/" in q["path"]]
+            s.check(any(q["path"].endswith("/proxy/inspect/explain") and q["method"] == "POST" for q in proxied),
+                    "explain went through the service proxy", [q["path"] for q in proxied])
+            s.check(any(q["path"] == "/api/v1/namespaces/team-a/pods/pending-1" for q in c.sim.requests()),
+                    "the pod was read from the API server")
+            r = kubectl_gpu(["explain", "nobody", "--color", "never"], env=env)
+            s.check(r.code == 1 and 'pods "nobody" not found' in r.err, "a missing pod: the API's message", r)
+            # --service and port forms
+            r = kubectl_gpu(["top", "--service", "kube-system/gpu-quota-admission:http"], env=env)
+            s.check_eq(r.code, 0, "--service NS/NAME:PORT", r)
+            c.sim.add_service_proxy("kube-system", "gpu-quota-admission", None)
+            r = kubectl_gpu(["top"], env=env)
+            s.check(r.code == 1 and "no endpoints available" in r.err, "no endpoints: the API server's 503", r)
+
+
+if __name__ == "__main__":
+    suite.main()

@@ -17,20 +17,34 @@
 
 /* ---- extender verbs ------------------------------------------------------ */
 
-static void extender_error(struct http_response *resp, const char *msg)
+/* How kube-scheduler's extender client sees errors (HTTPExtender.send: any
+ * status but 200 is an error, the body is then not read): the filter reads
+ * ExtenderFilterResult.Error from a 200 answer; a HostPriorityList and an
+ * ExtenderPreemptionResult have no Error field, so those verbs answer 500
+ * with the message as a plain-text body (kube-scheduler logs prioritize
+ * errors and gives no score; it fails the preemption attempt). */
+enum verb_answer { ANSWER_FILTER, ANSWER_STATUS };
+
+static void extender_error(struct http_response *resp, enum verb_answer how, const char *msg)
 {
     size_t len = 0;
-    char *body = wire_filter_error(msg, &len);
-    http_set_body(resp, 200, CONTENT_JSON, body, len);
+    char *body;
+    if (how == ANSWER_FILTER) {
+        body = wire_filter_error(msg, &len);
+        http_set_body(resp, 200, CONTENT_JSON, body, len);
+        return;
+    }
+    body = strdup(msg);
+    http_set_body(resp, 500, CONTENT_TEXT, body, body ? strlen(body) : 0);
 }
 
-/* Decode ExtenderArgs and its Pod. On failure the Error answer is set. */
+/* Decode ExtenderArgs and its Pod. On failure the error answer is set. */
 static struct pod_info *decode_args(struct app *app, const struct http_request *req, struct extender_args *args,
-                                    struct http_response *resp)
+                                    enum verb_answer how, struct http_response *resp)
 {
     char *err = NULL;
     if (wire_parse_args(req->body ? req->body : "", req->body_len, args, &err) != 0) {
-        extender_error(resp, err ? err : "out of memory");
+        extender_error(resp, how, err ? err : "out of memory");
         log_warn("%s: bad ExtenderArgs: %s", req->path, err ? err : "out of memory");
         free(err);
         return NULL;
@@ -40,7 +54,7 @@ static struct pod_info *decode_args(struct app *app, const struct http_request *
         struct strbuf sb;
         strbuf_init(&sb);
         strbuf_printf(&sb, "Pod: %s", err ? err : "out of memory");
-        extender_error(resp, sb.data ? sb.data : "Pod is not usable");
+        extender_error(resp, how, sb.data ? sb.data : "Pod is not usable");
         strbuf_free(&sb);
         free(err);
         wire_args_free(args);
@@ -57,40 +71,60 @@ static void count_outcome(const struct pod_info *pod, const struct evaluation *e
     metrics_count_filter(fit, ev->count - fit, ev->decided);
 }
 
-typedef int (*evaluate_fn)(struct placement *, const struct pod_info *, const char *const *, size_t,
-                           struct evaluation *);
-typedef char *(*encode_fn)(const struct extender_args *, const struct evaluation *, size_t *);
+/* The filter answer. In the Nodes form the kept items are sent straight
+ * from the request body (http.h pieces): no copy of megabytes of nodes. */
+static void answer_filter(const struct extender_args *args, const struct evaluation *ev, struct http_response *resp)
+{
+    size_t len = 0;
+    if (ev->error || args->form != ARGS_NODES) {
+        char *body = ev->error ? wire_filter_error(ev->error, &len) : wire_filter_result(args, ev, &len);
+        http_set_body(resp, 200, CONTENT_JSON, body, len);
+        return;
+    }
+    char *text = NULL;
+    struct http_piece *pieces = NULL;
+    size_t n = 0;
+    wire_filter_result_pieces(args, ev, &text, &pieces, &n);
+    http_set_pieces(resp, 200, CONTENT_JSON, text, pieces, n);
+}
 
-/* Both extender verbs: decode, evaluate the offered nodes, encode. */
-static void extender_verb(struct app *app, const struct http_request *req, struct http_response *resp,
-                          evaluate_fn evaluate, encode_fn encode, bool count)
+void handle_filter(struct app *app, const struct http_request *req, struct http_response *resp)
 {
     struct extender_args args;
-    struct pod_info *pod = decode_args(app, req, &args, resp);
+    struct pod_info *pod = decode_args(app, req, &args, ANSWER_FILTER, resp);
     if (!pod)
         return;
-    struct evaluation ev;
-    size_t len = 0;
-    char *body = NULL;
-    if (evaluate(&app->placement, pod, args.names, args.count, &ev) == 0) {
-        body = ev.error ? wire_filter_error(ev.error, &len) : encode(&args, &ev, &len);
-        if (count)
-            count_outcome(pod, &ev);
+    struct evaluation ev = {0};
+    if (placement_filter(&app->placement, pod, args.names, args.count, &ev) == 0) {
+        answer_filter(&args, &ev, resp);
+        count_outcome(pod, &ev);
+    } else {
+        http_set_body(resp, 200, CONTENT_JSON, NULL, 0); /* out of memory: 500 */
     }
-    http_set_body(resp, 200, CONTENT_JSON, body, len);
     evaluation_free(&ev);
     pod_info_free(pod);
     wire_args_free(&args);
 }
 
-void handle_filter(struct app *app, const struct http_request *req, struct http_response *resp)
-{
-    extender_verb(app, req, resp, placement_filter, wire_filter_result, true);
-}
-
 void handle_prioritize(struct app *app, const struct http_request *req, struct http_response *resp)
 {
-    extender_verb(app, req, resp, placement_evaluate, wire_priority_list, false);
+    struct extender_args args;
+    struct pod_info *pod = decode_args(app, req, &args, ANSWER_STATUS, resp);
+    if (!pod)
+        return;
+    struct evaluation ev = {0};
+    size_t len = 0;
+    if (placement_evaluate(&app->placement, pod, args.names, args.count, &ev) != 0) {
+        http_set_body(resp, 200, CONTENT_JSON, NULL, 0); /* out of memory: 500 */
+    } else if (ev.error) {
+        extender_error(resp, ANSWER_STATUS, ev.error);
+    } else {
+        char *body = wire_priority_list(&args, &ev, &len);
+        http_set_body(resp, 200, CONTENT_JSON, body, len);
+    }
+    evaluation_free(&ev);
+    pod_info_free(pod);
+    wire_args_free(&args);
 }
 
 void handle_bind(struct app *app, const struct http_request *req, struct http_response *resp)
@@ -111,19 +145,26 @@ void handle_preemption(struct app *app, const struct http_request *req, struct h
 {
     struct preemption_args a;
     char *err = NULL;
-    struct pod_info *pod = NULL;
-    bool parsed = wire_parse_preemption(req->body ? req->body : "", req->body_len, &a, &err) == 0;
-    if (parsed) {
-        pod = app_pod_from_json(app, (cJSON *)a.pod, &err);
-        if (pod && placement_preempt(&app->placement, pod, a.nodes, a.count) != 0)
-            err = strdup("out of memory");
+    if (wire_parse_preemption(req->body ? req->body : "", req->body_len, &a, &err) != 0) {
+        extender_error(resp, ANSWER_STATUS, err ? err : "out of memory");
+        log_warn("%s: bad ExtenderPreemptionArgs: %s", req->path, err ? err : "out of memory");
+        free(err);
+        return;
     }
-    size_t len = 0;
-    char *body = wire_preemption_result(&a, err, &len);
-    http_set_body(resp, 200, CONTENT_JSON, body, len);
+    struct pod_info *pod = app_pod_from_json(app, (cJSON *)a.pod, &err);
+    if (!pod) {
+        char *msg = strbuf_format("Pod: %s", err ? err : "out of memory");
+        extender_error(resp, ANSWER_STATUS, msg ? msg : "Pod is not usable");
+        free(msg);
+    } else if (placement_preempt(&app->placement, pod, a.nodes, a.count) != 0) {
+        http_set_body(resp, 200, CONTENT_JSON, NULL, 0); /* out of memory: 500 */
+    } else {
+        size_t len = 0;
+        char *body = wire_preemption_result(&a, &len);
+        http_set_body(resp, 200, CONTENT_JSON, body, len);
+    }
     pod_info_free(pod);
-    if (parsed)
-        wire_preemption_free(&a);
+    wire_preemption_free(&a);
     free(err);
 }
 

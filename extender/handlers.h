@@ -4,8 +4,10 @@
  * Owns one function per endpoint: the extender verbs (filter, prioritize,
  * bind, preemption), inspect (nodes, explain, quota, CRLs, informers),
  * health, readiness, version and metrics. Handlers turn
- * bad input into the documented error shape: a 200 with `Error` on extender
- * paths, a 4xx with {"error": ...} elsewhere.
+ * bad input into the documented error shape: a 200 with `Error` for filter
+ * and bind (their answers have that field), a 500 with the message as plain
+ * text for prioritize and preemption (theirs do not, and kube-scheduler
+ * treats any non-200 as an error), a 4xx with {"error": ...} elsewhere.
  */
 #ifndef GQA_HANDLERS_H
 #define GQA_HANDLERS_H

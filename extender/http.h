@@ -21,6 +21,12 @@ struct http_request {
     void *query_ctx;
 };
 
+/* A piece of a response body: [ptr, ptr+len). */
+struct http_piece {
+    const char *ptr;
+    size_t len;
+};
+
 struct http_response {
     int status;
     char *body; /* malloc'd, owned by the response */
@@ -28,6 +34,12 @@ struct http_response {
     const char *content_type;            /* static string */
     const char *allow;                   /* Allow header for 405, static, or NULL */
     const char *content_security_policy; /* static, or NULL; when set, nosniff too */
+    /* Optional, instead of the flat body: the body is pieces[0..npieces) in
+     * order, each pointing into `body` or into the request body (which the
+     * server keeps until the answer is sent). Large spans of the request are
+     * so answered without being copied together. */
+    struct http_piece *pieces; /* malloc'd, owned by the response */
+    size_t npieces;
 };
 
 #define CONTENT_JSON "application/json"
@@ -42,5 +54,10 @@ const char *http_query(const struct http_request *req, const char *name);
 void http_json_error(struct http_response *resp, int status, const char *message);
 /* Take ownership of a malloc'd body (NULL means allocation failure -> 500). */
 void http_set_body(struct http_response *resp, int status, const char *content_type, char *body, size_t len);
+/* Take ownership of a body in pieces (see struct http_response); `text` is
+ * what the pieces point into besides the request body. NULL pieces mean
+ * allocation failure -> 500. */
+void http_set_pieces(struct http_response *resp, int status, const char *content_type, char *text,
+                     struct http_piece *pieces, size_t npieces);
 
 #endif

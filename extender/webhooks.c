@@ -202,6 +202,36 @@ static int load_files(struct crl_file *files, int n, char **paths)
     return 0;
 }
 
+/* A CustomResourceLimitation is a v1 ConfigMap: anything else in the files
+ * (a Secret carrying a CRL's data, a Deployment) is a problem of its own,
+ * reported and kept out of the registry. */
+static bool is_v1_configmap(const cJSON *obj)
+{
+    const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(obj, "kind"));
+    const char *api = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(obj, "apiVersion"));
+    return kind && api && strcmp(kind, "ConfigMap") == 0 && strcmp(api, "v1") == 0;
+}
+
+static void report_not_configmap(const char *path, const cJSON *obj)
+{
+    const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(obj, "kind"));
+    const char *api = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(obj, "apiVersion"));
+    printf("%s: %s: kind %s%s%s, apiVersion %s%s%s: a CustomResourceLimitation must be a ConfigMap of apiVersion "
+           "v1\n",
+           path, object_name(obj), kind ? "\"" : "", kind ? kind : "missing", kind ? "\"" : "", api ? "\"" : "",
+           api ? api : "missing", api ? "\"" : "");
+}
+
+/* The v1 ConfigMaps among objs[0..n), moved to the front; the count. */
+static size_t keep_configmaps(const cJSON **objs, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (is_v1_configmap(objs[i]))
+            objs[k++] = objs[i];
+    return k;
+}
+
 int validate_crl_main(int argc, char **argv)
 {
     const char *ns;
@@ -219,16 +249,25 @@ int validate_crl_main(int argc, char **argv)
             start[i] = nobj;
             collect_objects(files[i].root, &objs, &nobj, &cap);
         }
-        struct crl_registry *r = start ? crl_registry_build(objs, nobj, ns) : NULL;
+        const cJSON **maps = start ? malloc((nobj ? nobj : 1) * sizeof(*maps)) : NULL;
+        size_t nmaps = 0;
+        if (maps && nobj) {
+            memcpy(maps, objs, nobj * sizeof(*maps));
+            nmaps = keep_configmaps(maps, nobj);
+        }
+        struct crl_registry *r = maps ? crl_registry_build(maps, nmaps, ns) : NULL;
         rc = r ? 0 : 2;
         size_t checked = 0;
         for (int i = 0; r && i < nfiles; i++) {
             size_t end = i + 1 < nfiles ? start[i + 1] : nobj;
             for (size_t k = start[i]; k < end; k++) {
-                if (!crl_is_candidate(objs[k], ns))
-                    continue;
+                bool configmap = is_v1_configmap(objs[k]);
+                if (configmap && !crl_is_candidate(objs[k], ns))
+                    continue; /* a ConfigMap that is no CRL */
                 checked++;
-                if (report(files[i].path, objs[k], r, ns))
+                if (!configmap)
+                    report_not_configmap(files[i].path, objs[k]);
+                if (!configmap || report(files[i].path, objs[k], r, ns))
                     rc = 1;
             }
         }
@@ -236,6 +275,7 @@ int validate_crl_main(int argc, char **argv)
             fprintf(stderr, "validate-crl: %zu CustomResourceLimitation(s) checked, %s\n", checked,
                     rc == 0 ? "all valid" : "some invalid");
         crl_registry_free(r);
+        free(maps);
         free(start);
     }
     for (int i = 0; files && i < nfiles; i++)

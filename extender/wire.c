@@ -2,27 +2,40 @@
 #include "extender/wire.h"
 #include "lib/strbuf.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* Names are gathered as offsets into one buffer (it grows while parsing) and
- * turned into pointers at the end: one allocation for thousands of names. */
+ * turned into pointers at the end: one allocation for thousands of names. In
+ * the Nodes form each item's span in the request is kept beside its name. */
 struct name_collector {
     struct strbuf buf;
     size_t *offsets;
+    struct jscan_span *spans; /* Nodes form only */
     size_t count, cap;
 };
 
+static int grow_collector(struct name_collector *nc)
+{
+    size_t cap = nc->cap ? nc->cap * 2 : 64;
+    size_t *o = realloc(nc->offsets, cap * sizeof(*o));
+    if (!o)
+        return -1;
+    nc->offsets = o;
+    struct jscan_span *sp = realloc(nc->spans, cap * sizeof(*sp));
+    if (!sp)
+        return -1;
+    nc->spans = sp;
+    nc->cap = cap;
+    return 0;
+}
+
 static int collect_name(struct name_collector *nc, const struct jscan_str *name)
 {
-    if (nc->count == nc->cap) {
-        size_t cap = nc->cap ? nc->cap * 2 : 64;
-        size_t *o = realloc(nc->offsets, cap * sizeof(*o));
-        if (!o)
-            return -1;
-        nc->offsets = o;
-        nc->cap = cap;
-    }
+    if (nc->count == nc->cap && grow_collector(nc) != 0)
+        return -1;
+    nc->spans[nc->count] = (struct jscan_span){NULL, 0};
     nc->offsets[nc->count++] = nc->buf.len;
     if (!name->has_escapes) {
         strbuf_append(&nc->buf, name->ptr, name->len);
@@ -41,6 +54,7 @@ static void collector_free(struct name_collector *nc)
 {
     strbuf_free(&nc->buf);
     free(nc->offsets);
+    free(nc->spans);
 }
 
 static char *message(const char *text)
@@ -110,10 +124,13 @@ static int parse_item_metadata(struct jscan *s, struct jscan_str *name, bool *fo
     return r;
 }
 
+/* One Node: its name is decoded, and its exact bytes [start, end) are kept
+ * so that the answer can carry the node as it came (see wire.h). */
 static int parse_node_item(struct jscan *s, struct name_collector *nc, char **err)
 {
     if (expect(s, JSCAN_OBJECT, "Nodes.items must be an array of Node objects", err) != 0)
         return -1;
+    const char *start = s->pos; /* jscan_peek left pos at the '{' */
     jscan_enter_object(s);
     struct jscan_str key, name;
     bool found = false;
@@ -132,7 +149,10 @@ static int parse_node_item(struct jscan *s, struct name_collector *nc, char **er
         *err = strbuf_detach(&sb, NULL);
         return -1;
     }
-    return collect_name(nc, &name);
+    if (collect_name(nc, &name) != 0)
+        return -1;
+    nc->spans[nc->count - 1] = (struct jscan_span){start, (size_t)(s->pos - start)};
+    return 0;
 }
 
 static int parse_nodes(struct jscan *s, struct name_collector *nc, bool *present, char **err)
@@ -216,6 +236,10 @@ static int finish_args(struct extender_args *a, struct name_collector *nc, bool 
 {
     a->form = has_nodes ? ARGS_NODES : ARGS_NODE_NAMES;
     a->count = nc->count;
+    if (has_nodes) {
+        a->items = nc->spans; /* the collector gives them up */
+        nc->spans = NULL;
+    }
     a->names = calloc(nc->count ? nc->count : 1, sizeof(*a->names));
     if (!a->names)
         return -1;
@@ -260,30 +284,110 @@ void wire_args_free(struct extender_args *a)
     cJSON_Delete(a->pod);
     free(a->names);
     free(a->names_buf);
+    free(a->items);
     memset(a, 0, sizeof(*a));
 }
 
 /* ---- encoding ------------------------------------------------------------- */
 
-static void put_kept_nodes(struct strbuf *sb, const struct extender_args *a, const struct evaluation *ev)
+/* An answer being built: framing text, and spans of the request body that
+ * are either copied into the text (flat answer) or kept as pieces of their
+ * own (the server sends them from the request, see http.h). */
+struct piece_ref {
+    const char *ptr; /* a request span, or NULL for text[off, off+len) */
+    size_t off, len;
+};
+
+struct answer {
+    struct strbuf text;
+    bool copy_spans;
+    struct piece_ref *refs;
+    size_t nrefs, cap;
+    size_t mark; /* text before mark is covered by refs */
+    bool failed;
+};
+
+static void answer_push(struct answer *an, const char *ptr, size_t off, size_t len)
 {
-    bool first = true;
-    if (a->form == ARGS_NODES) {
-        strbuf_puts(sb, "\"Nodes\":{\"metadata\":{},\"items\":[");
-        /* kube-scheduler reads only each item's name back; echoing whole
-         * metadata (labels, the topology annotation) made the answer half
-         * the size of a 28 MB request for nothing. */
-        for (size_t i = 0; i < ev->count; i++) {
-            if (!ev->verdicts[i].fits)
-                continue;
-            strbuf_puts(sb, first ? "{\"metadata\":{\"name\":" : ",{\"metadata\":{\"name\":");
-            strbuf_json_string(sb, ev->verdicts[i].name);
-            strbuf_puts(sb, "}}");
-            first = false;
+    if (len == 0 || an->failed)
+        return;
+    if (an->nrefs == an->cap) {
+        size_t cap = an->cap ? an->cap * 2 : 16;
+        struct piece_ref *r = realloc(an->refs, cap * sizeof(*r));
+        if (!r) {
+            an->failed = true;
+            return;
         }
-        strbuf_puts(sb, "]},\"NodeNames\":null,");
+        an->refs = r;
+        an->cap = cap;
+    }
+    an->refs[an->nrefs++] = (struct piece_ref){ptr, off, len};
+}
+
+/* Append request bytes: copied, or as a piece after the text so far. */
+static void answer_span(struct answer *an, const char *ptr, size_t len)
+{
+    if (an->copy_spans) {
+        strbuf_append(&an->text, ptr, len);
         return;
     }
+    answer_push(an, NULL, an->mark, an->text.len - an->mark);
+    answer_push(an, ptr, 0, len);
+    an->mark = an->text.len;
+}
+
+/* Items i and j (i < j) sit next to each other in the request when only
+ * whitespace and one comma lie between them, so a run of kept items is one
+ * span of the request (their separators included). */
+static bool adjacent(const struct jscan_span *a, const struct jscan_span *b)
+{
+    const char *p = a->ptr + a->len;
+    if (b->ptr < p)
+        return false;
+    int commas = 0;
+    for (; p < b->ptr; p++) {
+        if (*p == ',')
+            commas++;
+        else if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r')
+            return false;
+    }
+    return commas == 1;
+}
+
+/* The Nodes form: each kept node exactly as the request carried it. The
+ * bytes are never re-serialised, so labels, annotations and status reach
+ * kube-scheduler's score plugins unchanged; runs of neighbouring kept items
+ * go out as one span of the request. */
+static void put_kept_items(struct answer *an, const struct extender_args *a, const struct evaluation *ev)
+{
+    size_t n = ev->count < a->count ? ev->count : a->count;
+    strbuf_puts(&an->text, "\"Nodes\":{\"metadata\":{},\"items\":[");
+    bool first = true;
+    for (size_t i = 0; i < n;) {
+        if (!ev->verdicts[i].fits) {
+            i++;
+            continue;
+        }
+        size_t last = i;
+        while (last + 1 < n && ev->verdicts[last + 1].fits && adjacent(&a->items[last], &a->items[last + 1]))
+            last++;
+        if (!first)
+            strbuf_putc(&an->text, ',');
+        answer_span(an, a->items[i].ptr, (size_t)(a->items[last].ptr + a->items[last].len - a->items[i].ptr));
+        first = false;
+        i = last + 1;
+    }
+    strbuf_puts(&an->text, "]},\"NodeNames\":null,");
+}
+
+static void put_kept_nodes(struct answer *an, const struct extender_args *a, const struct evaluation *ev)
+{
+    if (a->form == ARGS_NODES) {
+        put_kept_items(an, a, ev);
+        return;
+    }
+    struct strbuf *sb = &an->text;
+    bool first = true;
     strbuf_puts(sb, "\"Nodes\":null,\"NodeNames\":[");
     for (size_t i = 0; i < ev->count; i++) {
         if (!ev->verdicts[i].fits)
@@ -314,19 +418,48 @@ static void put_failed(struct strbuf *sb, const char *field, const struct evalua
     strbuf_puts(sb, "},");
 }
 
+static void build_filter_result(struct answer *an, const struct extender_args *a, const struct evaluation *ev)
+{
+    strbuf_init(&an->text);
+    strbuf_reserve(&an->text, 64 + ev->count * 48);
+    strbuf_putc(&an->text, '{');
+    put_kept_nodes(an, a, ev);
+    put_failed(&an->text, "FailedNodes", ev, false);
+    put_failed(&an->text, "FailedAndUnresolvableNodes", ev, true);
+    strbuf_puts(&an->text, "\"Error\":");
+    strbuf_json_string(&an->text, ev->error ? ev->error : "");
+    strbuf_putc(&an->text, '}');
+}
+
 char *wire_filter_result(const struct extender_args *a, const struct evaluation *ev, size_t *len)
 {
-    struct strbuf sb;
-    strbuf_init(&sb);
-    strbuf_reserve(&sb, 64 + ev->count * 48);
-    strbuf_putc(&sb, '{');
-    put_kept_nodes(&sb, a, ev);
-    put_failed(&sb, "FailedNodes", ev, false);
-    put_failed(&sb, "FailedAndUnresolvableNodes", ev, true);
-    strbuf_puts(&sb, "\"Error\":");
-    strbuf_json_string(&sb, ev->error ? ev->error : "");
-    strbuf_putc(&sb, '}');
-    return strbuf_detach(&sb, len);
+    struct answer an = {.copy_spans = true};
+    build_filter_result(&an, a, ev);
+    return strbuf_detach(&an.text, len);
+}
+
+int wire_filter_result_pieces(const struct extender_args *a, const struct evaluation *ev, char **text,
+                              struct http_piece **pieces, size_t *npieces)
+{
+    struct answer an = {.copy_spans = false};
+    build_filter_result(&an, a, ev);
+    answer_push(&an, NULL, an.mark, an.text.len - an.mark);
+    *pieces = NULL;
+    *npieces = 0;
+    *text = strbuf_detach(&an.text, NULL);
+    if (!*text || an.failed || !(*pieces = calloc(an.nrefs ? an.nrefs : 1, sizeof(**pieces)))) {
+        free(*text);
+        free(an.refs);
+        *text = NULL;
+        return -1;
+    }
+    for (size_t i = 0; i < an.nrefs; i++) {
+        const struct piece_ref *r = &an.refs[i];
+        (*pieces)[i] = (struct http_piece){r->ptr ? r->ptr : *text + r->off, r->len};
+    }
+    *npieces = an.nrefs;
+    free(an.refs);
+    return 0;
 }
 
 char *wire_filter_error(const char *msg, size_t *len)
@@ -459,10 +592,17 @@ static int fill_preemption(struct preemption_args *a, const cJSON *map, char **e
             *err = message("victims must be objects with a Pods array");
             return -1;
         }
+        if (pdb && !cJSON_IsNull(pdb) &&
+            (!cJSON_IsNumber(pdb) || pdb->valuedouble < 0 || pdb->valuedouble > INT_MAX ||
+             pdb->valuedouble != (double)(int)pdb->valuedouble)) {
+            *err =
+                strbuf_format("NumPDBViolations of node %s must be a whole number from 0 to %d", node->string, INT_MAX);
+            return -1;
+        }
         pn->node = node->string;
         pn->victims = a->uids + at;
         pn->keep_victim = keep + at;
-        a->pdb_violations[a->count] = cJSON_IsNumber(pdb) ? pdb->valueint : 0;
+        a->pdb_violations[a->count] = cJSON_IsNumber(pdb) ? (int)pdb->valuedouble : 0;
         const cJSON *v;
         cJSON_ArrayForEach(v, pods)
         {
@@ -485,7 +625,8 @@ int wire_parse_preemption(const char *body, size_t len, struct preemption_args *
     *err = NULL;
     a->root = cJSON_ParseWithLength(body, len);
     if (!cJSON_IsObject(a->root)) {
-        *err = message("ExtenderPreemptionArgs must be a JSON object");
+        *err = message(a->root ? "ExtenderPreemptionArgs must be a JSON object"
+                               : "ExtenderPreemptionArgs is not valid JSON (or out of memory)");
         wire_preemption_free(a);
         return -1;
     }
@@ -493,9 +634,11 @@ int wire_parse_preemption(const char *body, size_t len, struct preemption_args *
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(a->root, "NodeNameToMetaVictims");
     const cJSON *full = cJSON_GetObjectItemCaseSensitive(a->root, "NodeNameToVictims");
     const cJSON *map = cJSON_IsObject(meta) ? meta : full;
+    bool bad_meta = meta && !cJSON_IsObject(meta) && !cJSON_IsNull(meta);
+    bool bad_full = full && !cJSON_IsObject(full) && !cJSON_IsNull(full);
     if (!cJSON_IsObject(a->pod))
         *err = message("ExtenderPreemptionArgs has no Pod");
-    else if (!cJSON_IsObject(map) && !cJSON_IsNull(map) && map)
+    else if (bad_meta || bad_full)
         *err = message("NodeNameToMetaVictims / NodeNameToVictims must be objects");
     if (*err || fill_preemption(a, cJSON_IsObject(map) ? map : NULL, err) != 0) {
         wire_preemption_free(a);
@@ -515,13 +658,25 @@ void wire_preemption_free(struct preemption_args *a)
     memset(a, 0, sizeof(*a));
 }
 
-char *wire_preemption_result(const struct preemption_args *a, const char *error, size_t *len)
+/* NumPDBViolations of a node whose victims were trimmed. The service does
+ * not know the victims' PodDisruptionBudgets, so it cannot recount: the
+ * requested number stands while every victim is kept, and otherwise it is
+ * capped by the victims kept (each kept victim violates at most one budget
+ * as kube-scheduler counts them), so it never exceeds the victims returned. */
+int wire_pdb_violations(int requested, size_t kept, size_t total)
+{
+    if (kept == total || (size_t)requested <= kept)
+        return requested;
+    return (int)kept;
+}
+
+char *wire_preemption_result(const struct preemption_args *a, size_t *len)
 {
     struct strbuf sb;
     strbuf_init(&sb);
     strbuf_puts(&sb, "{\"NodeNameToMetaVictims\":{");
     bool first = true;
-    for (size_t i = 0; !error && i < a->count; i++) {
+    for (size_t i = 0; i < a->count; i++) {
         const struct preempt_node *pn = &a->nodes[i];
         if (!pn->keep)
             continue;
@@ -530,22 +685,17 @@ char *wire_preemption_result(const struct preemption_args *a, const char *error,
         first = false;
         strbuf_json_string(&sb, pn->node);
         strbuf_puts(&sb, ":{\"Pods\":[");
-        bool first_victim = true;
+        size_t kept = 0;
         for (size_t k = 0; k < pn->nvictims; k++) {
             if (!pn->keep_victim[k])
                 continue;
-            strbuf_puts(&sb, first_victim ? "{\"UID\":" : ",{\"UID\":");
+            strbuf_puts(&sb, kept ? ",{\"UID\":" : "{\"UID\":");
             strbuf_json_string(&sb, pn->victims[k]);
             strbuf_putc(&sb, '}');
-            first_victim = false;
+            kept++;
         }
-        strbuf_printf(&sb, "],\"NumPDBViolations\":%d}", a->pdb_violations[i]);
+        strbuf_printf(&sb, "],\"NumPDBViolations\":%d}", wire_pdb_violations(a->pdb_violations[i], kept, pn->nvictims));
     }
-    strbuf_puts(&sb, "}");
-    if (error) {
-        strbuf_puts(&sb, ",\"Error\":");
-        strbuf_json_string(&sb, error);
-    }
-    strbuf_putc(&sb, '}');
+    strbuf_puts(&sb, "}}");
     return strbuf_detach(&sb, len);
 }

@@ -9,10 +9,16 @@
  * ExtenderArgs comes in two forms. With nodeCacheCapable: true it carries
  * NodeNames, and the answer must carry NodeNames. Otherwise it carries Nodes, a
  * full v1 NodeList (about 5.6 KB per node), and the answer must carry
- * Nodes.items, from which kube-scheduler reads only the names. The Nodes form
- * is walked with the jscan scanner: only each item's metadata.name is
- * decoded, everything else validated and skipped; the answer's items carry
- * only {"metadata":{"name":...}} instead of re-serialised Node objects.
+ * Nodes.items: kube-scheduler keeps the Node objects it gets back and hands
+ * them to its PreScore/Score plugins (PodTopologySpread reads their labels).
+ * The Nodes form is walked with the jscan scanner: only each item's
+ * metadata.name is decoded, everything else validated and skipped, and each
+ * item's span in the body is remembered; the answer carries every kept node
+ * as those exact bytes (a memcpy, never a re-serialisation).
+ *
+ * Errors kube-scheduler can see: ExtenderFilterResult and ExtenderBindingResult
+ * have an Error field; HostPriorityList and ExtenderPreemptionResult do not, so
+ * their handlers answer errors with a non-200 status instead (handlers.c).
  */
 #ifndef GQA_WIRE_H
 #define GQA_WIRE_H
@@ -20,6 +26,7 @@
 #include <cjson/cJSON.h>
 #include <stddef.h>
 
+#include "extender/http.h"
 #include "extender/placement.h"
 #include "lib/jscan.h"
 
@@ -31,6 +38,9 @@ struct extender_args {
     size_t count;
     const char **names; /* count NUL-terminated names (point into names_buf) */
     char *names_buf;
+    /* ARGS_NODES: count spans, item i's exact JSON text in the request body
+     * (the body must outlive these args); NULL in the NodeNames form. */
+    struct jscan_span *items;
 };
 
 /* Decode body[0..len).
@@ -38,9 +48,16 @@ struct extender_args {
 int wire_parse_args(const char *body, size_t len, struct extender_args *args, char **err);
 void wire_args_free(struct extender_args *args);
 
-/* ExtenderFilterResult in the request's form: fitting nodes kept, others in
- * FailedNodes or FailedAndUnresolvableNodes with their reasons. */
+/* ExtenderFilterResult in the request's form: fitting nodes kept (in the
+ * Nodes form as the request's bytes of each item), others in FailedNodes or
+ * FailedAndUnresolvableNodes with their reasons. ev->verdicts[i] is the
+ * verdict on args->names[i]. */
 char *wire_filter_result(const struct extender_args *args, const struct evaluation *ev, size_t *len);
+/* The same answer in pieces (http.h): the kept Nodes-form items stay in the
+ * request body, *text (malloc'd) holds the rest. 0, or -1 on allocation
+ * failure (nothing to free). */
+int wire_filter_result_pieces(const struct extender_args *args, const struct evaluation *ev, char **text,
+                              struct http_piece **pieces, size_t *npieces);
 /* ExtenderFilterResult carrying only Error. */
 char *wire_filter_error(const char *message, size_t *len);
 /* HostPriorityList: every requested node with its score 0..10. */
@@ -69,7 +86,10 @@ struct preemption_args {
 
 int wire_parse_preemption(const char *body, size_t len, struct preemption_args *a, char **err);
 void wire_preemption_free(struct preemption_args *a);
-/* ExtenderPreemptionResult: NodeNameToMetaVictims of the kept nodes and victims. */
-char *wire_preemption_result(const struct preemption_args *a, const char *error, size_t *len);
+/* ExtenderPreemptionResult: NodeNameToMetaVictims of the kept nodes and
+ * victims, each node's NumPDBViolations never above its victims returned. */
+char *wire_preemption_result(const struct preemption_args *a, size_t *len);
+/* The NumPDBViolations answered for a node: see wire.c. */
+int wire_pdb_violations(int requested, size_t kept, size_t total);
 
 #endif

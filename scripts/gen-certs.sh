@@ -4,16 +4,35 @@
 # stored in the Secret the Deployment mounts, and the CA written into the
 # webhook configurations' caBundle.
 #
-#   scripts/gen-certs.sh                 cluster mode: make the certificates,
-#                                        apply the Secret and patch caBundle
-#                                        with kubectl (run it after
-#                                        `kubectl apply -k manifests/`)
-#   scripts/gen-certs.sh --out DIR       offline: write the files, the Secret
+# Install order (the same in README.md, docs/install.md, manifests/kustomization.yaml
+# and scripts/gen-certs.sh; tests/install/test_install_order.py applies it):
+#   1. scripts/gen-certs.sh --out ../gqa-certs
+#      Offline: the webhook CA and serving certificate, the Secret, the caBundle
+#      patch, and a kustomization in ../gqa-certs that builds on manifests/.
+#   2. kubectl apply -k ../gqa-certs
+#      One apply, in kustomize's order: the Secret before the Deployment that
+#      mounts it, the webhook configurations last and already carrying caBundle.
+#      Upgrades re-apply the same directory.
+# Without the admission webhooks there is no certificate and no step 1:
+#   1. enable components/no-webhooks (in manifests/kustomization.yaml or an overlay)
+#   2. kubectl apply -k manifests/   (or the overlay)
+# Never apply manifests/ with its webhooks on its own: without caBundle the CRL
+# webhook (failurePolicy Fail) refuses every CRL change, and the pods wait for a
+# Secret that does not exist while GPU pods stay Pending.
+#
+#   scripts/gen-certs.sh --out DIR       offline (install step 1): write the
+#                                        files, the Secret, the caBundle patch
 #                                        and a kustomization to DIR, touch no
 #                                        cluster (then `kubectl apply -k DIR`)
 #   scripts/gen-certs.sh --out DIR --apply
-#                                        both: keep the files (and the CA) in
-#                                        DIR and update the cluster
+#                                        renew on an installed cluster: keep the
+#                                        files (and the CA) in DIR, patch caBundle
+#                                        and apply the Secret with kubectl
+#   scripts/gen-certs.sh                 the same without keeping files (a new
+#                                        CA each time)
+#
+# The cluster modes only renew: on a cluster without the webhook
+# configurations they change nothing and print the install order.
 #
 # The CA is kept when DIR already holds ca.crt and ca.key (and it outlives the
 # new certificate), so re-running renews only the serving certificate and
@@ -41,10 +60,14 @@ usage() {
 Usage: scripts/gen-certs.sh [--out DIR] [--apply] [options]
 
   --out DIR             write ca.crt, ca.key, tls.crt, tls.key, secret.yaml,
-                        webhook-cabundle-patch.yaml and kustomization.yaml to DIR;
+                        cabundle-validating.yaml, cabundle-mutating.yaml and
+                        kustomization.yaml to DIR;
                         without --apply nothing else happens (no cluster needed)
-  --apply               also apply the Secret and patch caBundle with kubectl
-                        (the default when --out is not given)
+  --apply               also apply the Secret and patch caBundle with kubectl:
+                        renewal on an installed cluster (the default when --out
+                        is not given); refused where the webhook configurations
+                        do not exist yet (install: --out DIR, then
+                        kubectl apply -k DIR)
   --namespace NS        namespace of the Service and Secret (default kube-system)
   --service NAME        webhook Service (default gpu-quota-admission-webhook)
   --secret NAME         Secret the Deployment mounts (default gpu-quota-admission-webhook-tls)
@@ -223,26 +246,26 @@ EOF
 
 # --- offline: caBundle patch and a kustomization that builds on manifests/ ---------
 ca_bundle="$(b64 "$dir/ca.crt")"
-{
-    echo "# caBundle of the webhook configurations (made by scripts/gen-certs.sh)."
+# One file per configuration: kustomize before v5.1 (kubectl 1.27 to 1.30)
+# refuses a patch file holding two documents.
+cabundle_patch() { # KIND WEBHOOK...
+    local kind=$1 w
+    shift
+    echo "# caBundle of the $kind (made by scripts/gen-certs.sh)."
     echo "apiVersion: admissionregistration.k8s.io/v1"
-    echo "kind: ValidatingWebhookConfiguration"
+    echo "kind: $kind"
     echo "metadata:"
     echo "  name: $WEBHOOK_CONFIG"
     echo "webhooks:"
-    for w in $VALIDATING_WEBHOOKS; do
+    for w in "$@"; do
         printf -- '- name: %s\n  clientConfig:\n    caBundle: %s\n' "$w" "$ca_bundle"
     done
-    echo "---"
-    echo "apiVersion: admissionregistration.k8s.io/v1"
-    echo "kind: MutatingWebhookConfiguration"
-    echo "metadata:"
-    echo "  name: $WEBHOOK_CONFIG"
-    echo "webhooks:"
-    for w in $MUTATING_WEBHOOKS; do
-        printf -- '- name: %s\n  clientConfig:\n    caBundle: %s\n' "$w" "$ca_bundle"
-    done
-} >"$dir/webhook-cabundle-patch.yaml"
+}
+# shellcheck disable=SC2086
+cabundle_patch ValidatingWebhookConfiguration $VALIDATING_WEBHOOKS >"$dir/cabundle-validating.yaml"
+# shellcheck disable=SC2086
+cabundle_patch MutatingWebhookConfiguration $MUTATING_WEBHOOKS >"$dir/cabundle-mutating.yaml"
+rm -f "$dir/webhook-cabundle-patch.yaml" # the two-document file of earlier versions
 
 if [ -n "$out" ]; then
     manifests_abs="$(cd "$manifests" 2>/dev/null && pwd)" || die "--manifests $manifests: no such directory"
@@ -263,7 +286,8 @@ resources:
 - $rel
 - secret.yaml
 patches:
-- path: webhook-cabundle-patch.yaml
+- path: cabundle-validating.yaml
+- path: cabundle-mutating.yaml
 EOF
         ;;
     esac
@@ -271,23 +295,40 @@ fi
 
 echo "gen-certs.sh: $([ "$reuse_ca" = 1 ] && echo "kept the CA" || echo "made a new CA"), made a serving certificate for" \
     "$SERVICE, $SERVICE.$NAMESPACE, $fqdn and $fqdn.$CLUSTER_DOMAIN valid for $DAYS days" >&2
-[ -z "$out" ] || echo "gen-certs.sh: wrote $dir/{ca.crt,ca.key,tls.crt,tls.key,secret.yaml,webhook-cabundle-patch.yaml${rel:+,kustomization.yaml}}" >&2
+[ -z "$out" ] || echo "gen-certs.sh: wrote $dir/{ca.crt,ca.key,tls.crt,tls.key,secret.yaml,cabundle-validating.yaml,cabundle-mutating.yaml${rel:+,kustomization.yaml}}" >&2
 
-[ "$apply" = 1 ] || exit 0
+if [ "$apply" != 1 ]; then
+    [ -z "$rel" ] || echo "gen-certs.sh: next (install step 2): kubectl apply -k $out" >&2
+    exit 0
+fi
 
 # --- cluster mode ---------------------------------------------------------------------
 command -v "${kubectl_cmd%% *}" >/dev/null 2>&1 || die "\"$kubectl_cmd\" is not available (use --out DIR to work offline)"
 kube get namespace "$NAMESPACE" -o name >/dev/null || die "cannot reach the cluster, or namespace $NAMESPACE is missing"
 
+# Renewal only: a Secret applied ahead of the manifests would invite
+# `kubectl apply -k manifests/` next, which creates the webhook configurations
+# without caBundle (the CRL webhook then refuses every CRL change).
+present=""
+for kind in validatingwebhookconfiguration mutatingwebhookconfiguration; do
+    if kube get "$kind" "$WEBHOOK_CONFIG" -o name >/dev/null 2>&1; then
+        present="$present $kind"
+    else
+        echo "gen-certs.sh: no $kind/$WEBHOOK_CONFIG on the cluster" >&2
+    fi
+done
+if [ -z "$present" ]; then
+    echo "gen-certs.sh: nothing to renew: the webhooks are not installed. Install in this order:" >&2
+    echo "  scripts/gen-certs.sh --out ../gqa-certs && kubectl apply -k ../gqa-certs" >&2
+    echo "  (docs/install.md; without the webhooks no certificate is needed)" >&2
+    exit 2
+fi
+
 # caBundle first, then the Secret: the API server must trust the new CA before
 # a pod serves a certificate signed by it. Keep the previous CA in the bundle
 # when the CA changed, so the certificate still being served stays trusted.
 patched=0
-for kind in validatingwebhookconfiguration mutatingwebhookconfiguration; do
-    if ! kube get "$kind" "$WEBHOOK_CONFIG" -o name >/dev/null 2>&1; then
-        echo "gen-certs.sh: no $kind/$WEBHOOK_CONFIG yet: apply the manifests, then run this again" >&2
-        continue
-    fi
+for kind in $present; do
     names="$(kube get "$kind" "$WEBHOOK_CONFIG" -o jsonpath='{range .webhooks[*]}{.name}{"\n"}{end}')"
     old="$(kube get "$kind" "$WEBHOOK_CONFIG" -o jsonpath='{.webhooks[0].clientConfig.caBundle}')"
     cp "$dir/ca.crt" "$work/bundle.pem"

@@ -174,10 +174,34 @@ RESOURCE_TYPES = [
                  fields=("status.phase",), short_names=("ns",)),
     ResourceType("leases", "lease", "Lease", group="coordination.k8s.io", namespaced=True,
                  unconditional_update=False, create_on_update=True),
+    # What an install applies (tests/install/test_install_order.py): stored
+    # and served like any object, with no controller behind them (no pods
+    # from Deployments, no endpoints from Services, no webhook calls).
+    ResourceType("secrets", "secret", "Secret", namespaced=True, fields=("type",)),
+    ResourceType("services", "service", "Service", namespaced=True, status_sub=True, short_names=("svc",)),
+    ResourceType("serviceaccounts", "serviceaccount", "ServiceAccount", namespaced=True, short_names=("sa",)),
+    ResourceType("deployments", "deployment", "Deployment", group="apps", namespaced=True, status_sub=True,
+                 short_names=("deploy",)),
+    ResourceType("daemonsets", "daemonset", "DaemonSet", group="apps", namespaced=True, status_sub=True,
+                 short_names=("ds",)),
+    ResourceType("roles", "role", "Role", group="rbac.authorization.k8s.io", namespaced=True),
+    ResourceType("rolebindings", "rolebinding", "RoleBinding", group="rbac.authorization.k8s.io", namespaced=True),
+    ResourceType("clusterroles", "clusterrole", "ClusterRole", group="rbac.authorization.k8s.io", namespaced=False),
+    ResourceType("clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", group="rbac.authorization.k8s.io",
+                 namespaced=False),
+    ResourceType("poddisruptionbudgets", "poddisruptionbudget", "PodDisruptionBudget", group="policy",
+                 namespaced=True, status_sub=True, short_names=("pdb",)),
+    ResourceType("networkpolicies", "networkpolicy", "NetworkPolicy", group="networking.k8s.io", namespaced=True,
+                 short_names=("netpol",)),
+    ResourceType("validatingwebhookconfigurations", "validatingwebhookconfiguration",
+                 "ValidatingWebhookConfiguration", group="admissionregistration.k8s.io", namespaced=False),
+    ResourceType("mutatingwebhookconfigurations", "mutatingwebhookconfiguration", "MutatingWebhookConfiguration",
+                 group="admissionregistration.k8s.io", namespaced=False),
 ]
 BY_PLURAL = {(rt.group, rt.plural): rt for rt in RESOURCE_TYPES}
 BY_KIND = {rt.kind: rt for rt in RESOURCE_TYPES}
-GROUP_VERSIONS = {("", "v1"), ("coordination.k8s.io", "v1")}
+GROUP_VERSIONS = {(rt.group, rt.version) for rt in RESOURCE_TYPES}
+API_GROUPS = sorted({rt.group for rt in RESOURCE_TYPES if rt.group})
 
 
 def resource_type(name):
@@ -842,6 +866,7 @@ DEFAULT_SETTINGS = {
     "graceful_delete": False,      # bound pods get deletionTimestamp instead of vanishing
     "watch_chunk_size": 0,         # >0: split every watch event over chunks of at most N bytes
     "too_large_rv_wait": 3.0,      # list with a future resourceVersion waits this long, then 504
+    "require_namespaces": False,   # creating in a namespace with no Namespace object: 404, as the real server
 }
 
 
@@ -1105,6 +1130,9 @@ class APISim:
         m = obj["metadata"]
         key = obj_key(obj)
         with self.cond:
+            if rt.namespaced and self.settings["require_namespaces"] and \
+                    ("", m["namespace"]) not in self.objects["namespaces"]:
+                raise BY_PLURAL[("", "namespaces")].not_found(m["namespace"])
             if key in self._store(rt):
                 raise rt.already_exists(name)
             m["uid"] = str(uuid.uuid4())
@@ -2080,9 +2108,10 @@ class _Handler(BaseHTTPRequestHandler):
                                     "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0",
                                                                     "serverAddress": "%s:%d" % (sim.host, sim.port)}]})
         if segs == ["apis"]:
-            return self._send(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": [_api_group("coordination.k8s.io")]})
-        if segs == ["apis", "coordination.k8s.io"]:
-            g = _api_group("coordination.k8s.io")
+            return self._send(200, {"kind": "APIGroupList", "apiVersion": "v1",
+                                    "groups": [_api_group(g) for g in API_GROUPS]})
+        if len(segs) == 2 and segs[0] == "apis" and segs[1] in API_GROUPS:
+            g = _api_group(segs[1])
             g.update(kind="APIGroup", apiVersion="v1")
             return self._send(200, g)
         if segs == ["api", "v1"]:
@@ -2774,6 +2803,8 @@ def main(argv=None):
     ap.add_argument("--bookmark-interval", type=float, default=DEFAULT_SETTINGS["bookmark_interval"])
     ap.add_argument("--default-watch-timeout", type=float, default=DEFAULT_SETTINGS["default_watch_timeout"])
     ap.add_argument("--graceful-delete", action="store_true", help="deleting a bound pod sets deletionTimestamp")
+    ap.add_argument("--require-namespaces", action="store_true",
+                    help="creating an object in a namespace that has no Namespace object answers 404")
     ap.add_argument("--history", type=int, default=2000, help="watch history length (events)")
     ap.add_argument("--initial-rv", type=int, default=100)
     ap.add_argument("--down-at-start", type=float, default=0, help="stay down this many seconds (-1: until POST /_sim/faults op=up on the control port)")
@@ -2791,7 +2822,8 @@ def main(argv=None):
                  require_client_cert=args.require_client_cert, tokens=args.token, state=args.state,
                  history_size=args.history, initial_rv=args.initial_rv, control_port=args.control_port,
                  verbose=args.verbose, bookmark_interval=args.bookmark_interval,
-                 default_watch_timeout=args.default_watch_timeout, graceful_delete=args.graceful_delete)
+                 default_watch_timeout=args.default_watch_timeout, graceful_delete=args.graceful_delete,
+                 require_namespaces=args.require_namespaces)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *a: stop.set())
     signal.signal(signal.SIGINT, lambda *a: stop.set())

@@ -472,6 +472,41 @@ def test_validate_crl_duplicate_and_more(s):
     s.check(r.code != 0 and "bad.yaml" in r.err, "an unparsable file is an error naming it", r)
 
 
+@suite.test
+def test_validate_crl_kind(s):
+    """A CRL is a v1 ConfigMap: the reference CRL's body under any other kind
+    or apiVersion is refused with a clear line and exit 1, and such an object
+    never takes a key away from a real CRL."""
+    ref = load_fixture("valid-vcuda-core.yaml")
+    for what, kind, api in (("a Secret", "Secret", "v1"), ("apps/v1 ConfigMap", "ConfigMap", "apps/v1"),
+                            ("a Deployment", "Deployment", "apps/v1"), ("no kind", None, "v1"),
+                            ("no apiVersion", "ConfigMap", None), ("kind in lower case", "configmap", "v1")):
+        obj = json.loads(json.dumps(ref))
+        for field, value in (("kind", kind), ("apiVersion", api)):
+            if value is None:
+                obj.pop(field, None)
+            else:
+                obj[field] = value
+        p = g.write_file(s, "kind.json", json.dumps(obj))
+        r = g.run_binary(s, ["validate-crl", p])
+        s.check_eq(r.code, 1, "validate-crl on %s exits 1" % what, r)
+        want = '%s: %s: kind %s, apiVersion %s: a CustomResourceLimitation must be a ConfigMap of apiVersion v1\n' % (
+            p, REF_CORE, '"%s"' % kind if kind else "missing", '"%s"' % api if api else "missing")
+        s.check_eq(r.out, want, "validate-crl on %s: one line naming the kind and apiVersion" % what)
+        s.check(summary_ok(r, 1, False), "validate-crl on %s: the summary says some invalid" % what, r)
+    # A Secret next to the real CRL: only the Secret is reported; it holds no
+    # key, so the ConfigMap is no duplicate of it.
+    secret = json.loads(json.dumps(ref))
+    secret["kind"] = "Secret"
+    p = g.write_file(s, "mixed.json", json.dumps({"apiVersion": "v1", "kind": "List", "items": [secret, ref]}))
+    r = g.run_binary(s, ["validate-crl", p])
+    s.check_eq((r.code, r.out.count("\n"), r.out.split(": ")[2:3]), (1, 1, ["kind \"Secret\", apiVersion \"v1\""]),
+               "a Secret beside the real CRL: exit 1, one line, for the Secret", r)
+    s.check(summary_ok(r, 2, False), "both objects were checked", r)
+    r = g.run_binary(s, ["validate-crl", fixture("valid-vcuda-core.yaml")])
+    s.check_eq((r.code, r.out), (0, ""), "the reference CRL itself still passes", r)
+
+
 # ---------------------------------------------------------------------------
 # The validating webhook: ConfigMaps
 # ---------------------------------------------------------------------------

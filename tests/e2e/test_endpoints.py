@@ -7,6 +7,7 @@ filter and prioritize under both of their paths, and both ExtenderArgs forms
 
 import json
 import os
+import re
 import sys
 import time
 
@@ -263,11 +264,48 @@ def node_names_form(s):
         s.check_eq([h["Host"] for h in hp], ["cpu-0", "gpu-t4-0"], "prioritize answers exactly the names sent")
 
 
+def raw_items(text, start):
+    """The exact text of each element of the JSON array opening at text[start]."""
+    dec = json.JSONDecoder()
+    assert text[start] == "["
+    i, out = start + 1, []
+    while True:
+        while text[i] in " \t\r\n,":
+            i += 1
+        if text[i] == "]":
+            return out
+        _, end = dec.raw_decode(text, i)
+        out.append(text[i:end])
+        i = end
+
+
+def node_item_texts(objs):
+    """Each Node as JSON text in a different hand: Go's compact form, spaces,
+    escaped and raw non-ASCII, '\\/', numbers a re-serialiser would rewrite
+    (1.0e3, -0). Byte identity of the answer holds only if it copies them."""
+    out = []
+    for i, o in enumerate(objs):
+        o = json.loads(json.dumps(o))
+        o["metadata"]["labels"]["example.com/zone"] = "z\u00e9-%d" % i
+        o["metadata"]["annotations"]["example.com/note"] = "caf\u00e9 \u2603 a/b \"q\""
+        o["status"]["capacity"]["example.com/widgets"] = "1k"
+        if i % 2:
+            text = json.dumps(o, ensure_ascii=False, indent=1)
+        else:
+            text = json.dumps(o, separators=(",", ":")).replace("a/b", "a\\/b")
+        out.append(re.sub(r'("sizeBytes":\s?)1000000(?=\D)', r"\g<1>1.0e6", text, count=1))
+    return out
+
+
 def nodes_form_checks(s, srv, mode):
     objs = g.full_node_objects(srv.inspect())
     s.check_eq(sorted(o["metadata"]["name"] for o in objs), g.DEMO_NODES, "full Node objects for every demo node")
-    node_list = {"kind": "NodeList", "apiVersion": "v1", "metadata": {"resourceVersion": "12345"}, "items": objs}
-    body = json.dumps({"Pod": g.demo_pod("gpu-4"), "Nodes": node_list, "NodeNames": None})
+    texts = node_item_texts(objs)
+    by_name = {json.loads(t)["metadata"]["name"]: t for t in texts}
+    node_list = ('{"kind": "NodeList", "apiVersion": "v1", "metadata": {"resourceVersion": "12345"}, "items": [%s]}'
+                 % ",\n ".join(texts))
+    body = '{"Pod": %s, "Nodes": %s, "NodeNames": null}' % (json.dumps(g.demo_pod("gpu-4")), node_list)
+    body = body.encode("utf-8")
     for path in ("/scheduler/filter", "/scheduler/predicates"):
         r = srv.post(path, body)
         s.check_eq(r.status, 200, "%s Nodes form (%s mode) status" % (path, mode))
@@ -278,10 +316,18 @@ def nodes_form_checks(s, srv, mode):
         s.require(isinstance(items, list), "Nodes form answers Nodes.items (%s)" % mode, res)
         s.check_eq([it.get("metadata", {}).get("name") for it in items], ["gpu-v100-0"],
                    "Nodes.items keeps only the fitting node (%s)" % mode)
-        # kube-scheduler reads only the names back: items carry nothing else.
+        # nodeCacheCapable: false: kube-scheduler hands the returned Node
+        # objects to its score plugins, so each must be the request's node,
+        # byte for byte (labels, annotations, status), not a rebuilt one.
+        answer = r.body.decode("utf-8")
+        got = raw_items(answer, answer.index('"items":[') + len('"items":'))
+        s.check_eq(got, [by_name[it["metadata"]["name"]] for it in items],
+                   "every kept item is byte-identical to the request's item (%s)" % mode)
         for it in items:
-            s.check_eq(it, {"metadata": {"name": it["metadata"]["name"]}},
-                       "a kept item carries only its name (%s)" % mode)
+            s.check_eq(it["metadata"]["labels"].get("example.com/zone"),
+                       json.loads(by_name[it["metadata"]["name"]])["metadata"]["labels"]["example.com/zone"],
+                       "labels reach the answer (%s)" % mode)
+            s.check("conditions" in it.get("status", {}), "status reaches the answer (%s)" % mode)
         failed = set(res.get("FailedNodes") or {}) | set(res.get("FailedAndUnresolvableNodes") or {})
         s.check_eq(failed, {"cpu-0", "gpu-a100-0", "gpu-t4-0"}, "the other nodes failed, by name (%s)" % mode)
     r = srv.post("/scheduler/prioritize", body)
@@ -289,10 +335,16 @@ def nodes_form_checks(s, srv, mode):
     hp = r.json()
     s.check_eq(sorted(h["Host"] for h in hp), g.DEMO_NODES, "prioritize in Nodes form scores every node")
     # Nodes form without the NodeNames key at all, and a node without GPU pods in a big list.
-    body2 = json.dumps({"Pod": g.demo_pod("mps-share"), "Nodes": node_list})
-    res = srv.post_json("/scheduler/filter", body2)
+    plain = {"kind": "NodeList", "apiVersion": "v1", "metadata": {"resourceVersion": "12345"}, "items": objs}
+    body2 = json.dumps({"Pod": g.demo_pod("mps-share"), "Nodes": plain})
+    r = srv.post("/scheduler/filter", body2)
+    res = r.json()
     s.check_eq([it["metadata"]["name"] for it in res["Nodes"]["items"]], ["gpu-t4-0"],
                "Nodes form without a NodeNames key (%s)" % mode)
+    answer = r.body.decode("utf-8")
+    want = next(json.dumps(o) for o in objs if o["metadata"]["name"] == "gpu-t4-0")
+    s.check_eq(raw_items(answer, answer.index('"items":[') + len('"items":')), [want],
+               "Python's json.dumps item comes back as sent (%s)" % mode)
 
 
 @suite.test

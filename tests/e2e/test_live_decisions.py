@@ -293,7 +293,7 @@ def test_preemption_live(s):
             res = srv.filter(c.get_pod("needs"), ["n1", "n2", "n3"])
             s.check(not res.get("NodeNames"), "no node has a free GPU", res)
             args = {"Pod": pending, "NodeNameToMetaVictims": {
-                "n1": {"Pods": [{"UID": uid["v1"]}, {"UID": uid["v2"]}], "NumPDBViolations": 0},
+                "n1": {"Pods": [{"UID": uid["v1"]}, {"UID": uid["v2"]}], "NumPDBViolations": 2},
                 "n2": {"Pods": [{"UID": uid["v3"]}, {"UID": uid["v4"]}], "NumPDBViolations": 1},
                 "n3": {"Pods": [{"UID": uid["cpu"]}], "NumPDBViolations": 0}}}
             r = srv.post_json("/scheduler/preemption", args)
@@ -304,7 +304,10 @@ def test_preemption_live(s):
                        "n1: one whole-GPU victim is enough (the last one listed is spared)", r)
             s.check_eq([v["UID"] for v in got.get("n2", {}).get("Pods", [])], [uid["v3"]],
                        "n2: evicting one share frees a whole GPU", r)
-            s.check_eq(got.get("n2", {}).get("NumPDBViolations"), 1, "NumPDBViolations is passed through", r)
+            s.check_eq(got.get("n2", {}).get("NumPDBViolations"), 1,
+                       "NumPDBViolations within the victims kept is passed through", r)
+            s.check_eq(got.get("n1", {}).get("NumPDBViolations"), 1,
+                       "NumPDBViolations never exceeds the victims returned (2 asked, 1 victim kept)", r)
 
             # The scheduler evicts v1; the pod then fits on n1 GPU 0.
             c.delete_pod("v1")

@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
-"""Bad requests (DESIGN section 2): malformed bodies on extender paths answer 200
-with Error set; on /inspect/explain 400 with {"error": ...}; bodies past
+"""Bad requests (DESIGN section 2): malformed bodies on the filter paths answer
+200 with Error set (kube-scheduler reads ExtenderFilterResult.Error); on the
+prioritize and preemption paths, whose answers have no Error field, HTTP 500
+with the message as a plain-text body (kube-scheduler sees any non-200 as an
+error); on /inspect/explain 400 with {"error": ...}; bodies past
 --max-body-bytes answer 413 with a JSON error, with Content-Length and with
 chunked transfer; a wrong method answers 405 with Allow; an unknown path 404
 JSON. The server stays healthy throughout."""
@@ -17,7 +20,8 @@ LIMIT = 64 * 1024
 POD = g.demo_pod("gpu-4")
 POD_TEXT = json.dumps(POD)
 
-EXTENDER_PATHS = ("/scheduler/filter", "/scheduler/predicates", "/scheduler/prioritize", "/scheduler/priorities")
+FILTER_PATHS = ("/scheduler/filter", "/scheduler/predicates")
+PRIORITY_PATHS = ("/scheduler/prioritize", "/scheduler/priorities")
 
 BAD_ARGS = [
     ("not JSON", b"this is not json"),
@@ -57,7 +61,7 @@ BAD_ARGS = [
 def extender_paths_answer_error(s):
     with g.Server(s) as srv:
         before = srv.inspect()
-        for path in EXTENDER_PATHS:
+        for path in FILTER_PATHS:
             for what, body in BAD_ARGS:
                 r = srv.post(path, body)
                 label = "%s, %s" % (path, what)
@@ -84,6 +88,73 @@ def extender_paths_answer_error(s):
         # A good request on the same server still works.
         res = srv.filter(POD, ["gpu-v100-0"])
         s.check_eq((res["NodeNames"], res["Error"]), (["gpu-v100-0"], ""), "a good filter after the bad ones")
+
+
+def check_plain_500(s, r, label, want=None):
+    """HTTP 500, text/plain, the message as the whole body (and no JSON answer
+    kube-scheduler could mistake for an empty result)."""
+    s.check_eq(r.status, 500, "%s: HTTP 500" % label)
+    s.check_in("text/plain", r.header("content-type") or "", "%s: plain-text body" % label)
+    s.check(r.text.strip() != "" and not r.text.lstrip().startswith(("{", "[")),
+            "%s: the body is the message" % label, r)
+    if want is not None:
+        s.check_eq(r.text, want, "%s: the same message the filter puts in Error" % label)
+
+
+@suite.test
+def prioritize_errors_are_500(s):
+    """HostPriorityList has no Error field: a 200 with a filter-shaped object
+    would only fail kube-scheduler's decoding. The message is the filter's."""
+    with g.Server(s) as srv:
+        for path in PRIORITY_PATHS:
+            for what, body in BAD_ARGS:
+                want = srv.post("/scheduler/filter", body).json().get("Error")
+                check_plain_500(s, srv.post(path, body), "%s, %s" % (path, what), want)
+        hp = srv.prioritize(POD, ["gpu-v100-0", "cpu-0"])
+        s.check_eq([h["Host"] for h in hp], ["gpu-v100-0", "cpu-0"], "a good prioritize after the bad ones")
+    # A request-level refusal (not a malformed body) is an error too, never a filter-shaped 200.
+    with g.Server(s, flags=["--gpu-policy", "spread"]) as srv:
+        body = json.dumps({"Pod": g.demo_pod("vcuda-share"), "NodeNames": ["gpu-a100-0"]})
+        want = srv.post("/scheduler/filter", body).json().get("Error")
+        s.check(want, "the filter refuses a vcuda share under --gpu-policy spread", want)
+        check_plain_500(s, srv.post("/scheduler/prioritize", body), "prioritize, --gpu-policy spread", want)
+
+
+BAD_PREEMPTION = [
+    ("not JSON", b"nope", "not valid JSON"),
+    ("empty body", b"", "not valid JSON"),
+    ("truncated", b'{"Pod": {"metadata": {"name": "x"}', "not valid JSON"),
+    ("a JSON array", b"[]", "must be a JSON object"),
+    ("missing Pod", b'{"NodeNameToMetaVictims": {}}', "no Pod"),
+    ("Pod is a string", b'{"Pod": "p", "NodeNameToMetaVictims": {}}', "no Pod"),
+    ("Pod without metadata.name", b'{"Pod": {"metadata": {}}, "NodeNameToMetaVictims": {}}', "Pod:"),
+    ("victims map is a list", ('{"Pod": %s, "NodeNameToMetaVictims": []}' % POD_TEXT).encode(), "must be objects"),
+    ("Pods is a string", ('{"Pod": %s, "NodeNameToMetaVictims": {"gpu-v100-0": {"Pods": "x"}}}'
+                          % POD_TEXT).encode(), "Pods array"),
+    ("victim without UID", ('{"Pod": %s, "NodeNameToMetaVictims": {"gpu-v100-0": {"Pods": [{}]}}}'
+                            % POD_TEXT).encode(), "UID"),
+    ("negative NumPDBViolations", ('{"Pod": %s, "NodeNameToMetaVictims": {"gpu-v100-0": {"Pods": [{"UID": "u"}], '
+                                   '"NumPDBViolations": -1}}}' % POD_TEXT).encode(), "NumPDBViolations"),
+    ("fractional NumPDBViolations", ('{"Pod": %s, "NodeNameToMetaVictims": {"gpu-v100-0": {"Pods": [{"UID": "u"}], '
+                                     '"NumPDBViolations": 0.5}}}' % POD_TEXT).encode(), "NumPDBViolations"),
+]
+
+
+@suite.test
+def preemption_errors_are_500(s):
+    """ExtenderPreemptionResult has no Error field: a 200 with an empty victim
+    map would silently tell kube-scheduler that no node can be preempted."""
+    with g.Server(s) as srv:
+        before = srv.inspect()
+        for what, body, want in BAD_PREEMPTION:
+            r = srv.post("/scheduler/preemption", body)
+            check_plain_500(s, r, "preemption, %s" % what)
+            s.check_in(want, r.text, "preemption, %s: the message says what is wrong" % what)
+        s.check_eq(srv.inspect(), before, "no malformed preemption recorded anything")
+        good = {"Pod": POD, "NodeNameToMetaVictims": {"gpu-v100-0": {"Pods": [{"UID": "nobody"}]}}}
+        r = srv.post("/scheduler/preemption", json.dumps(good))
+        s.check_eq(r.status, 200, "a well-formed preemption is answered 200", r)
+        s.check("Error" not in r.json(), "ExtenderPreemptionResult carries no Error field", r)
 
 
 @suite.test
@@ -285,6 +356,7 @@ def keepalive_after_errors(s):
         c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=20)
         try:
             seq = [("POST", "/scheduler/filter", b"garbage", 200), ("GET", "/nope", None, 404),
+                   ("POST", "/scheduler/prioritize", b"garbage", 500),
                    ("PUT", "/healthz", b"x", 405), ("POST", "/inspect/explain", b"[]", 400),
                    ("POST", "/scheduler/filter", json.dumps({"Pod": POD, "NodeNames": ["gpu-v100-0"]}).encode(), 200),
                    ("GET", "/healthz", None, 200)]
@@ -294,7 +366,7 @@ def keepalive_after_errors(s):
                 r = c.getresponse()
                 answers.append(r.read())
                 s.check_eq(r.status, want, "keep-alive %s %s: %d" % (method, path, want))
-            s.check_eq(json.loads(answers[4]).get("NodeNames"), ["gpu-v100-0"],
+            s.check_eq(json.loads(answers[5]).get("NodeNames"), ["gpu-v100-0"],
                        "the good filter on the same connection is answered normally")
         finally:
             c.close()

@@ -75,7 +75,8 @@ def offline_files(s):
     out = s.tempdir("certs")
     r = gen(s, "--out", out)
     s.require(r.returncode == 0, "gen-certs.sh --out succeeds", r.stderr)
-    for f in ("ca.crt", "ca.key", "tls.crt", "tls.key", "secret.yaml", "webhook-cabundle-patch.yaml", "kustomization.yaml"):
+    for f in ("ca.crt", "ca.key", "tls.crt", "tls.key", "secret.yaml", "cabundle-validating.yaml",
+              "cabundle-mutating.yaml", "kustomization.yaml"):
         s.check(os.path.exists(os.path.join(out, f)), "%s written" % f)
     for f in ("ca.key", "tls.key"):
         s.check_eq(os.stat(os.path.join(out, f)).st_mode & 0o077, 0, "%s is readable by its owner only" % f)
@@ -117,7 +118,12 @@ def offline_secret_and_patch(s):
             s.check_eq(base64.b64decode(secret["data"][key]), fh.read(), "Secret %s is %s" % (key, f))
     with open(os.path.join(out, "ca.crt"), "rb") as fh:
         ca_b64 = base64.b64encode(fh.read()).decode()
-    patches = ic.load_docs(os.path.join(out, "webhook-cabundle-patch.yaml"))
+    # One document per file: kustomize before v5.1 refuses a two-document patch file.
+    patches = []
+    for f in ("cabundle-validating.yaml", "cabundle-mutating.yaml"):
+        docs = ic.load_docs(os.path.join(out, f))
+        s.check_eq(len(docs), 1, "%s holds one patch" % f)
+        patches += docs
     for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
         want = ic.find(objs, kind, "gpu-quota-admission")
         got = next((p for p in patches if p["kind"] == kind), None)
@@ -348,11 +354,18 @@ def cluster_mode(s):
     s.check(all(w["caBundle"] == ca_b64 for cfg in st["configs"].values() for w in cfg["webhooks"]),
             "with a kept CA the bundle is just that CA")
 
-    # No webhook configurations yet: the Secret is still applied, with a note.
-    kubectl, state = fake_cluster(s, "cluster-bare", configs=False)
-    r = gen(s, "--kubectl", kubectl)
-    s.check(r.returncode == 0 and len(read_state(state)["applied"]) == 1, "Secret applied before the manifests", r.stderr)
-    s.check("apply the manifests" in r.stderr, "it says to run again after applying the manifests", r.stderr)
+    # No webhook configurations yet: cluster mode only renews. It changes
+    # nothing (a Secret ahead of the manifests invites the unsafe order) and
+    # prints the install order.
+    for args in ((), ("--out", s.tempdir("bare-out"), "--apply")):
+        kubectl, state = fake_cluster(s, "cluster-bare", configs=False)
+        r = gen(s, *args, "--kubectl", kubectl)
+        st = read_state(state)
+        s.check_eq(r.returncode, 2, "cluster mode %s without webhook configurations is refused" % " ".join(args))
+        s.check_eq((st["applied"], [c for c in st["calls"] if c[0] == "patch"]), ([], []),
+                   "nothing is applied or patched %s" % " ".join(args))
+        s.check("--out ../gqa-certs && kubectl apply -k ../gqa-certs" in r.stderr,
+                "it prints the install order", r.stderr)
 
     # Offline mode never calls kubectl.
     kubectl, state = fake_cluster(s, "offline")

@@ -472,8 +472,9 @@ def deployment_shape(s):
     s.check_eq(spec.get("replicas"), 2, "2 replicas")
     s.check(args.get("leader-elect") is True, "--leader-elect")
     s.check_eq(args.get("lease-namespace"), "kube-system", "--lease-namespace kube-system")
-    s.check_eq(args.get("listen-http"), "0.0.0.0:3456", "HTTP on 0.0.0.0:3456")
-    s.check_eq(args.get("listen-https"), "0.0.0.0:3443", "HTTPS on 0.0.0.0:3443")
+    # Dual-stack wildcard: reachable on IPv4, IPv6 single-stack and dual-stack clusters.
+    s.check_eq(args.get("listen-http"), "[::]:3456", "HTTP on [::]:3456 (dual-stack)")
+    s.check_eq(args.get("listen-https"), "[::]:3443", "HTTPS on [::]:3443 (dual-stack)")
     s.check_eq(pod.get("priorityClassName"), "system-cluster-critical", "priorityClassName")
     s.check_eq(c.get("image"), IMAGE, "image")
     s.check_eq(c["livenessProbe"]["httpGet"]["path"], "/livez", "liveness on /livez")

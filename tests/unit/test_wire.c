@@ -326,39 +326,92 @@ static void test_filter_result_names(void **state)
     free(body);
 }
 
+/* The text of the kept items in a Nodes-form answer, between "items":[ and ]}. */
+static char *answer_items_text(const char *answer)
+{
+    const char *start = strstr(answer, "\"items\":[");
+    const char *end = strstr(answer, "]},\"NodeNames\":null");
+    assert_non_null(start);
+    assert_non_null(end);
+    start += strlen("\"items\":[");
+    assert_true(end >= start);
+    char *out = malloc((size_t)(end - start) + 1);
+    assert_non_null(out);
+    memcpy(out, start, (size_t)(end - start));
+    out[end - start] = '\0';
+    return out;
+}
+
 static void test_filter_result_nodes(void **state)
 {
     (void)state;
     char fixture[4096], *body;
     struct extender_args a;
+    /* Odd spacing, escapes and key order are kept as they came. */
     args_with(fixture, sizeof(fixture),
               "'Nodes':{'items':[{'metadata':{'name':'n1','labels':{'k':'v'}},'status':{'big':[1,2,3]}},"
-              "{'metadata':{'name':'n2'}},{'metadata': {'uid':'x','name':'n3'}}]}");
+              "{'metadata':{'name':'n2'}},  { 'metadata' : {'uid':'x','name':'n3','annotations':{'a':'\\u00e9'}} } ]}");
     parse_ok(fixture, &body, &a);
+    assert_non_null(a.items);
     struct evaluation ev;
     const char *reasons[] = {NULL, "full", NULL};
     make_evaluation(&ev, &a, "frf", reasons, (int[]){10, 0, 20});
     size_t len;
     char *text = wire_filter_result(&a, &ev, &len);
     assert_non_null(text);
-    /* Each kept item carries only its name: kube-scheduler reads nothing else. */
-    assert_non_null(strstr(text, "{\"metadata\":{\"name\":\"n1\"}}"));
-    assert_non_null(strstr(text, "{\"metadata\":{\"name\":\"n3\"}}"));
-    assert_null(strstr(text, "labels"));
-    assert_null(strstr(text, "uid"));
-    assert_null(strstr(text, "big"));
+    /* Each kept item is the request's bytes of that item, nothing else. */
+    char *items = answer_items_text(text);
+    char *want = q("{'metadata':{'name':'n1','labels':{'k':'v'}},'status':{'big':[1,2,3]}},"
+                   "{ 'metadata' : {'uid':'x','name':'n3','annotations':{'a':'\\u00e9'}} }");
+    assert_string_equal(items, want);
+    free(items);
+    free(want);
     cJSON *r = parse_answer(text, &len);
     assert_true(cJSON_IsNull(field(r, "NodeNames")));
-    const cJSON *items = field(field(r, "Nodes"), "items");
-    assert_int_equal(cJSON_GetArraySize(items), 2);
-    const char *want[] = {"n1", "n3"};
+    const cJSON *list = field(field(r, "Nodes"), "items");
+    assert_int_equal(cJSON_GetArraySize(list), 2);
+    const char *names[] = {"n1", "n3"};
     for (int i = 0; i < 2; i++) {
-        const cJSON *meta = field(cJSON_GetArrayItem(items, i), "metadata");
-        expect_string_field(meta, "name", want[i]);
+        const cJSON *meta = field(cJSON_GetArrayItem(list, i), "metadata");
+        expect_string_field(meta, "name", names[i]);
     }
+    expect_string_field(field(field(cJSON_GetArrayItem(list, 0), "metadata"), "labels"), "k", "v");
+    expect_string_field(r, "Error", "");
     expect_string_field(field(r, "FailedNodes"), "n2", "full");
     assert_int_equal(cJSON_GetArraySize(field(r, "FailedAndUnresolvableNodes")), 0);
-    expect_string_field(r, "Error", "");
+    cJSON_Delete(r);
+    evaluation_free(&ev);
+    wire_args_free(&a);
+    free(body);
+}
+
+/* No node fits, or the list is empty: an empty items array, valid JSON. */
+static void test_filter_result_nodes_none_kept(void **state)
+{
+    (void)state;
+    char fixture[1024], *body;
+    struct extender_args a;
+    args_with(fixture, sizeof(fixture), "'Nodes':{'items':[{'metadata':{'name':'n1'}}]}");
+    parse_ok(fixture, &body, &a);
+    struct evaluation ev;
+    const char *reasons[] = {"full"};
+    make_evaluation(&ev, &a, "r", reasons, (int[]){0});
+    size_t len;
+    char *text = wire_filter_result(&a, &ev, &len);
+    assert_non_null(strstr(text, "\"items\":[]}"));
+    cJSON *r = parse_answer(text, &len);
+    assert_int_equal(cJSON_GetArraySize(field(field(r, "Nodes"), "items")), 0);
+    cJSON_Delete(r);
+    evaluation_free(&ev);
+    wire_args_free(&a);
+    free(body);
+    args_with(fixture, sizeof(fixture), "'Nodes':{'items':null}");
+    parse_ok(fixture, &body, &a);
+    assert_int_equal(a.count, 0);
+    make_evaluation(&ev, &a, "", reasons, (int[]){0});
+    text = wire_filter_result(&a, &ev, &len);
+    r = parse_answer(text, &len);
+    assert_int_equal(cJSON_GetArraySize(field(field(r, "Nodes"), "items")), 0);
     cJSON_Delete(r);
     evaluation_free(&ev);
     wire_args_free(&a);
@@ -545,7 +598,8 @@ static void test_round_trip_filter_mode(void **state)
     const cJSON *items = field(field(r, "Nodes"), "items");
     assert_int_equal(cJSON_GetArraySize(items), 1);
     expect_string_field(field(cJSON_GetArrayItem(items, 0), "metadata"), "name", "gpu-a");
-    assert_null(cJSON_GetObjectItemCaseSensitive(field(cJSON_GetArrayItem(items, 0), "metadata"), "labels"));
+    /* The kept item is the request's node, labels included. */
+    assert_non_null(cJSON_GetObjectItemCaseSensitive(field(cJSON_GetArrayItem(items, 0), "metadata"), "labels"));
     expect_string_field(field(r, "FailedNodes"), "gpu-b", "pod assigned to node gpu-a");
     expect_string_field(field(r, "FailedAndUnresolvableNodes"), "cpu", NO_GPUS);
     expect_string_field(r, "Error", "");
@@ -632,6 +686,108 @@ static void test_round_trip_request_errors(void **state)
     world_free(&w);
 }
 
+/* The answer in pieces: joined, it equals the flat answer; kept items point
+ * into the request body (never copied), and a run of neighbouring kept items
+ * is one piece. Two "items" arrays never merge into one run. */
+static char *join_pieces(const struct http_piece *p, size_t n)
+{
+    struct strbuf sb;
+    strbuf_init(&sb);
+    for (size_t i = 0; i < n; i++)
+        strbuf_append(&sb, p[i].ptr, p[i].len);
+    return strbuf_detach(&sb, NULL);
+}
+
+static void test_filter_result_pieces(void **state)
+{
+    (void)state;
+    char fixture[4096], *body;
+    struct extender_args a;
+    args_with(fixture, sizeof(fixture),
+              "'Nodes':{'items':[{'metadata':{'name':'n1'}} , {'metadata':{'name':'n2'}},"
+              "{'metadata':{'name':'n3'}},{'metadata':{'name':'n4'}}],'items':[{'metadata':{'name':'n5'}}]}");
+    parse_ok(fixture, &body, &a);
+    assert_int_equal(a.count, 5);
+    struct evaluation ev;
+    const char *reasons[] = {NULL, NULL, "full", NULL, NULL};
+    make_evaluation(&ev, &a, "ffrff", reasons, (int[]){1, 1, 0, 1, 1});
+    size_t len;
+    char *flat = wire_filter_result(&a, &ev, &len);
+    char *text = NULL;
+    struct http_piece *pieces = NULL;
+    size_t n = 0;
+    assert_int_equal(wire_filter_result_pieces(&a, &ev, &text, &pieces, &n), 0);
+    char *joined = join_pieces(pieces, n);
+    assert_string_equal(joined, flat);
+    /* n1+n2 (neighbours, separator kept as sent), then n4, then n5 from the
+     * second array: three pieces inside the request body. */
+    size_t in_request = 0;
+    const char *end = body + strlen(body);
+    for (size_t i = 0; i < n; i++)
+        in_request += pieces[i].ptr >= body && pieces[i].ptr < end;
+    assert_int_equal(in_request, 3);
+    assert_non_null(strstr(flat, "{\"metadata\":{\"name\":\"n1\"}} , {\"metadata\":{\"name\":\"n2\"}}"));
+    assert_non_null(strstr(flat, "{\"name\":\"n2\"}},{\"metadata\":{\"name\":\"n4\"}},{\"metadata\":{\"name\":\"n5\"}}]}"));
+    cJSON *r = parse_answer(flat, &len);
+    assert_int_equal(cJSON_GetArraySize(field(field(r, "Nodes"), "items")), 4);
+    cJSON_Delete(r);
+    free(joined);
+    free(text);
+    free(pieces);
+    evaluation_free(&ev);
+    wire_args_free(&a);
+    free(body);
+}
+
+/* NumPDBViolations never exceeds the victims returned. */
+static void test_pdb_violations(void **state)
+{
+    (void)state;
+    assert_int_equal(wire_pdb_violations(2, 3, 3), 2); /* every victim kept: as requested */
+    assert_int_equal(wire_pdb_violations(5, 3, 3), 5);
+    assert_int_equal(wire_pdb_violations(2, 1, 3), 1); /* trimmed: the smaller */
+    assert_int_equal(wire_pdb_violations(1, 2, 3), 1);
+    assert_int_equal(wire_pdb_violations(0, 1, 2), 0);
+}
+
+static void test_preemption_result(void **state)
+{
+    (void)state;
+    char *body = q("{'Pod':{'metadata':{'name':'p'}},'NodeNameToMetaVictims':{"
+                   "'a':{'Pods':[{'UID':'u1'},{'UID':'u2'},{'UID':'u3'}],'NumPDBViolations':3},"
+                   "'b':{'Pods':[{'UID':'u4'}],'NumPDBViolations':1},'c':{'Pods':[{'UID':'u5'}]}}}");
+    struct preemption_args a;
+    char *err = NULL;
+    assert_int_equal(wire_parse_preemption(body, strlen(body), &a, &err), 0);
+    assert_int_equal(a.count, 3);
+    a.nodes[0].keep = true; /* a: u2 spared */
+    a.nodes[0].keep_victim[0] = a.nodes[0].keep_victim[2] = true;
+    a.nodes[1].keep = true; /* b: all kept */
+    a.nodes[1].keep_victim[0] = true;
+    size_t len;
+    char *text = wire_preemption_result(&a, &len);
+    assert_string_equal(text, "{\"NodeNameToMetaVictims\":{\"a\":{\"Pods\":[{\"UID\":\"u1\"},{\"UID\":\"u3\"}],"
+                              "\"NumPDBViolations\":2},\"b\":{\"Pods\":[{\"UID\":\"u4\"}],\"NumPDBViolations\":1}}}");
+    assert_null(strstr(text, "Error"));
+    free(text);
+    wire_preemption_free(&a);
+    free(body);
+    /* NumPDBViolations must be a whole number >= 0. */
+    const char *bad[] = {"-1", "1.5", "'2'", "1e10", "true"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char text2[256];
+        snprintf(text2, sizeof(text2), "{'Pod':{},'NodeNameToMetaVictims':{'a':{'Pods':[],'NumPDBViolations':%s}}}",
+                 bad[i]);
+        body = q(text2);
+        err = NULL;
+        assert_int_equal(wire_parse_preemption(body, strlen(body), &a, &err), -1);
+        assert_non_null(err);
+        assert_non_null(strstr(err, "NumPDBViolations of node a"));
+        free(err);
+        free(body);
+    }
+}
+
 /* Text quoted from requests need not be UTF-8; the answer must be. */
 static void test_invalid_utf8_replaced(void **state)
 {
@@ -657,12 +813,16 @@ int main(void)
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_filter_result_names),
         cmocka_unit_test(test_filter_result_nodes),
+        cmocka_unit_test(test_filter_result_nodes_none_kept),
         cmocka_unit_test(test_priority_list),
         cmocka_unit_test(test_filter_error),
         cmocka_unit_test(test_invalid_utf8_replaced),
         cmocka_unit_test(test_round_trip_bind_mode),
         cmocka_unit_test(test_round_trip_filter_mode),
         cmocka_unit_test(test_round_trip_request_errors),
+        cmocka_unit_test(test_filter_result_pieces),
+        cmocka_unit_test(test_pdb_violations),
+        cmocka_unit_test(test_preemption_result),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cluster/hami_occupancy.h"
 #include "cluster/nodespec.h"
 #include "cluster/podspec.h"
 #include "lib/clock.h"
@@ -60,6 +61,10 @@ struct node_state {
     struct node_usage unattributed;
     struct pod_entry *charged; /* pods charged on this node (list through pod_entry.node_next) */
     int charged_count;
+    /* HAMi nodes: one entry per spec->hami device (hami_occupancy.h). */
+    int hami_count;
+    struct hami_gpu_state *hami_gpus;
+    struct hami_usage hami_unattributed;
 };
 
 /* One GPU's share of a pod's charge. */
@@ -82,6 +87,9 @@ struct pod_entry {
     uint64_t applied_at;                           /* cache generation when this pod's info was last applied */
     char *usage_key;                               /* quota usage this charge added to ("ns\x1fmodel"), or NULL */
     int64_t usage_cores;
+    int hami_nslots; /* the HAMi part of the charge (hami_occupancy.h) */
+    struct hami_charge *hami_slots;
+    struct hami_usage hami_unattributed;
 };
 
 struct cluster_cache;
@@ -158,6 +166,9 @@ struct pod_entry *cache_find_pod(const struct cluster_cache *c, const char *key)
 int64_t cache_usage(const struct cluster_cache *c, const char *ns, const char *model);
 /* Cores a pod's containers ask for in all. */
 int64_t pod_total_cores(const struct pod_info *pod);
+/* The cores quota counts for the pod on node n (on a HAMi node its vGPUs
+ * count as hami_quota_cores says; elsewhere pod_total_cores). */
+int64_t pod_quota_cores(const struct pod_info *pod, const struct node_state *n);
 
 /* The GPU slot of a device minor on a node, or -1. */
 int node_slot_of_minor(const struct node_state *n, int minor);

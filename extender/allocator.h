@@ -24,6 +24,10 @@ enum pack_policy { POLICY_BINPACK = 0, POLICY_SPREAD };
 struct alloc_policy {
     enum pack_policy gpu;  /* order of candidate GPUs for shared requests */
     enum pack_policy node; /* shape of node scores */
+    /* order of HAMi GPUs (--hami-gpu-policy; HAMi's default is spread);
+     * a pod's hami.io/gpu-scheduler-policy overrides it, and its
+     * hami.io/node-scheduler-policy overrides `node` */
+    enum pack_policy hami_gpu;
 };
 
 #define FIT_REASON_MAX 512
@@ -39,6 +43,10 @@ struct fit_result {
     /* masks[i]: GPU slots chosen for container i (bit s = slot s); caller
      * provides room for the pod's container count. */
     uint64_t *masks;
+    /* Optional (NULL: not wanted), same size: the HAMi devices chosen for
+     * container i on a HAMi node (bit s = node->spec->hami->devices[s]).
+     * Containers served by HAMi devices have no bits in masks. */
+    uint64_t *hami_masks;
 };
 
 /* Fit `pod` on node `n`. `self` is the pod's own cache entry, if any: its

@@ -207,6 +207,21 @@ static void put_excluded(struct strbuf *sb, const struct hstate *st)
         strbuf_putc(sb, ')');
 }
 
+/* The eligible device of verdict v not in done with the most free memory
+ * (the nearest miss), or -1. */
+static int closest(const struct hstate *st, const enum verdict *why, enum verdict v, uint64_t done)
+{
+    int best = -1;
+    for (int d = 0; d < st->h->count; d++) {
+        if (!(st->eligible >> d & 1) || why[d] != v || (done >> d & 1))
+            continue;
+        int64_t free_d = st->h->devices[d].memory_mib - st->use[d].memory_used;
+        if (best < 0 || free_d > st->h->devices[best].memory_mib - st->use[best].memory_used)
+            best = d;
+    }
+    return best;
+}
+
 /* The container fits on `fitting` GPUs only: name the closest misses. */
 static bool explain(struct hstate *st, int ci, const enum verdict *why, int fitting)
 {
@@ -217,10 +232,10 @@ static bool explain(struct hstate *st, int ci, const enum verdict *why, int fitt
     if (fitting > 0)
         strbuf_printf(&sb, "; only %d GPU%s can take one", fitting, fitting == 1 ? "" : "s");
     int listed = 0, more = 0, possible = fitting;
+    uint64_t done = 0;
     for (enum verdict v = V_MEMORY; v < V_COUNT; v++)
-        for (int d = 0; d < st->h->count; d++) {
-            if (!(st->eligible >> d & 1) || why[d] != v)
-                continue;
+        for (int d; (d = closest(st, why, v, done)) >= 0;) {
+            done |= 1ULL << d;
             possible += v != V_TOO_SMALL;
             if (listed == 3) {
                 more++;

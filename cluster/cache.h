@@ -62,6 +62,7 @@ struct node_state {
     struct pod_entry *charged; /* pods charged on this node (list through pod_entry.node_next) */
     int charged_count;
     /* HAMi nodes: one entry per spec->hami device (hami_occupancy.h). */
+    bool hami; /* spec->hami is set: a HAMi node */
     int hami_count;
     struct hami_gpu_state *hami_gpus;
     struct hami_usage hami_unattributed;
@@ -172,5 +173,19 @@ int64_t pod_quota_cores(const struct pod_info *pod, const struct node_state *n);
 
 /* The GPU slot of a device minor on a node, or -1. */
 int node_slot_of_minor(const struct node_state *n, int minor);
+
+/* Is the node a HAMi node (its spec carries a registration)? Inline, and a
+ * node_state field, because the filter asks it of every node. */
+static inline bool hami_node_is(const struct node_state *n)
+{
+    return n->hami;
+}
+
+/* Is container r served by n's HAMi devices (n is a HAMi node and r a HAMi
+ * request, or nvidia.com/gpu alone)? */
+static inline bool hami_container_on(const struct container_request *r, const struct node_state *n)
+{
+    return r->hami.nums > 0 && n->hami && (r->family == GPU_FAMILY_HAMI || r->family == GPU_FAMILY_PGPU);
+}
 
 #endif

@@ -399,6 +399,12 @@ int hami_parse_register(const char *text, struct hami_device **devices, int *cou
         *count = 0;
         return -1;
     }
+    for (int i = 0; rc == 0 && i < *count; i++) {
+        struct hami_device *d = &(*devices)[i];
+        d->inv_split = 1.0 / d->split;
+        d->inv_memory = 1.0 / (double)d->memory_mib;
+        d->inv_cores = d->cores > 0 ? 1.0 / d->cores : 0;
+    }
     return rc;
 }
 
@@ -515,6 +521,9 @@ int hami_node_from_annotations(const cJSON *annotations, int64_t allocatable_gpu
     if (h->error)
         log_warn("node %s: %s is unusable, its HAMi devices are not used: %s", node, HAMI_REGISTER_ANNOTATION,
                  h->error);
+    for (int i = 0; i < h->count; i++)
+        if (h->devices[i].healthy && h->devices[i].mode != HAMI_MODE_MIG)
+            h->usable |= 1ULL << i;
     if (read_handshake(h, annotations) != 0)
         goto oom;
     *out = h;

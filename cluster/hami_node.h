@@ -82,16 +82,21 @@ struct hami_device {
     bool healthy;
     enum hami_mode mode;
     int topo; /* its GPU in the node's topology annotation, -1 when none */
+    /* 1/split, 1/memory, 1/cores (0 when cores is 0): the fit scores every
+     * device of every HAMi node per request, without dividing */
+    double inv_split, inv_memory, inv_cores;
 };
 
+/* What the filter reads of every HAMi node comes first (one cache line). */
 struct hami_node {
-    int count; /* 0 when error is set */
-    struct hami_device *devices;
-    char *error; /* why the registration is unusable, or NULL */
+    int count;       /* 0 when error is set */
+    bool advertised; /* the node's allocatable nvidia.com/gpu is above 0 */
     enum hami_handshake handshake;
+    uint64_t usable; /* bit i: devices[i] may take vGPUs at all (healthy, not MIG) */
+    char *error;     /* why the registration is unusable, or NULL */
+    struct hami_device *devices;
     int64_t handshake_ns;  /* time of a Requesting_/Deleted_ value (Unix ns), 0 if unreadable */
     char *handshake_value; /* the value read (for reasons and /inspect), or NULL */
-    bool advertised;       /* the node's allocatable nvidia.com/gpu is above 0 */
 };
 
 /* The HAMi part of a Node: *out stays NULL when the annotations (may be

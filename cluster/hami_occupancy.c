@@ -7,18 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool hami_node_is(const struct node_state *n)
-{
-    return n->spec && n->spec->hami;
-}
-
-bool hami_container_on(const struct container_request *r, const struct node_state *n)
-{
-    if (r->hami.nums <= 0 || !hami_node_is(n))
-        return false;
-    return r->family == GPU_FAMILY_HAMI || r->family == GPU_FAMILY_PGPU;
-}
-
 /* The device table matches the spec (a failed rebuild leaves it empty). */
 static const struct hami_node *devices_of(const struct node_state *n)
 {
@@ -28,16 +16,26 @@ static const struct hami_node *devices_of(const struct node_state *n)
 
 int hami_occupancy_reset(struct node_state *n)
 {
-    const struct hami_node *h = hami_node_is(n) ? n->spec->hami : NULL;
+    const struct hami_node *h = n->spec ? n->spec->hami : NULL;
     int count = h ? h->count : 0;
     free(n->hami_gpus);
     n->hami_gpus = NULL;
     n->hami_count = 0;
+    n->hami = h != NULL;
     memset(&n->hami_unattributed, 0, sizeof(n->hami_unattributed));
     if (count == 0)
         return 0;
     if (!(n->hami_gpus = calloc((size_t)count, sizeof(*n->hami_gpus))))
         return -1;
+    for (int i = 0; i < count; i++) {
+        const struct hami_device *d = &h->devices[i];
+        n->hami_gpus[i] = (struct hami_gpu_state){.split = d->split,
+                                                  .cores = d->cores,
+                                                  .memory_mib = d->memory_mib,
+                                                  .inv_split = d->inv_split,
+                                                  .inv_memory = d->inv_memory,
+                                                  .inv_cores = d->inv_cores};
+    }
     n->hami_count = count;
     return 0;
 }
@@ -173,7 +171,7 @@ void hami_occupancy_check(const struct node_state *n)
 #ifndef NDEBUG
     struct hami_usage sum = {0};
     for (int d = 0; d < n->hami_count; d++) {
-        struct hami_gpu_state g = {0};
+        struct hami_gpu_state g = {.tasks = 0};
         for (const struct pod_entry *e = n->charged; e; e = e->node_next)
             for (int i = 0; i < e->hami_nslots; i++)
                 if (e->hami_slots[i].dev == d) {

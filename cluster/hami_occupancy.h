@@ -25,8 +25,13 @@
 struct node_state;
 struct pod_entry;
 
-/* One HAMi device's use, beside node_spec.hami->devices[i]. */
+/* One HAMi device: what the fit needs of node_spec.hami->devices[i],
+ * copied here so a filter over thousands of nodes reads one contiguous
+ * table per node (64 bytes a device), and its use. */
 struct hami_gpu_state {
+    int split, cores;
+    int64_t memory_mib;
+    double inv_split, inv_memory, inv_cores;
     int tasks;           /* vGPUs placed on it (at most its split count) */
     int64_t memory_used; /* MiB */
     int64_t cores_used;  /* percent */
@@ -44,11 +49,7 @@ struct hami_charge {
     int64_t memory_mib, cores;
 };
 
-/* Is the node a HAMi node (its spec carries a registration)? */
-bool hami_node_is(const struct node_state *n);
-/* Is container r served by n's HAMi devices (n is a HAMi node and r a
- * HAMi request, or nvidia.com/gpu alone)? */
-bool hami_container_on(const struct container_request *r, const struct node_state *n);
+/* hami_node_is() and hami_container_on() are inline in cache.h. */
 
 /* Writers, under the cache's write lock. */
 int hami_occupancy_reset(struct node_state *n);                             /* the device table from n->spec */

@@ -382,6 +382,8 @@ int hami_pod_from_annotations(const cJSON *ann, struct hami_pod **out, char **re
         hami_pod_free(p);
         return -1;
     }
+    p->filters =
+        p->use_types.count || p->nouse_types.count || p->use_uuids.count || p->nouse_uuids.count || p->vgpu_mode;
     *out = p;
     return 0;
 }
@@ -415,6 +417,7 @@ struct hami_pod *hami_pod_clone(const struct hami_pod *src)
         return NULL;
     p->gpu_policy = src->gpu_policy;
     p->node_policy = src->node_policy;
+    p->filters = src->filters;
     p->has_alloc = src->has_alloc;
     p->alloc_done = src->alloc_done;
     if (list_copy(&p->use_types, &src->use_types) || list_copy(&p->nouse_types, &src->nouse_types) ||

@@ -124,6 +124,7 @@ struct hami_pod {
     struct hami_list use_uuids, nouse_uuids; /* nvidia.com/[no]use-gpuuuid */
     char *vgpu_mode;                         /* nvidia.com/vgpu-mode, or NULL */
     enum hami_pack gpu_policy, node_policy;  /* the hami.io/...-scheduler-policy annotations */
+    bool filters;                            /* any of the lists or vgpu_mode is set */
     bool has_alloc;                          /* alloc holds a readable allocation annotation */
     bool alloc_done;                         /* ...read from -allocated (else -to-allocate) */
     struct hami_alloc alloc;

@@ -413,7 +413,7 @@ bool allocator_fit_excluding(const struct node_state *n, const struct pod_info *
     if (!check_unattributed(&st))
         return false;
     struct hami_fit_score hami;
-    bool on_hami = hami_pod_on(pod, n);
+    bool on_hami = pod->hami && n->hami && hami_pod_on(pod, n);
     if (on_hami && !hami_fit(n, pod, excluded, nexcluded, policy, fit, &hami))
         return false;
     fit->score = score_node(&st, on_hami ? &hami : NULL);

@@ -22,8 +22,12 @@ struct hstate {
     struct hami_gpu_state use[HAMI_MAX_DEVICES];
     struct hami_usage unattributed;
     uint64_t eligible; /* devices the pod may use at all */
-    int unhealthy, mig, other_mode, other_type, other_uuid;
     int64_t pairs;
+};
+
+/* Devices left out before any capacity check, for explanations. */
+struct excluded {
+    int unhealthy, mig, other_mode, other_type, other_uuid;
 };
 
 bool hami_pod_on(const struct pod_info *pod, const struct node_state *n)
@@ -76,43 +80,51 @@ static void release(struct hstate *st, const struct pod_entry *e)
 }
 
 /* Which devices the pod may use at all: healthy, not MIG (placing MIG
- * instances needs HAMi's geometry tables), of the pod's mode, type and UUIDs. */
-static void classify_devices(struct hstate *st)
+ * instances needs HAMi's geometry tables), of the pod's mode, type and
+ * UUIDs. With counts non-NULL, also why the others are not. */
+static uint64_t classify_devices(const struct hstate *st, struct excluded *counts)
 {
     const struct hami_pod *p = st->pod->hami;
+    if (!p->filters && !counts)
+        return st->h->usable;
+    uint64_t eligible = 0;
+    struct excluded c = {0};
     for (int d = 0; d < st->h->count; d++) {
         const struct hami_device *dev = &st->h->devices[d];
         if (!dev->healthy)
-            st->unhealthy++;
+            c.unhealthy++;
         else if (dev->mode == HAMI_MODE_MIG)
-            st->mig++;
+            c.mig++;
         else if (!hami_pod_mode_ok(p, dev))
-            st->other_mode++;
+            c.other_mode++;
         else if (!hami_pod_type_ok(p, dev))
-            st->other_type++;
+            c.other_type++;
         else if (!hami_pod_uuid_ok(p, dev))
-            st->other_uuid++;
+            c.other_uuid++;
         else
-            st->eligible |= 1ULL << d;
+            eligible |= 1ULL << d;
     }
+    if (counts)
+        *counts = c;
+    return eligible;
 }
 
+/* Capacity and use both come from st->use (the node's device table). */
 static enum verdict check_device(const struct hstate *st, int d, const struct hami_request *r, int64_t *need)
 {
-    const struct hami_device *dev = &st->h->devices[d];
     const struct hami_gpu_state *u = &st->use[d];
-    *need = hami_request_memory(r, dev->memory_mib);
-    if (*need > dev->memory_mib || r->cores > dev->cores)
+    *need = hami_request_memory(r, u->memory_mib);
+    if (*need > u->memory_mib || r->cores > u->cores)
         return V_TOO_SMALL;
-    if (u->tasks >= dev->split)
+    if (u->tasks >= u->split)
         return V_SPLIT;
-    if (dev->memory_mib - u->memory_used < *need)
+    if (u->memory_mib - u->memory_used < *need)
         return V_MEMORY;
-    if (dev->cores - u->cores_used < r->cores)
+    if (u->cores - u->cores_used < r->cores)
         return V_CORES;
-    if (dev->cores == 100 && r->cores == 100 && u->tasks > 0)
+    if (u->cores == 100 && r->cores == 100 && u->tasks > 0)
         return V_EXCLUSIVE;
-    if (dev->cores > 0 && u->cores_used >= dev->cores && r->cores == 0)
+    if (u->cores > 0 && u->cores_used >= u->cores && r->cores == 0)
         return V_CORES_FULL;
     return V_OK;
 }
@@ -121,12 +133,9 @@ static enum verdict check_device(const struct hstate *st, int d, const struct ha
  * the vGPU is placed. Binpack tries the highest first, spread the lowest. */
 static double device_score(const struct hstate *st, int d, const struct hami_request *r, int64_t need)
 {
-    const struct hami_device *dev = &st->h->devices[d];
     const struct hami_gpu_state *u = &st->use[d];
-    double s = (double)(u->tasks + 1) / dev->split + (double)(u->memory_used + need) / (double)dev->memory_mib;
-    if (dev->cores > 0)
-        s += (double)(u->cores_used + r->cores) / dev->cores;
-    return s;
+    return (double)(u->tasks + 1) * u->inv_split + (double)(u->memory_used + need) * u->inv_memory +
+           (double)(u->cores_used + r->cores) * u->inv_cores;
 }
 
 /* ---- explanations --------------------------------------------------------------- */
@@ -187,14 +196,17 @@ static void put_request(struct strbuf *sb, const struct container_request *c)
 
 static void put_excluded(struct strbuf *sb, const struct hstate *st)
 {
+    struct excluded c;
+    classify_devices(st, &c);
+
     const struct {
         int count;
         const char *what;
-    } parts[] = {{st->unhealthy, "unhealthy"},
-                 {st->mig, "in MIG mode"},
-                 {st->other_mode, "of another mode than " HAMI_VGPU_MODE_ANNOTATION},
-                 {st->other_type, "excluded by " HAMI_USE_TYPE_ANNOTATION "/nouse-gputype"},
-                 {st->other_uuid, "excluded by " HAMI_USE_UUID_ANNOTATION "/nouse-gpuuuid"}};
+    } parts[] = {{c.unhealthy, "unhealthy"},
+                 {c.mig, "in MIG mode"},
+                 {c.other_mode, "of another mode than " HAMI_VGPU_MODE_ANNOTATION},
+                 {c.other_type, "excluded by " HAMI_USE_TYPE_ANNOTATION "/nouse-gputype"},
+                 {c.other_uuid, "excluded by " HAMI_USE_UUID_ANNOTATION "/nouse-gpuuuid"}};
 
     bool first = true;
     for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
@@ -215,17 +227,22 @@ static int closest(const struct hstate *st, const enum verdict *why, enum verdic
     for (int d = 0; d < st->h->count; d++) {
         if (!(st->eligible >> d & 1) || why[d] != v || (done >> d & 1))
             continue;
-        int64_t free_d = st->h->devices[d].memory_mib - st->use[d].memory_used;
-        if (best < 0 || free_d > st->h->devices[best].memory_mib - st->use[best].memory_used)
+        int64_t free_d = st->use[d].memory_mib - st->use[d].memory_used;
+        if (best < 0 || free_d > st->use[best].memory_mib - st->use[best].memory_used)
             best = d;
     }
     return best;
 }
 
 /* The container fits on `fitting` GPUs only: name the closest misses. */
-static bool explain(struct hstate *st, int ci, const enum verdict *why, int fitting)
+static bool explain(struct hstate *st, int ci, int fitting)
 {
     const struct container_request *c = &st->pod->containers[ci];
+    enum verdict why[HAMI_MAX_DEVICES];
+    for (int d = 0; d < st->h->count; d++) {
+        int64_t need;
+        why[d] = (st->eligible >> d & 1) ? check_device(st, d, &c->hami, &need) : V_TOO_SMALL;
+    }
     struct strbuf sb;
     strbuf_init(&sb);
     put_request(&sb, c);
@@ -319,11 +336,34 @@ static void take(struct hstate *st, int ci, uint64_t set)
         if (!(set >> d & 1))
             continue;
         st->use[d].tasks++;
-        st->use[d].memory_used += hami_request_memory(r, st->h->devices[d].memory_mib);
+        st->use[d].memory_used += hami_request_memory(r, st->use[d].memory_mib);
         st->use[d].cores_used += r->cores;
     }
     if (st->fit->hami_masks)
         st->fit->hami_masks[ci] = set;
+}
+
+/* One vGPU (the usual request): the policy's best device, no sorting. */
+static bool place_one(struct hstate *st, int ci)
+{
+    const struct hami_request *r = &st->pod->containers[ci].hami;
+    int best = -1;
+    double best_score = 0;
+    for (uint64_t m = st->eligible; m; m &= m - 1) {
+        int d = __builtin_ctzll(m);
+        int64_t need;
+        if (check_device(st, d, r, &need) != V_OK)
+            continue;
+        double s = device_score(st, d, r, need);
+        if (best < 0 || (st->spread ? s < best_score : s > best_score)) {
+            best = d;
+            best_score = s;
+        }
+    }
+    if (best < 0)
+        return explain(st, ci, 0);
+    take(st, ci, 1ULL << best);
+    return true;
 }
 
 static bool place(struct hstate *st, int ci)
@@ -332,21 +372,22 @@ static bool place(struct hstate *st, int ci)
     if (r->nums > st->h->count)
         return fail(st, true, "container \"%s\" needs %d vGPUs on different GPUs; the node has %d HAMi GPU%s",
                     st->pod->containers[ci].name, r->nums, st->h->count, st->h->count == 1 ? "" : "s");
+    if (r->nums == 1)
+        return place_one(st, ci);
     int cand[HAMI_MAX_DEVICES], nc = 0;
     double score[HAMI_MAX_DEVICES];
-    enum verdict why[HAMI_MAX_DEVICES];
     uint64_t candidates = 0;
-    for (int d = 0; d < st->h->count; d++) {
+    for (uint64_t m = st->eligible; m; m &= m - 1) {
+        int d = __builtin_ctzll(m);
         int64_t need = 0;
-        why[d] = (st->eligible >> d & 1) ? check_device(st, d, r, &need) : V_TOO_SMALL;
-        if (why[d] != V_OK)
+        if (check_device(st, d, r, &need) != V_OK)
             continue;
         score[nc] = device_score(st, d, r, need);
         cand[nc++] = d;
         candidates |= 1ULL << d;
     }
     if (nc < r->nums)
-        return explain(st, ci, why, nc);
+        return explain(st, ci, nc);
     order(st, cand, score, nc);
     uint64_t pick = 0;
     for (int i = 0; i < r->nums; i++)
@@ -365,16 +406,14 @@ struct totals {
 static struct totals node_totals(const struct hstate *st)
 {
     struct totals t = {0};
-    for (int d = 0; d < st->h->count; d++) {
-        const struct hami_device *dev = &st->h->devices[d];
-        if (!dev->healthy || dev->mode == HAMI_MODE_MIG)
-            continue;
-        t.tasks += dev->split;
-        t.tasks_used += st->use[d].tasks;
-        t.memory += dev->memory_mib;
-        t.memory_used += st->use[d].memory_used;
-        t.cores += dev->cores;
-        t.cores_used += st->use[d].cores_used;
+    for (uint64_t m = st->h->usable; m; m &= m - 1) {
+        const struct hami_gpu_state *u = &st->use[__builtin_ctzll(m)];
+        t.tasks += u->split;
+        t.tasks_used += u->tasks;
+        t.memory += u->memory_mib;
+        t.memory_used += u->memory_used;
+        t.cores += u->cores;
+        t.cores_used += u->cores_used;
     }
     t.tasks_used += st->unattributed.vgpus;
     t.memory_used += st->unattributed.memory_mib;
@@ -435,18 +474,18 @@ bool hami_fit(const struct node_state *n, const struct pod_info *pod, const stru
     st.h = n->spec->hami;
     st.pod = pod;
     st.fit = fit;
-    st.unhealthy = st.mig = st.other_mode = st.other_type = st.other_uuid = 0;
-    st.eligible = 0;
     st.pairs = 0;
     enum hami_pack gp = pod->hami->gpu_policy;
     st.spread = gp == HAMI_PACK_SPREAD || (gp == HAMI_PACK_DEFAULT && policy->hami_gpu == POLICY_SPREAD);
     char why[FIT_REASON_MAX];
-    if (hami_node_unusable(st.h, clock_realtime_ns(), why, sizeof(why)))
+    /* Only a pending handshake request depends on the time. */
+    int64_t now = st.h->handshake == HAMI_HS_REQUESTING ? clock_realtime_ns() : 0;
+    if (hami_node_unusable(st.h, now, why, sizeof(why)))
         return fail(&st, true, "%s", why);
     if (n->hami_count != st.h->count)
         return fail(&st, false, "the node's HAMi devices are not in the extender's cache");
     load(&st, excluded, nexcluded);
-    classify_devices(&st);
+    st.eligible = classify_devices(&st, NULL);
     for (int i = 0; i < pod->ncontainers; i++)
         if (hami_container_on(&pod->containers[i], n) && !place(&st, i))
             return false;

@@ -431,6 +431,17 @@ struct hami_pod *hami_pod_clone(const struct hami_pod *src)
     return p;
 }
 
+void hami_pod_set_alloc(struct hami_pod *p, struct hami_alloc *alloc)
+{
+    hami_alloc_free(&p->alloc);
+    p->alloc = *alloc;
+    memset(alloc, 0, sizeof(*alloc));
+    p->has_alloc = true;
+    p->alloc_done = true;
+    free(p->alloc_error);
+    p->alloc_error = NULL;
+}
+
 /* ---- device checks --------------------------------------------------------------------- */
 
 static bool list_has_exact(const struct hami_list *l, const char *s)

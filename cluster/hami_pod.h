@@ -137,6 +137,9 @@ struct hami_pod {
 int hami_pod_from_annotations(const cJSON *annotations, struct hami_pod **out, char **request_error);
 void hami_pod_free(struct hami_pod *p);
 struct hami_pod *hami_pod_clone(const struct hami_pod *p);
+/* A decision's allocation becomes what the pod holds (as if read from
+ * -allocated): the previous one is freed, *alloc is moved in and zeroed. */
+void hami_pod_set_alloc(struct hami_pod *p, struct hami_alloc *alloc);
 
 /* Device checks of the pod's annotations (HAMi's semantics: a type matches
  * when the upper-cased device type contains an upper-cased list entry; UUIDs

@@ -982,7 +982,16 @@ static void test_decision_annotations(void **state)
     char *text = hami_alloc_encode(&a);
     /* Every container has an entry; the percentage is per GPU. */
     assert_string_equal(text, ";" UUID0 ",NVIDIA,16384,30:" UUID1 ",NVIDIA,8000,30:;");
-    hami_alloc_free(&a);
+    /* The decided pod, holding that allocation, is charged on its devices. */
+    struct pod_info *decided = pod_info_with_decision(p, "d", clock_realtime_ns(), NULL, NULL);
+    hami_pod_set_alloc(decided->hami, &a);
+    assert_int_equal(a.ncontainers, 0);
+    assert_int_equal(cache_apply_pod(c, decided, clock_realtime_ns()), 0);
+    assert_int_equal(gpu_state(c, "d", 0)->memory_used, 16384);
+    assert_int_equal(gpu_state(c, "d", 1)->memory_used, 8000);
+    assert_int_equal(gpu_state(c, "d", 1)->cores_used, 30);
+    assert_int_equal(cache_find_node(c, "d")->hami_unattributed.pods, 0);
+    assert_int_equal(c->assumed_pods, 1);
     cJSON *ann = cJSON_CreateObject();
     assert_int_equal(hami_decision_annotations(ann, "d", 1705054796LL * SEC + 5, text), 0);
     assert_int_equal(hami_bind_annotations(ann, 1705054800LL * SEC), 0);

@@ -176,7 +176,7 @@ char *policy_check_quota_excluding(const struct admission_policy *p, const struc
         if (same_usage(excluded[i], pod->ns, model))
             used -= excluded[i]->usage_cores;
     char reason[512];
-    if (quota_allows(e, model, n->spec ? n->spec->pool : NULL, used, pod_total_cores(pod), reason, sizeof(reason)))
+    if (quota_allows(e, model, n->spec ? n->spec->pool : NULL, used, pod_quota_cores(pod, n), reason, sizeof(reason)))
         return NULL;
     return strdup(reason);
 }

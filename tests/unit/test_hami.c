@@ -964,6 +964,41 @@ static void test_quota_cores(void **state)
     assert_int_equal(cache_usage(c, "t", V100), 25);
 }
 
+static void test_quota_check(void **state)
+{
+    (void)state;
+    struct admission_policy pol;
+    assert_int_equal(policy_init(&pol, "kube-public", "kube-system/gpu-quota"), 0);
+    struct cluster_cache cache;
+    struct cache_config cfg = {.assume_ttl_ns = 60 * SEC, .configmaps_changed = policy_rebuild, .ctx = &pol};
+    assert_int_equal(cache_init(&cache, &cfg), 0);
+    /* Namespace t may use one GPU of the V100s (the device type, no model label). */
+    assert_int_equal(cache_apply_configmap(&cache, json_of("{'kind':'ConfigMap','metadata':{'name':'gpu-quota',"
+                                                           "'namespace':'kube-system'},'data':{'gpu_quota':"
+                                                           "'{\\'t\\':{\\'quota\\':{\\'" V100 "\\':1}}}'}}")),
+                     0);
+    assert_non_null(pol.quota);
+    add_hami_node(&cache, "q", CORE(UUID0, 0, 32768) CORE(UUID1, 1, 32768), 20, "");
+    add_vgpu_pod(&cache, "a", "q", "{'nvidia.com/gpu':1,'nvidia.com/gpumem-percentage':60}",
+                 UUID0 ",NVIDIA,19660,0:;");
+    assert_int_equal(cache_usage(&cache, "t", V100), 60);
+    cache_read_lock(&cache);
+    const struct node_state *n = cache_find_node(&cache, "q");
+    struct pod_info *p = vgpu_pod("", "{'nvidia.com/gpu':1,'nvidia.com/gpumem-percentage':40}");
+    char *why = policy_check_quota(&pol, &cache, p, NULL, n);
+    assert_null(why);
+    pod_info_free(p);
+    p = vgpu_pod("", "{'nvidia.com/gpu':1,'nvidia.com/gpumem-percentage':50,'nvidia.com/gpucores':10}");
+    why = policy_check_quota(&pol, &cache, p, NULL, n);
+    cache_unlock(&cache);
+    assert_non_null(why);
+    assert_non_null(strstr(why, "namespace t uses 0.60 of its 1 " V100 " GPUs; the pod needs 0.50 more"));
+    free(why);
+    pod_info_free(p);
+    cache_destroy(&cache);
+    policy_destroy(&pol);
+}
+
 /* ---- decisions and the node lock -------------------------------------------------------------------- */
 
 static void test_decision_annotations(void **state)
@@ -1127,6 +1162,7 @@ int main(void)
         T(test_charges_from_annotations),
         T(test_assumed_by_hami_scheduler),
         T(test_quota_cores),
+        T(test_quota_check),
         T(test_decision_annotations),
         T(test_node_lock),
         T(test_crl_default_for_hami),

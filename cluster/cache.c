@@ -37,7 +37,7 @@ static void node_state_free(struct node_state *n)
         return;
     node_spec_free(n->spec);
     free(n->gpus);
-    free(n->hami_gpus);
+    free(n->hami);
     free(n->name);
     free(n);
 }
@@ -48,7 +48,7 @@ static void pod_entry_free(struct pod_entry *e)
         return;
     pod_info_free(e->info);
     free(e->slots);
-    free(e->hami_slots);
+    free(e->hami_charge);
     free(e->usage_key);
     free(e);
 }

@@ -61,11 +61,7 @@ struct node_state {
     struct node_usage unattributed;
     struct pod_entry *charged; /* pods charged on this node (list through pod_entry.node_next) */
     int charged_count;
-    /* HAMi nodes: one entry per spec->hami device (hami_occupancy.h). */
-    bool hami; /* spec->hami is set: a HAMi node */
-    int hami_count;
-    struct hami_gpu_state *hami_gpus;
-    struct hami_usage hami_unattributed;
+    struct hami_node_state *hami; /* HAMi nodes only: devices and use (hami_occupancy.h) */
 };
 
 /* One GPU's share of a pod's charge. */
@@ -88,9 +84,7 @@ struct pod_entry {
     uint64_t applied_at;                           /* cache generation when this pod's info was last applied */
     char *usage_key;                               /* quota usage this charge added to ("ns\x1fmodel"), or NULL */
     int64_t usage_cores;
-    int hami_nslots; /* the HAMi part of the charge (hami_occupancy.h) */
-    struct hami_charge *hami_slots;
-    struct hami_usage hami_unattributed;
+    struct hami_pod_charge *hami_charge; /* the HAMi part of the charge, or NULL (hami_occupancy.h) */
 };
 
 struct cluster_cache;
@@ -178,14 +172,14 @@ int node_slot_of_minor(const struct node_state *n, int minor);
  * node_state field, because the filter asks it of every node. */
 static inline bool hami_node_is(const struct node_state *n)
 {
-    return n->hami;
+    return n->hami != NULL;
 }
 
 /* Is container r served by n's HAMi devices (n is a HAMi node and r a HAMi
  * request, or nvidia.com/gpu alone)? */
 static inline bool hami_container_on(const struct container_request *r, const struct node_state *n)
 {
-    return r->hami.nums > 0 && n->hami && (r->family == GPU_FAMILY_HAMI || r->family == GPU_FAMILY_PGPU);
+    return r->hami.nums > 0 && n->hami != NULL && (r->family == GPU_FAMILY_HAMI || r->family == GPU_FAMILY_PGPU);
 }
 
 #endif

@@ -10,33 +10,30 @@
 /* The device table matches the spec (a failed rebuild leaves it empty). */
 static const struct hami_node *devices_of(const struct node_state *n)
 {
-    const struct hami_node *h = hami_node_is(n) ? n->spec->hami : NULL;
-    return h && n->hami_count == h->count ? h : NULL;
+    const struct hami_node *h = n->hami && n->spec ? n->spec->hami : NULL;
+    return h && n->hami->count == h->count ? h : NULL;
 }
 
 int hami_occupancy_reset(struct node_state *n)
 {
     const struct hami_node *h = n->spec ? n->spec->hami : NULL;
-    int count = h ? h->count : 0;
-    free(n->hami_gpus);
-    n->hami_gpus = NULL;
-    n->hami_count = 0;
-    n->hami = h != NULL;
-    memset(&n->hami_unattributed, 0, sizeof(n->hami_unattributed));
-    if (count == 0)
+    free(n->hami);
+    n->hami = NULL;
+    if (!h)
         return 0;
-    if (!(n->hami_gpus = calloc((size_t)count, sizeof(*n->hami_gpus))))
+    n->hami = calloc(1, sizeof(*n->hami) + sizeof(n->hami->gpus[0]) * (size_t)h->count);
+    if (!n->hami)
         return -1;
-    for (int i = 0; i < count; i++) {
+    for (int i = 0; i < h->count; i++) {
         const struct hami_device *d = &h->devices[i];
-        n->hami_gpus[i] = (struct hami_gpu_state){.split = d->split,
-                                                  .cores = d->cores,
-                                                  .memory_mib = d->memory_mib,
-                                                  .inv_split = d->inv_split,
-                                                  .inv_memory = d->inv_memory,
-                                                  .inv_cores = d->inv_cores};
+        n->hami->gpus[i] = (struct hami_gpu_state){.split = d->split,
+                                                   .cores = d->cores,
+                                                   .memory_mib = d->memory_mib,
+                                                   .inv_split = d->inv_split,
+                                                   .inv_memory = d->inv_memory,
+                                                   .inv_cores = d->inv_cores};
     }
-    n->hami_count = count;
+    n->hami->count = h->count;
     return 0;
 }
 
@@ -83,15 +80,15 @@ static int attribute(struct pod_entry *e, const struct hami_node *h)
     int total = 0;
     for (int i = 0; i < a->ncontainers; i++)
         total += a->containers[i].count;
-    if (total == 0)
-        return 0;
-    if (!(e->hami_slots = calloc((size_t)total, sizeof(*e->hami_slots))))
+    struct hami_pod_charge *c = calloc(1, sizeof(*c) + sizeof(c->slots[0]) * (size_t)total);
+    if (!c)
         return -1;
     for (int i = 0; i < a->ncontainers; i++)
         for (int k = 0; k < a->containers[i].count; k++) {
             const struct hami_alloc_device *d = &a->containers[i].devices[k];
-            e->hami_slots[e->hami_nslots++] = (struct hami_charge){device_of(h, d->uuid), d->memory_mib, d->cores};
+            c->slots[c->nslots++] = (struct hami_charge){device_of(h, d->uuid), d->memory_mib, d->cores};
         }
+    e->hami_charge = c;
     return 0;
 }
 
@@ -105,11 +102,13 @@ static int64_t average_memory(const struct hami_node *h)
 
 /* Without a usable allocation the pod's vGPUs are held against the node;
  * percentages take the node's average GPU memory. */
-static void unattribute(struct pod_entry *e, const struct node_state *n)
+static int unattribute(struct pod_entry *e, const struct node_state *n)
 {
     const struct pod_info *p = e->info;
     int64_t avg = average_memory(n->spec->hami);
-    struct hami_usage *u = &e->hami_unattributed;
+    if (!(e->hami_charge = calloc(1, sizeof(*e->hami_charge))))
+        return -1;
+    struct hami_usage *u = &e->hami_charge->unattributed;
     for (int i = 0; i < p->ncontainers; i++) {
         const struct container_request *r = &p->containers[i];
         if (!hami_container_on(r, n))
@@ -119,6 +118,7 @@ static void unattribute(struct pod_entry *e, const struct node_state *n)
         u->cores += (int64_t)r->hami.nums * r->hami.cores;
     }
     u->pods = 1;
+    return 0;
 }
 
 int hami_occupancy_charge(struct pod_entry *e, const struct node_state *n)
@@ -134,8 +134,7 @@ int hami_occupancy_charge(struct pod_entry *e, const struct node_state *n)
     const struct hami_node *h = devices_of(n);
     if (h && allocation_matches(p, n, h))
         return attribute(e, h);
-    unattribute(e, n);
-    return 0;
+    return unattribute(e, n);
 }
 
 static void add_usage(struct hami_usage *to, const struct hami_usage *u, int sign)
@@ -148,44 +147,51 @@ static void add_usage(struct hami_usage *to, const struct hami_usage *u, int sig
 
 void hami_occupancy_apply(struct node_state *n, const struct pod_entry *e, int sign)
 {
-    for (int i = 0; i < e->hami_nslots; i++) {
-        const struct hami_charge *c = &e->hami_slots[i];
-        struct hami_gpu_state *g = &n->hami_gpus[c->dev];
+    const struct hami_pod_charge *pc = e->hami_charge;
+    if (!pc || !n->hami)
+        return;
+    for (int i = 0; i < pc->nslots; i++) {
+        const struct hami_charge *c = &pc->slots[i];
+        struct hami_gpu_state *g = &n->hami->gpus[c->dev];
         g->tasks += sign;
         g->memory_used += sign * c->memory_mib;
         g->cores_used += sign * c->cores;
     }
-    add_usage(&n->hami_unattributed, &e->hami_unattributed, sign);
+    add_usage(&n->hami->unattributed, &pc->unattributed, sign);
 }
 
 void hami_occupancy_forget(struct pod_entry *e)
 {
-    free(e->hami_slots);
-    e->hami_slots = NULL;
-    e->hami_nslots = 0;
-    memset(&e->hami_unattributed, 0, sizeof(e->hami_unattributed));
+    free(e->hami_charge);
+    e->hami_charge = NULL;
 }
 
 void hami_occupancy_check(const struct node_state *n)
 {
 #ifndef NDEBUG
     struct hami_usage sum = {0};
-    for (int d = 0; d < n->hami_count; d++) {
+    const struct hami_node_state *h = n->hami;
+    for (const struct pod_entry *e = n->charged; e; e = e->node_next)
+        if (e->hami_charge) {
+            assert(h);
+            add_usage(&sum, &e->hami_charge->unattributed, +1);
+        }
+    if (!h)
+        return;
+    for (int d = 0; d < h->count; d++) {
         struct hami_gpu_state g = {.tasks = 0};
         for (const struct pod_entry *e = n->charged; e; e = e->node_next)
-            for (int i = 0; i < e->hami_nslots; i++)
-                if (e->hami_slots[i].dev == d) {
+            for (int i = 0; e->hami_charge && i < e->hami_charge->nslots; i++)
+                if (e->hami_charge->slots[i].dev == d) {
                     g.tasks++;
-                    g.memory_used += e->hami_slots[i].memory_mib;
-                    g.cores_used += e->hami_slots[i].cores;
+                    g.memory_used += e->hami_charge->slots[i].memory_mib;
+                    g.cores_used += e->hami_charge->slots[i].cores;
                 }
-        assert(g.tasks == n->hami_gpus[d].tasks && g.memory_used == n->hami_gpus[d].memory_used &&
-               g.cores_used == n->hami_gpus[d].cores_used);
+        assert(g.tasks == h->gpus[d].tasks && g.memory_used == h->gpus[d].memory_used &&
+               g.cores_used == h->gpus[d].cores_used);
     }
-    for (const struct pod_entry *e = n->charged; e; e = e->node_next)
-        add_usage(&sum, &e->hami_unattributed, +1);
-    assert(sum.vgpus == n->hami_unattributed.vgpus && sum.memory_mib == n->hami_unattributed.memory_mib &&
-           sum.cores == n->hami_unattributed.cores && sum.pods == n->hami_unattributed.pods);
+    assert(sum.vgpus == h->unattributed.vgpus && sum.memory_mib == h->unattributed.memory_mib &&
+           sum.cores == h->unattributed.cores && sum.pods == h->unattributed.pods);
 #else
     (void)n;
 #endif
@@ -213,9 +219,10 @@ static void put_pods(struct strbuf *sb, const struct node_state *n, int dev)
     bool first = true;
     strbuf_putc(sb, '[');
     for (const struct pod_entry *e = n->charged; e; e = e->node_next) {
-        bool hit = dev < 0 && e->hami_unattributed.pods > 0;
-        for (int i = 0; i < e->hami_nslots && !hit; i++)
-            hit = e->hami_slots[i].dev == dev;
+        const struct hami_pod_charge *pc = e->hami_charge;
+        bool hit = pc && dev < 0 && pc->unattributed.pods > 0;
+        for (int i = 0; pc && i < pc->nslots && !hit; i++)
+            hit = pc->slots[i].dev == dev;
         if (!hit)
             continue;
         if (!first)
@@ -229,7 +236,7 @@ static void put_pods(struct strbuf *sb, const struct node_state *n, int dev)
 static void put_device(struct strbuf *sb, const struct node_state *n, int i)
 {
     const struct hami_device *d = &n->spec->hami->devices[i];
-    const struct hami_gpu_state *g = &n->hami_gpus[i];
+    const struct hami_gpu_state *g = &n->hami->gpus[i];
     strbuf_printf(sb, "%s{\"index\":%d,\"uuid\":", i ? "," : "", d->index);
     strbuf_json_string(sb, d->uuid);
     strbuf_puts(sb, ",\"type\":");
@@ -258,9 +265,9 @@ void hami_occupancy_json(struct strbuf *sb, const struct node_state *n, int64_t 
     else
         strbuf_puts(sb, "null");
     strbuf_puts(sb, ",\"devices\":[");
-    for (int i = 0; devices_of(n) && i < n->hami_count; i++)
+    for (int i = 0; devices_of(n) && i < n->hami->count; i++)
         put_device(sb, n, i);
-    const struct hami_usage *u = &n->hami_unattributed;
+    const struct hami_usage *u = &n->hami->unattributed;
     strbuf_printf(sb,
                   "],\"unattributed\":{\"vgpus\":%" PRId64 ",\"memoryMiB\":%" PRId64 ",\"cores\":%" PRId64 ",\"pods\":",
                   u->vgpus, u->memory_mib, u->cores);

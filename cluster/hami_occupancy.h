@@ -49,6 +49,21 @@ struct hami_charge {
     int64_t memory_mib, cores;
 };
 
+/* node_state.hami: set on HAMi nodes only (also with an unusable
+ * registration, then with no device), so other nodes carry one pointer. */
+struct hami_node_state {
+    int count; /* = spec->hami->count; 0 after a failed rebuild */
+    struct hami_usage unattributed;
+    struct hami_gpu_state gpus[]; /* count entries */
+};
+
+/* pod_entry.hami_charge: set only while the pod holds HAMi use on a node. */
+struct hami_pod_charge {
+    struct hami_usage unattributed;
+    int nslots;
+    struct hami_charge slots[]; /* nslots entries */
+};
+
 /* hami_node_is() and hami_container_on() are inline in cache.h. */
 
 /* Writers, under the cache's write lock. */

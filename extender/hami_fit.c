@@ -65,18 +65,19 @@ static bool fail_with(struct hstate *st, bool unresolvable, struct strbuf *sb)
 
 static void release(struct hstate *st, const struct pod_entry *e)
 {
-    if (!e || e->node != st->n)
+    const struct hami_pod_charge *pc = e ? e->hami_charge : NULL;
+    if (!pc || e->node != st->n)
         return;
-    for (int i = 0; i < e->hami_nslots; i++) {
-        const struct hami_charge *c = &e->hami_slots[i];
+    for (int i = 0; i < pc->nslots; i++) {
+        const struct hami_charge *c = &pc->slots[i];
         st->use[c->dev].tasks--;
         st->use[c->dev].memory_used -= c->memory_mib;
         st->use[c->dev].cores_used -= c->cores;
     }
-    st->unattributed.vgpus -= e->hami_unattributed.vgpus;
-    st->unattributed.memory_mib -= e->hami_unattributed.memory_mib;
-    st->unattributed.cores -= e->hami_unattributed.cores;
-    st->unattributed.pods -= e->hami_unattributed.pods;
+    st->unattributed.vgpus -= pc->unattributed.vgpus;
+    st->unattributed.memory_mib -= pc->unattributed.memory_mib;
+    st->unattributed.cores -= pc->unattributed.cores;
+    st->unattributed.pods -= pc->unattributed.pods;
 }
 
 /* Which devices the pod may use at all: healthy, not MIG (placing MIG
@@ -460,8 +461,8 @@ static int policy_score(const struct hstate *st, enum pack_policy node)
 static void load(struct hstate *st, const struct pod_entry *const *excluded, size_t nexcluded)
 {
     for (int d = 0; d < st->h->count; d++)
-        st->use[d] = st->n->hami_gpus[d];
-    st->unattributed = st->n->hami_unattributed;
+        st->use[d] = st->n->hami->gpus[d];
+    st->unattributed = st->n->hami->unattributed;
     for (size_t i = 0; i < nexcluded; i++)
         release(st, excluded[i]);
 }
@@ -482,7 +483,7 @@ bool hami_fit(const struct node_state *n, const struct pod_info *pod, const stru
     int64_t now = st.h->handshake == HAMI_HS_REQUESTING ? clock_realtime_ns() : 0;
     if (hami_node_unusable(st.h, now, why, sizeof(why)))
         return fail(&st, true, "%s", why);
-    if (n->hami_count != st.h->count)
+    if (n->hami->count != st.h->count)
         return fail(&st, false, "the node's HAMi devices are not in the extender's cache");
     load(&st, excluded, nexcluded);
     st.eligible = classify_devices(&st, NULL);

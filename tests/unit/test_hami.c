@@ -144,8 +144,9 @@ static const struct hami_gpu_state *gpu_state(struct cluster_cache *c, const cha
 {
     const struct node_state *n = cache_find_node(c, node);
     assert_non_null(n);
-    assert_true(dev < n->hami_count);
-    return &n->hami_gpus[dev];
+    assert_non_null(n->hami);
+    assert_true(dev < n->hami->count);
+    return &n->hami->gpus[dev];
 }
 
 /* ---- registration -------------------------------------------------------------- */
@@ -418,7 +419,7 @@ static void test_hami_node_counts_vgpus(void **state)
     add_node(c, "{'kind':'Node','metadata':{'name':'whole'},'status':{'allocatable':{'nvidia.com/gpu':'4'}}}");
     const struct node_state *n = cache_find_node(c, "hami");
     assert_int_equal(n->gpu_count, 0); /* nvidia.com/gpu: 20 are vGPUs, not GPUs */
-    assert_int_equal(n->hami_count, 2);
+    assert_int_equal(n->hami->count, 2);
     /* Quota model: the device type, without a model label. */
     assert_string_equal(n->spec->model, V100);
     assert_int_equal(cache_find_node(c, "whole")->gpu_count, 4);
@@ -686,8 +687,8 @@ static void test_fit_cores_and_exclusive(void **state)
     add_vgpu_pod(c, "rest", "x", GPUMEM(1, 1000, 20), UUID1 ",NVIDIA,1000,20:;");
     add_vgpu_pod(c, "solo", "x", GPUMEM(1, 1000, 100), NULL); /* unattributed: held against the node */
     const struct node_state *n = cache_find_node(c, "x");
-    assert_int_equal(n->hami_unattributed.vgpus, 1);
-    assert_int_equal(n->hami_unattributed.cores, 100);
+    assert_int_equal(n->hami->unattributed.vgpus, 1);
+    assert_int_equal(n->hami->unattributed.cores, 100);
     expect_misfit(c, "x", vgpu_pod("", GPUMEM(1, 1000, 10)), false,
                   "1 pod without a usable hami.io/vgpu-devices-allocated annotation holds 1 vGPUs, 1000 MiB and 100% "
                   "cores on this node; with this pod placed the node would need 5 of 20 tasks, 5000 of 65536 MiB and "
@@ -902,26 +903,26 @@ static void test_charges_from_annotations(void **state)
         "'resources':{'limits':" GPUMEM(1, 500, 5) "}}]},'status':{'phase':'Running'}}");
     assert_int_equal(cache_apply_pod(c, pod_of(buf), clock_realtime_ns()), 0);
     const struct node_state *n = cache_find_node(c, "c");
-    assert_int_equal(n->hami_unattributed.pods, 3);
-    assert_int_equal(n->hami_unattributed.vgpus, 4);
-    assert_int_equal(n->hami_unattributed.memory_mib, 2000);
-    assert_int_equal(n->hami_unattributed.cores, 20);
+    assert_int_equal(n->hami->unattributed.pods, 3);
+    assert_int_equal(n->hami->unattributed.vgpus, 4);
+    assert_int_equal(n->hami->unattributed.memory_mib, 2000);
+    assert_int_equal(n->hami->unattributed.cores, 20);
     /* Deletions take back exactly what was charged. */
     cache_delete_pod(c, "t/x1");
     cache_delete_pod(c, "t/x2");
     cache_delete_pod(c, "t/x3");
     cache_delete_pod(c, "t/q");
-    assert_int_equal(n->hami_unattributed.pods, 0);
+    assert_int_equal(n->hami->unattributed.pods, 0);
     assert_int_equal(gpu_state(c, "c", 0)->memory_used, 3000);
     /* A node update re-registering the GPUs in another order: charges follow the UUIDs. */
     add_hami_node(c, "c", CORE(UUID1, 0, 32768) CORE(UUID2, 1, 32768), 20, "");
     n = cache_find_node(c, "c");
     assert_int_equal(gpu_state(c, "c", 0)->tasks, 0);
-    assert_int_equal(n->hami_unattributed.pods, 1); /* GPU 0 is gone: the pod's allocation no longer matches */
+    assert_int_equal(n->hami->unattributed.pods, 1); /* GPU 0 is gone: the pod's allocation no longer matches */
     add_hami_node(c, "c", CORE(UUID1, 0, 32768) CORE(UUID0, 1, 32768), 20, "");
     assert_int_equal(gpu_state(c, "c", 0)->tasks, 1);
     assert_int_equal(gpu_state(c, "c", 1)->tasks, 1);
-    assert_int_equal(cache_find_node(c, "c")->hami_unattributed.pods, 0);
+    assert_int_equal(cache_find_node(c, "c")->hami->unattributed.pods, 0);
     cache_delete_pod(c, "t/p");
     assert_int_equal(gpu_state(c, "c", 0)->tasks, 0);
 }
@@ -1025,7 +1026,7 @@ static void test_decision_annotations(void **state)
     assert_int_equal(gpu_state(c, "d", 0)->memory_used, 16384);
     assert_int_equal(gpu_state(c, "d", 1)->memory_used, 8000);
     assert_int_equal(gpu_state(c, "d", 1)->cores_used, 30);
-    assert_int_equal(cache_find_node(c, "d")->hami_unattributed.pods, 0);
+    assert_int_equal(cache_find_node(c, "d")->hami->unattributed.pods, 0);
     assert_int_equal(c->assumed_pods, 1);
     cJSON *ann = cJSON_CreateObject();
     assert_int_equal(hami_decision_annotations(ann, "d", 1705054796LL * SEC + 5, text), 0);

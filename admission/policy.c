@@ -188,7 +188,7 @@ static char *check_quota(const struct admission_policy *p, const struct cluster_
             used -= excluded[i]->usage_cores;
     char reason[512];
     enum quota_refusal refusal =
-        quota_check(e, model, n->spec ? n->spec->pool : NULL, used, pod_total_cores(pod), reason, sizeof(reason));
+        quota_check(e, model, n->spec ? n->spec->pool : NULL, used, pod_quota_cores(pod, n), reason, sizeof(reason));
     if (why)
         *why = refusal;
     return refusal == QUOTA_ALLOWED ? NULL : strdup(reason);

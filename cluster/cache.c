@@ -37,6 +37,7 @@ static void node_state_free(struct node_state *n)
         return;
     node_spec_free(n->spec);
     free(n->gpus);
+    free(n->hami);
     free(n->name);
     free(n);
 }
@@ -48,6 +49,7 @@ static void pod_entry_free(struct pod_entry *e)
     pod_info_free(e->info);
     pod_info_free(e->unreserved);
     free(e->slots);
+    free(e->hami_charge);
     free(e->usage_key);
     free(e);
 }
@@ -145,6 +147,7 @@ static void check_node_charges(const struct node_state *n)
            sum.pods == n->unattributed.pods);
     for (int s = 0; s < n->gpu_count; s++)
         check_gpu_charges(n, s);
+    hami_occupancy_check(n);
 }
 
 #define CHECK_NODE_CHARGES(n) check_node_charges(n)
@@ -171,6 +174,7 @@ static void apply_slots(struct node_state *n, const struct pod_entry *e, int sig
         g->pods += sign;
     }
     add_usage(&n->unattributed, &e->unattributed, sign);
+    hami_occupancy_apply(n, e, sign);
 }
 
 static void assumed_link(struct cluster_cache *c, struct pod_entry *e)
@@ -214,6 +218,19 @@ int64_t pod_total_cores(const struct pod_info *p)
     return cores;
 }
 
+int64_t pod_quota_cores(const struct pod_info *p, const struct node_state *n)
+{
+    if (!p->hami || !hami_node_is(n))
+        return pod_total_cores(p);
+    int64_t cores = hami_quota_cores(p, n);
+    for (int i = 0; i < p->ncontainers; i++) {
+        const struct container_request *r = &p->containers[i];
+        if (r->family != GPU_FAMILY_NONE && !hami_container_on(r, n))
+            cores += r->whole_gpus > 0 ? 100LL * r->whole_gpus : r->cores;
+    }
+    return cores;
+}
+
 static char *usage_key(const char *ns, const char *model)
 {
     size_t n = strlen(ns) + strlen(model) + 2;
@@ -246,7 +263,7 @@ static int add_usage_key(struct cluster_cache *c, const char *key, int64_t delta
 static int charge_usage(struct cluster_cache *c, struct pod_entry *e, const struct node_state *n)
 {
     const char *model = n->spec && n->spec->model ? n->spec->model : "";
-    e->usage_cores = pod_total_cores(e->info);
+    e->usage_cores = pod_quota_cores(e->info, n);
     e->usage_key = usage_key(e->info->ns, model);
     if (!e->usage_key || add_usage_key(c, e->usage_key, e->usage_cores) != 0) {
         free(e->usage_key);
@@ -286,6 +303,7 @@ static void uncharge(struct cluster_cache *c, struct pod_entry *e)
     e->slots = NULL;
     e->nslots = 0;
     memset(&e->unattributed, 0, sizeof(e->unattributed));
+    hami_occupancy_forget(e);
     e->node = NULL;
     e->node_prev = e->node_next = NULL;
     CHECK_NODE_CHARGES(n);
@@ -315,6 +333,21 @@ static const char *charge_target(const struct cluster_cache *c, const struct pod
     return d->node;
 }
 
+/* Containers of the families indexed by minor (gpus[]): not those served
+ * by the node's HAMi devices. */
+static bool classic_container(const struct container_request *r, const struct node_state *n)
+{
+    return r->family != GPU_FAMILY_NONE && r->family != GPU_FAMILY_HAMI && !hami_container_on(r, n);
+}
+
+static bool has_classic(const struct pod_info *p, const struct node_state *n)
+{
+    for (int i = 0; i < p->ncontainers; i++)
+        if (classic_container(&p->containers[i], n))
+            return true;
+    return false;
+}
+
 /* Index annotations count only when they belong to the node the pod is on,
  * every GPU container names exactly the GPUs its request implies, and no GPU
  * taken whole is named twice (by one container or two): charging such a GPU
@@ -330,7 +363,7 @@ static bool indices_usable(const struct pod_info *p, const struct node_state *n)
     uint64_t whole = 0, shared = 0;
     for (int i = 0; i < p->ncontainers; i++) {
         const struct container_request *r = &p->containers[i];
-        if (r->family == GPU_FAMILY_NONE)
+        if (!classic_container(r, n))
             continue;
         int want = r->whole_gpus > 0 ? r->whole_gpus : 1;
         if (!d->idx[i] || d->idx_count[i] != want)
@@ -351,11 +384,11 @@ static bool indices_usable(const struct pod_info *p, const struct node_state *n)
     return true;
 }
 
-static int count_gpu_slots(const struct pod_info *p)
+static int count_gpu_slots(const struct pod_info *p, const struct node_state *n)
 {
     int total = 0;
     for (int i = 0; i < p->ncontainers; i++)
-        if (p->containers[i].family != GPU_FAMILY_NONE)
+        if (classic_container(&p->containers[i], n))
             total += p->containers[i].whole_gpus > 0 ? p->containers[i].whole_gpus : 1;
     return total;
 }
@@ -371,13 +404,13 @@ static void slot_share(const struct container_request *r, const struct gpu_state
 static int attribute(struct pod_entry *e, const struct node_state *n)
 {
     const struct pod_info *p = e->info;
-    int total = count_gpu_slots(p);
+    int total = count_gpu_slots(p, n);
     e->slots = calloc((size_t)total, sizeof(*e->slots));
     if (!e->slots)
         return -1;
     for (int i = 0; i < p->ncontainers; i++) {
         const struct container_request *r = &p->containers[i];
-        if (r->family == GPU_FAMILY_NONE)
+        if (!classic_container(r, n))
             continue;
         for (int k = 0; k < p->decision.idx_count[i]; k++) {
             struct slot_charge *sc = &e->slots[e->nslots++];
@@ -398,8 +431,10 @@ static void unattribute(struct pod_entry *e, const struct node_state *n)
     int64_t avg_mmem = n->spec && n->gpu_count ? n->spec->mps_memory / n->gpu_count : 0;
     for (int i = 0; i < p->ncontainers; i++) {
         const struct container_request *r = &p->containers[i];
+        if (!classic_container(r, n))
+            continue;
         bool whole = r->whole_gpus > 0;
-        u->cores += r->family == GPU_FAMILY_NONE ? 0 : (whole ? 100LL * r->whole_gpus : r->cores);
+        u->cores += whole ? 100LL * r->whole_gpus : r->cores;
         if (r->family == GPU_FAMILY_VCUDA)
             u->vmem += whole ? avg_vmem * r->whole_gpus : r->memory;
         if (r->family == GPU_FAMILY_MPS)
@@ -431,11 +466,20 @@ static int charge(struct cluster_cache *c, struct pod_entry *e, int64_t now)
     struct node_state *n = node_get_or_placeholder(c, target);
     if (!n)
         return -1;
-    if (indices_usable(e->info, n)) {
+    if (!has_classic(e->info, n)) {
+        /* only HAMi containers: nothing indexed by minor */
+    } else if (indices_usable(e->info, n)) {
         if (attribute(e, n) != 0)
             return -1;
     } else {
         unattribute(e, n);
+    }
+    if (hami_occupancy_charge(e, n) != 0) {
+        free(e->slots);
+        e->slots = NULL;
+        e->nslots = 0;
+        memset(&e->unattributed, 0, sizeof(e->unattributed));
+        return -1;
     }
     e->node = n;
     e->bound = bound;
@@ -467,6 +511,10 @@ static int rebuild_gpus(struct node_state *n)
         gpus[i].numa = s->gpus[i].numa;
         gpus[i].vmem_total = s->gpus[i].vcuda_memory;
         gpus[i].mmem_total = s->gpus[i].mps_memory;
+    }
+    if (hami_occupancy_reset(n) != 0) {
+        free(gpus);
+        return -1;
     }
     free(n->gpus);
     n->gpus = gpus;

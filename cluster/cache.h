@@ -30,6 +30,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cluster/hami_occupancy.h"
 #include "cluster/nodespec.h"
 #include "cluster/podspec.h"
 #include "lib/clock.h"
@@ -63,6 +64,7 @@ struct node_state {
     struct node_usage unattributed;
     struct pod_entry *charged; /* pods charged on this node (list through pod_entry.node_next) */
     int charged_count;
+    struct hami_node_state *hami; /* HAMi nodes only: devices and use (hami_occupancy.h) */
 };
 
 /* One GPU's share of a pod's charge. */
@@ -87,6 +89,7 @@ struct pod_entry {
     struct pod_info *unreserved;                   /* with a reservation: the pod without it (NULL: no entry) */
     char *usage_key;                               /* quota usage this charge added to ("ns\x1fmodel"), or NULL */
     int64_t usage_cores;
+    struct hami_pod_charge *hami_charge; /* the HAMi part of the charge, or NULL (hami_occupancy.h) */
 };
 
 struct cluster_cache;
@@ -182,8 +185,25 @@ struct pod_entry *cache_find_pod(const struct cluster_cache *c, const char *key)
 int64_t cache_usage(const struct cluster_cache *c, const char *ns, const char *model);
 /* Cores a pod's containers ask for in all. */
 int64_t pod_total_cores(const struct pod_info *pod);
+/* The cores quota counts for the pod on node n (on a HAMi node its vGPUs
+ * count as hami_quota_cores says; elsewhere pod_total_cores). */
+int64_t pod_quota_cores(const struct pod_info *pod, const struct node_state *n);
 
 /* The GPU slot of a device minor on a node, or -1. */
 int node_slot_of_minor(const struct node_state *n, int minor);
+
+/* Is the node a HAMi node (its spec carries a registration)? Inline, and a
+ * node_state field, because the filter asks it of every node. */
+static inline bool hami_node_is(const struct node_state *n)
+{
+    return n->hami != NULL;
+}
+
+/* Is container r served by n's HAMi devices (n is a HAMi node and r a HAMi
+ * request, or nvidia.com/gpu alone)? */
+static inline bool hami_container_on(const struct container_request *r, const struct node_state *n)
+{
+    return r->hami.nums > 0 && n->hami != NULL && (r->family == GPU_FAMILY_HAMI || r->family == GPU_FAMILY_PGPU);
+}
 
 #endif

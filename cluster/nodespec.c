@@ -131,6 +131,8 @@ static int count_gpus(const struct node_spec *s)
         return (int)(s->vcuda_core / 100);
     if (s->mps_core >= 100)
         return (int)(s->mps_core / 100);
+    if (s->hami)
+        return 0; /* nvidia.com/gpu counts vGPUs; the HAMi devices are counted apart */
     if (s->nvidia_gpu > 0)
         return (int)s->nvidia_gpu;
     return s->topology ? s->topology->count : 0;
@@ -140,11 +142,12 @@ static int count_gpus(const struct node_spec *s)
  * onto the wrong devices, so it is dropped rather than half-used. */
 static void check_topology_fits(struct node_spec *s)
 {
-    if (!s->topology || s->topology->count == s->gpu_count)
+    int advertised = s->gpu_count == 0 && s->hami ? s->hami->count : s->gpu_count;
+    if (!s->topology || s->topology->count == advertised)
         return;
     char msg[160];
     snprintf(msg, sizeof(msg), "the annotation lists %d GPUs but the node advertises %d", s->topology->count,
-             s->gpu_count);
+             advertised);
     log_warn("node %s: annotation %s ignored: %s", s->name, TOPOLOGY_ANNOTATION, msg);
     topology_free(s->topology);
     s->topology = NULL;
@@ -189,6 +192,44 @@ static void fill_gpus(struct node_spec *s)
     }
 }
 
+/* The topology GPU of each HAMi device: by UUID when the annotation names
+ * UUIDs, else by index. A mapping that is not one-to-one is not used. */
+static void map_hami_topology(struct node_spec *s)
+{
+    const struct gpu_topology *t = s->topology;
+    struct hami_node *h = s->hami;
+    if (!t || !h || t->count != h->count)
+        return;
+    uint64_t seen = 0;
+    for (int i = 0; i < h->count; i++) {
+        struct hami_device *d = &h->devices[i];
+        d->topo = -1;
+        for (int g = 0; g < t->count && d->topo < 0; g++)
+            if (t->gpus[g].uuid && strcmp(t->gpus[g].uuid, d->uuid) == 0)
+                d->topo = g;
+        if (d->topo < 0 && d->index < t->count)
+            d->topo = d->index;
+        if (d->topo < 0 || (seen >> d->topo & 1))
+            break;
+        seen |= 1ULL << d->topo;
+    }
+    if (__builtin_popcountll(seen) == h->count)
+        return;
+    for (int i = 0; i < h->count; i++)
+        h->devices[i].topo = -1;
+    log_warn("node %s: annotation %s does not map one-to-one onto the HAMi devices; not used for them", s->name,
+             TOPOLOGY_ANNOTATION);
+}
+
+/* Quota counts by model; a HAMi node without the model label is of its
+ * (first) device's type, e.g. "NVIDIA-Tesla V100-PCIE-32GB". */
+static int hami_model(struct node_spec *s)
+{
+    if (s->model || !s->hami || s->hami->count == 0)
+        return 0;
+    return (s->model = strdup(s->hami->devices[0].type)) ? 0 : -1;
+}
+
 struct node_spec *node_spec_from_json(const cJSON *obj, char **err)
 {
     if (err)
@@ -212,12 +253,17 @@ struct node_spec *node_spec_from_json(const cJSON *obj, char **err)
     if (read_labels(s, meta) != 0)
         goto oom;
     read_topology(s, meta);
+    if (hami_node_from_annotations(cJSON_GetObjectItemCaseSensitive(meta, "annotations"), s->nvidia_gpu, s->name,
+                                   &s->hami) != 0 ||
+        hami_model(s) != 0)
+        goto oom;
     s->gpu_count = count_gpus(s);
     if (s->gpu_count > TOPOLOGY_MAX_GPUS) {
         log_warn("node %s: %d GPUs, only the first %d are used", s->name, s->gpu_count, TOPOLOGY_MAX_GPUS);
         s->gpu_count = TOPOLOGY_MAX_GPUS;
     }
     check_topology_fits(s);
+    map_hami_topology(s);
     if (s->gpu_count > 0) {
         s->gpus = calloc((size_t)s->gpu_count, sizeof(*s->gpus));
         if (!s->gpus)
@@ -248,5 +294,6 @@ void node_spec_free(struct node_spec *s)
     free(s->model);
     free(s->pool);
     free(s->labels);
+    hami_node_free(s->hami);
     free(s);
 }

@@ -4,7 +4,7 @@
  * Owns the translation of a Node object (cJSON) into GPU facts: allocatable
  * amounts of each GPU resource, the GPU count (DESIGN section 3: vcuda-core /
  * 100, else mps-core / 100, else nvidia.com/gpu, else the topology
- * annotation), per-GPU memory and device minors (from the topology
+ * annotation; on a HAMi node neither of the last two), per-GPU memory and device minors (from the topology
  * annotation when it is present and consistent), and the labels later
  * modules need.
  */
@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 #include <stdint.h>
 
+#include "cluster/hami_node.h"
 #include "topology/annotation.h"
 
 struct node_gpu_spec {
@@ -31,9 +32,13 @@ struct node_spec {
     struct gpu_topology *topology; /* NULL when absent or unusable */
     struct gpu_topology *shape;    /* what selection uses: topology, or all-SYS with unknown NUMA */
     char *topology_error;          /* why an annotation present on the node was not used */
-    char *model;                   /* --gpu-model-label value, or NULL */
+    char *model;                   /* --gpu-model-label value (else a HAMi node's device type), or NULL */
     char *pool;                    /* --gpu-pool-label value, or NULL */
     char *labels;                  /* every label as "key\0value\0" pairs, then "\0"; NULL when none */
+    /* The HAMi registration (hami.io/node-nvidia-register), NULL on other
+     * nodes. Its devices are apart from gpus[]: on a HAMi node
+     * nvidia.com/gpu counts vGPUs, not whole GPUs. */
+    struct hami_node *hami;
 };
 
 #define DEFAULT_GPU_MODEL_LABEL "tkestack.io/gpu-model"

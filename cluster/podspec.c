@@ -21,6 +21,7 @@ const char *gpu_family_resource(enum gpu_family family)
     case GPU_FAMILY_MPS:
         return RES_MPS_CORE;
     case GPU_FAMILY_PGPU:
+    case GPU_FAMILY_HAMI:
         return RES_NVIDIA_GPU;
     default:
         return "none";
@@ -34,6 +35,8 @@ const char *gpu_family_memory_resource(enum gpu_family family)
         return RES_VCUDA_MEMORY;
     case GPU_FAMILY_MPS:
         return RES_MPS_MEMORY;
+    case GPU_FAMILY_HAMI:
+        return RES_HAMI_MEMORY;
     default:
         return "none";
     }
@@ -84,6 +87,7 @@ static const cJSON *container_amounts(const cJSON *container)
 struct raw_amounts {
     int64_t vcore, vmem, mcore, mmem, gpu;
     bool has_vcore, has_vmem, has_mcore, has_mmem, has_gpu;
+    struct hami_amounts hami;
 };
 
 static int read_amount(const cJSON *amounts, const char *resource, int64_t *value, bool *present, const char *cname,
@@ -106,17 +110,34 @@ static int read_amount(const cJSON *amounts, const char *resource, int64_t *valu
     return 0;
 }
 
+/* HAMi's keys count when present, whatever the value (gpucores: 0 is a
+ * HAMi request for no reserved cores). */
+static int read_hami_amount(const cJSON *amounts, const char *resource, int64_t *value, bool *present,
+                            const char *cname, struct strbuf *err)
+{
+    if (read_amount(amounts, resource, value, present, cname, err) != 0)
+        return -1;
+    *present = cJSON_GetObjectItemCaseSensitive(amounts, resource) != NULL;
+    return 0;
+}
+
 static int read_raw_amounts(const cJSON *amounts, const char *cname, struct raw_amounts *a, struct strbuf *err)
 {
     memset(a, 0, sizeof(*a));
     if (!amounts)
         return 0;
+    struct hami_amounts *h = &a->hami;
     if (read_amount(amounts, RES_VCUDA_CORE, &a->vcore, &a->has_vcore, cname, err) ||
         read_amount(amounts, RES_VCUDA_MEMORY, &a->vmem, &a->has_vmem, cname, err) ||
         read_amount(amounts, RES_MPS_CORE, &a->mcore, &a->has_mcore, cname, err) ||
         read_amount(amounts, RES_MPS_MEMORY, &a->mmem, &a->has_mmem, cname, err) ||
-        read_amount(amounts, RES_NVIDIA_GPU, &a->gpu, &a->has_gpu, cname, err))
+        read_amount(amounts, RES_NVIDIA_GPU, &a->gpu, &a->has_gpu, cname, err) ||
+        read_hami_amount(amounts, RES_HAMI_MEMORY, &h->memory, &h->has_memory, cname, err) ||
+        read_hami_amount(amounts, RES_HAMI_MEMORY_PERCENT, &h->percent, &h->has_percent, cname, err) ||
+        read_hami_amount(amounts, RES_HAMI_CORES, &h->cores, &h->has_cores, cname, err))
         return -1;
+    h->gpus = a->gpu;
+    h->has_gpus = a->has_gpu;
     return 0;
 }
 
@@ -169,12 +190,25 @@ static int classify_mps(const struct raw_amounts *a, struct container_request *c
     return 0;
 }
 
-static int classify_pgpu(const struct raw_amounts *a, struct container_request *c)
+/* nvidia.com/gpu alone: whole GPUs, or on a HAMi node as many vGPUs with
+ * HAMi's defaults (which cannot fail within the whole-GPU limit). */
+static int classify_pgpu(const struct raw_amounts *a, struct container_request *c, struct strbuf *err)
 {
     c->family = GPU_FAMILY_PGPU;
     int64_t n = a->gpu > MAX_GPUS_PER_CONTAINER ? MAX_GPUS_PER_CONTAINER + 1 : a->gpu;
     c->whole_gpus = (int)n;
     c->cores = n * 100;
+    if (n <= HAMI_MAX_VGPUS)
+        return hami_request_from_amounts(&a->hami, c->name, &c->hami, err);
+    return 0;
+}
+
+static int classify_hami(const struct raw_amounts *a, struct container_request *c, struct strbuf *err)
+{
+    if (hami_request_from_amounts(&a->hami, c->name, &c->hami, err) != 0)
+        return -1;
+    c->family = GPU_FAMILY_HAMI;
+    c->cores = (int64_t)c->hami.nums * c->hami.cores;
     return 0;
 }
 
@@ -183,7 +217,8 @@ static int classify_container(const cJSON *container, struct container_request *
     struct raw_amounts a;
     if (read_raw_amounts(container_amounts(container), c->name, &a, err) != 0)
         return -1;
-    int families = (a.has_vcore || a.has_vmem) + (a.has_mcore || a.has_mmem) + a.has_gpu;
+    bool hami = hami_amounts_explicit(&a.hami);
+    int families = (a.has_vcore || a.has_vmem) + (a.has_mcore || a.has_mmem) + (a.has_gpu || hami);
     if (families > 1) {
         strbuf_printf(err,
                       "container \"%s\" mixes GPU resources of different kinds (%s, %s, %s); "
@@ -195,8 +230,10 @@ static int classify_container(const cJSON *container, struct container_request *
         return classify_vcuda(&a, c, err);
     if (a.has_mcore || a.has_mmem)
         return classify_mps(&a, c, err);
+    if (hami)
+        return classify_hami(&a, c, err);
     if (a.has_gpu)
-        return classify_pgpu(&a, c);
+        return classify_pgpu(&a, c, err);
     return 0;
 }
 
@@ -350,6 +387,12 @@ static int parse_decision(const cJSON *meta, int ncontainers, struct pod_decisio
     const char *assigned = string_field(ann, ANN_TENCENT_ASSIGNED);
     d->assigned = assigned && strcmp(assigned, "true") == 0;
     d->time_ns = parse_time_ns(time);
+    if (!node && !time) {
+        /* A decision of HAMi's own scheduler: node, and Unix seconds. */
+        node = string_field(ann, HAMI_NODE_ANNOTATION);
+        int64_t secs = parse_time_ns(string_field(ann, HAMI_TIME_ANNOTATION));
+        d->time_ns = secs > 0 && secs < INT64_MAX / 1000000000LL ? secs * 1000000000LL : 0;
+    }
     if (node && !(d->node = strdup(node)))
         return -1;
     if (ncontainers == 0)
@@ -362,6 +405,25 @@ static int parse_decision(const cJSON *meta, int ncontainers, struct pod_decisio
     for (int i = 0; i < ncontainers; i++)
         if (read_container_indices(ann, i, d) != 0)
             return -1;
+    return 0;
+}
+
+/* HAMi's pod annotations are read only for pods a HAMi node could serve. */
+static int read_hami(const cJSON *meta, struct pod_info *pod)
+{
+    bool wanted = false;
+    for (int i = 0; i < pod->ncontainers && !wanted; i++)
+        wanted = pod->containers[i].hami.nums > 0;
+    if (!wanted)
+        return 0;
+    char *problem = NULL;
+    const cJSON *ann = cJSON_GetObjectItemCaseSensitive(meta, "annotations");
+    if (hami_pod_from_annotations(cJSON_IsObject(ann) ? ann : NULL, &pod->hami, &problem) != 0)
+        return -1;
+    if (problem && !pod->request_error)
+        pod->request_error = problem;
+    else
+        free(problem);
     return 0;
 }
 
@@ -410,7 +472,8 @@ struct pod_info *pod_info_from_json(const cJSON *obj, char **err)
     pod->terminal = phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0);
     if (!pod->ns || !pod->name || !pod->key || (node && *node && !pod->node_name))
         goto oom;
-    if (parse_containers(spec, pod) != 0 || parse_decision(meta, pod->ncontainers, &pod->decision) != 0)
+    if (parse_containers(spec, pod) != 0 || parse_decision(meta, pod->ncontainers, &pod->decision) != 0 ||
+        read_hami(meta, pod) != 0)
         goto oom;
     return pod;
 oom:
@@ -436,6 +499,7 @@ void pod_info_free(struct pod_info *pod)
         free(pod->containers[i].name);
     free(pod->containers);
     decision_free(&pod->decision);
+    hami_pod_free(pod->hami);
     free(pod->key);
     free(pod->ns);
     free(pod->name);
@@ -554,9 +618,10 @@ struct pod_info *pod_info_with_decision(const struct pod_info *src, const char *
     p->request_error = dup_or_null(src->request_error);
     p->terminal = src->terminal;
     p->uses_gpu = src->uses_gpu;
+    p->hami = src->hami ? hami_pod_clone(src->hami) : NULL;
     if (!p->key || !p->ns || !p->name || (src->uid && !p->uid) || (src->node_name && !p->node_name) ||
-        (src->resource_version && !p->resource_version) || (src->request_error && !p->request_error) ||
-        copy_containers(p, src) != 0 ||
+        (src->hami && !p->hami) || (src->resource_version && !p->resource_version) ||
+        (src->request_error && !p->request_error) || copy_containers(p, src) != 0 ||
         copy_decision(&p->decision, src->ncontainers, node, time_ns, idx, idx_count) != 0) {
         pod_info_free(p);
         return NULL;

@@ -14,6 +14,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cluster/hami_pod.h"
+
 #define RES_VCUDA_CORE "tencent.com/vcuda-core"
 #define RES_VCUDA_MEMORY "tencent.com/vcuda-memory"
 #define RES_MPS_CORE "nvidia.com/mps-core"
@@ -33,7 +35,8 @@ enum gpu_family {
     GPU_FAMILY_NONE = 0,
     GPU_FAMILY_VCUDA, /* tencent.com/vcuda-core / vcuda-memory */
     GPU_FAMILY_MPS,   /* nvidia.com/mps-core / mps-memory */
-    GPU_FAMILY_PGPU   /* nvidia.com/gpu */
+    GPU_FAMILY_PGPU,  /* nvidia.com/gpu */
+    GPU_FAMILY_HAMI   /* nvidia.com/gpu with gpumem, gpumem-percentage or gpucores: HAMi nodes only */
 };
 
 /* One container's GPU request. cores is in per-GPU percent (100 = one whole
@@ -45,12 +48,16 @@ struct container_request {
     int64_t memory;    /* vcuda-memory blocks or mps-memory units; 0 if not asked */
     bool memory_given; /* the container named the memory resource */
     int whole_gpus;    /* > 0: exclusive, that many completely free GPUs */
+    /* What the container asks of a HAMi node (hami.nums > 0): set for
+     * GPU_FAMILY_HAMI, and for GPU_FAMILY_PGPU, which a HAMi node serves
+     * as vGPUs with HAMi's defaults (nvidia.com/gpu counts vGPUs there). */
+    struct hami_request hami;
 };
 
 /* The decision annotations found on a pod. */
 struct pod_decision {
-    char *node;      /* predicate-node / gpu-admission.io/node, or NULL */
-    int64_t time_ns; /* predicate-time / gpu-admission.io/time, 0 if absent */
+    char *node;      /* predicate-node / gpu-admission.io/node (else hami.io/vgpu-node), or NULL */
+    int64_t time_ns; /* predicate-time / gpu-admission.io/time (else hami.io/vgpu-time), 0 if absent */
     bool assigned;   /* tencent.com/gpu-assigned == "true" */
     int nidx;        /* = number of containers */
     int **idx;       /* per container: minors, or NULL when no annotation */
@@ -71,6 +78,7 @@ struct pod_info {
     bool uses_gpu;       /* at least one container has a GPU family */
     char *request_error; /* why the GPU request is invalid (the pod then fits nowhere), or NULL */
     struct pod_decision decision;
+    struct hami_pod *hami; /* HAMi annotations, when a container has a HAMi request; else NULL */
 };
 
 /* From a Pod's JSON text, a cJSON object with only what the extender reads:

@@ -1,5 +1,6 @@
 /* allocator.c - fit one pod on one node. See allocator.h. */
 #include "extender/allocator.h"
+#include "extender/hami_fit.h"
 #include "topology/select.h"
 
 #include <inttypes.h>
@@ -21,9 +22,9 @@ int pack_policy_parse(const char *name, enum pack_policy *out)
 const char *reason_class_name(enum reason_class c)
 {
     static const char *const names[REASON_CLASS_COUNT] = {
-        "none",        "pod_invalid",     "node_unknown",      "no_gpu",       "no_capacity",
-        "gpu_cores",   "gpu_memory",      "whole_gpus",        "unattributed", "quota_pool",
-        "quota_model", "quota_exhausted", "assigned_elsewhere"};
+        "none",        "pod_invalid",     "node_unknown",       "no_gpu",       "no_capacity",
+        "gpu_cores",   "gpu_memory",      "whole_gpus",         "unattributed", "quota_pool",
+        "quota_model", "quota_exhausted", "assigned_elsewhere", "hami_devices"};
     return (unsigned)c < REASON_CLASS_COUNT ? names[c] : "none";
 }
 
@@ -333,10 +334,12 @@ static int policy_score(const struct fit_state *st)
     return st->policy->node == POLICY_SPREAD ? FIT_SCORE_MAX - util : util;
 }
 
-static int64_t whole_pairs(const struct pod_info *pod)
+static int64_t whole_pairs(const struct pod_info *pod, const struct node_state *n)
 {
     int64_t pairs = 0;
     for (int i = 0; i < pod->ncontainers; i++) {
+        if (hami_container_on(&pod->containers[i], n))
+            continue;
         int64_t k = pod->containers[i].whole_gpus;
         pairs += k * (k - 1) / 2;
     }
@@ -349,12 +352,14 @@ static int64_t whole_pairs(const struct pod_info *pod)
  * term weighted higher (so an NVLinked node beats a PCIe-only or unknown
  * one even when binpack prefers the other), and a little of the node
  * policy. Shares and single whole GPUs have no locality to gain: they use
- * the node policy alone. Weights: 300 + 600 + 0.1 x 1000 = 1000 at most. */
-static int score_node(const struct fit_state *st)
+ * the node policy alone. Weights: 300 + 600 + 0.1 x 1000 = 1000 at most.
+ * Several vGPUs of one HAMi container placed with a topology count alike. */
+static int score_node(const struct fit_state *st, const struct hami_fit_score *hami)
 {
-    int policy = policy_score(st);
+    /* On a HAMi node the pod's vGPUs shape the score, as HAMi scores nodes. */
+    int policy = hami ? hami->policy : policy_score(st);
     const struct fit_result *f = st->fit;
-    int64_t pairs = whole_pairs(st->pod);
+    int64_t pairs = whole_pairs(st->pod, st->node) + (hami ? hami->pairs : 0);
     if (pairs == 0)
         return policy;
     double rel = f->set_best > 0 ? (double)f->set_score / (double)f->set_best : 1.0;
@@ -366,13 +371,24 @@ static int score_node(const struct fit_state *st)
 
 static bool check_node_kind(struct fit_state *st)
 {
-    if (st->node->gpu_count == 0) {
+    bool hami = hami_node_is(st->node);
+    if (st->node->gpu_count == 0 && !hami) {
         classify(st, REASON_NO_GPU, -1, -1, 0);
         return fail(st, true, "node advertises no GPUs (no %s, %s or %s capacity and no %s annotation)", RES_VCUDA_CORE,
                     RES_MPS_CORE, RES_NVIDIA_GPU, TOPOLOGY_ANNOTATION);
     }
     for (int i = 0; i < st->pod->ncontainers; i++) {
         enum gpu_family f = st->pod->containers[i].family;
+        if (hami_container_on(&st->pod->containers[i], st->node))
+            continue;
+        if (f == GPU_FAMILY_HAMI) {
+            classify(st, REASON_NO_CAPACITY, i, -1, 0);
+            return fail(st, true,
+                        "node is not a HAMi node (no %s annotation); container \"%s\" asks for HAMi vGPUs (%s, "
+                        "%s or %s)",
+                        HAMI_REGISTER_ANNOTATION, st->pod->containers[i].name, RES_HAMI_MEMORY, RES_HAMI_MEMORY_PERCENT,
+                        RES_HAMI_CORES);
+        }
         if (!node_offers(st, f)) {
             classify(st, REASON_NO_CAPACITY, i, -1, 0);
             return fail(st, true, "node has no %s capacity (container \"%s\" asks for it)", gpu_family_resource(f),
@@ -413,18 +429,34 @@ bool allocator_fit_excluding(const struct node_state *n, const struct pod_info *
         classify(&st, REASON_NODE_UNKNOWN, -1, -1, 0);
         return fail(&st, false, "node is not in the extender's cache");
     }
+    /* A HAMi pod's hami.io/node-scheduler-policy shapes its scores on every node. */
+    struct alloc_policy own;
+    if (pod->hami && pod->hami->node_policy != HAMI_PACK_DEFAULT) {
+        own = *policy;
+        own.node = pod->hami->node_policy == HAMI_PACK_SPREAD ? POLICY_SPREAD : POLICY_BINPACK;
+        st.policy = policy = &own;
+    }
+    if (fit->hami_masks)
+        for (int i = 0; i < pod->ncontainers; i++)
+            fit->hami_masks[i] = 0;
     if (!check_node_kind(&st))
         return false;
     load_free(&st, excluded, nexcluded);
     for (int i = 0; i < pod->ncontainers; i++) {
         const struct container_request *r = &pod->containers[i];
-        if (r->family == GPU_FAMILY_NONE)
+        if (r->family == GPU_FAMILY_NONE || hami_container_on(r, n))
             continue;
         if (!(r->whole_gpus > 0 ? place_whole(&st, i) : place_shared(&st, i)))
             return false;
     }
     if (!check_unattributed(&st))
         return false;
-    fit->score = score_node(&st);
+    struct hami_fit_score hami;
+    bool on_hami = pod->hami && n->hami && hami_pod_on(pod, n);
+    if (on_hami && !hami_fit(n, pod, excluded, nexcluded, policy, fit, &hami)) {
+        classify(&st, REASON_HAMI_DEVICES, -1, -1, 0);
+        return false;
+    }
+    fit->score = score_node(&st, on_hami ? &hami : NULL);
     return true;
 }

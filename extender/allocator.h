@@ -24,6 +24,10 @@ enum pack_policy { POLICY_BINPACK = 0, POLICY_SPREAD };
 struct alloc_policy {
     enum pack_policy gpu;  /* order of candidate GPUs for shared requests */
     enum pack_policy node; /* shape of node scores */
+    /* order of HAMi GPUs (--hami-gpu-policy; HAMi's default is spread);
+     * a pod's hami.io/gpu-scheduler-policy overrides it, and its
+     * hami.io/node-scheduler-policy overrides `node` */
+    enum pack_policy hami_gpu;
 };
 
 /* Why a pod does not fit, as a class that stays the same from node to node
@@ -44,6 +48,7 @@ enum reason_class {
     REASON_QUOTA_MODEL,        /* the namespace has no quota for this model */
     REASON_QUOTA_EXHAUSTED,    /* the namespace's quota for this model is used up */
     REASON_ASSIGNED_ELSEWHERE, /* filter mode: the pod went to another node */
+    REASON_HAMI_DEVICES,       /* no HAMi GPU of the node can take a container's vGPUs */
     REASON_CLASS_COUNT
 };
 
@@ -67,6 +72,10 @@ struct fit_result {
     /* masks[i]: GPU slots chosen for container i (bit s = slot s); caller
      * provides room for the pod's container count. */
     uint64_t *masks;
+    /* Optional (NULL: not wanted), same size: the HAMi devices chosen for
+     * container i on a HAMi node (bit s = node->spec->hami->devices[s]).
+     * Containers served by HAMi devices have no bits in masks. */
+    uint64_t *hami_masks;
 };
 
 /* Fit `pod` on node `n`. `self` is the pod's own cache entry, if any: its

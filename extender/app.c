@@ -12,6 +12,7 @@ int app_init(struct app *app, const struct options *opts)
     if (policy_init(&app->policy, opts->crl_namespace, opts->quota_configmap) != 0)
         return -1;
     nodespec_set_labels(opts->gpu_model_label, opts->gpu_pool_label);
+    hami_set_config(&opts->hami);
     struct cache_config cc = {.assume_ttl_ns = opts->assume_ttl_ns,
                               .configmaps_changed = policy_rebuild,
                               .prepare_pod = policy_apply_defaults,

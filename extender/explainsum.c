@@ -75,6 +75,9 @@ static void group_message(const struct evaluation *ev, const struct pod_info *po
     case REASON_UNATTRIBUTED:
         snprintf(buf, size, "GPU use by pods without GPU assignment leaves too little");
         return;
+    case REASON_HAMI_DEVICES:
+        snprintf(buf, size, "no HAMi GPU with the memory, cores and a free task slot the vGPUs need");
+        return;
     default:
         break;
     }

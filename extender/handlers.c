@@ -357,6 +357,7 @@ static void put_node(struct strbuf *sb, const struct node_state *n, bool with_to
         strbuf_puts(sb, ",\"topologyError\":");
         strbuf_json_string(sb, n->spec->topology_error);
     }
+    hami_occupancy_json(sb, n, clock_realtime_ns());
     strbuf_putc(sb, '}');
 }
 

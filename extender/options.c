@@ -127,6 +127,88 @@ static int set_node_policy(void *target, const char *v)
     return pack_policy_parse(v, &o->policy.node) ? 1 : 0;
 }
 
+static int set_hami_gpu_policy(void *target, const char *v)
+{
+    struct options *o = target;
+    return pack_policy_parse(v, &o->policy.hami_gpu) ? 1 : 0;
+}
+
+static int set_hami_memory_scaling(void *target, const char *v)
+{
+    struct options *o = target;
+    char *end;
+    errno = 0;
+    double f = strtod(v, &end);
+    if (errno || *end || end == v || !(f > 0) || f > 100)
+        return 1;
+    o->hami.memory_scaling = f;
+    return 0;
+}
+
+/* A decimal integer in [min, max]. */
+static int parse_int_in(const char *v, long min, long max, long *out)
+{
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (errno || *end || end == v || n < min || n > max)
+        return 1;
+    *out = n;
+    return 0;
+}
+
+static int set_hami_split_count(void *target, const char *v)
+{
+    struct options *o = target;
+    long n;
+    if (parse_int_in(v, 1, HAMI_MAX_SPLIT, &n))
+        return 1;
+    o->hami.default_split = (int)n;
+    return 0;
+}
+
+static int set_hami_default_memory(void *target, const char *v)
+{
+    struct options *o = target;
+    long n;
+    if (parse_int_in(v, 0, (long)HAMI_MAX_MEMORY_MIB, &n))
+        return 1;
+    o->hami.default_memory_mib = n;
+    return 0;
+}
+
+static int set_hami_default_cores(void *target, const char *v)
+{
+    struct options *o = target;
+    long n;
+    if (parse_int_in(v, 0, 100, &n))
+        return 1;
+    o->hami.default_cores = (int)n;
+    return 0;
+}
+
+/* "write" (the extender writing Requesting_ itself) comes with the HAMi
+ * decision path; until then only off and observe are offered. */
+static int set_hami_handshake(void *target, const char *v)
+{
+    struct options *o = target;
+    enum hami_handshake_mode m;
+    if (hami_handshake_mode_parse(v, &m) != 0 || m == HAMI_HANDSHAKE_WRITE)
+        return 1;
+    o->hami.handshake = m;
+    return 0;
+}
+
+static int set_hami_handshake_timeout(void *target, const char *v)
+{
+    struct options *o = target;
+    int64_t ns = parse_duration_ns(v);
+    if (ns <= 0)
+        return 1;
+    o->hami.handshake_timeout_ns = ns;
+    return 0;
+}
+
 static int set_assume_ttl(void *target, const char *v)
 {
     struct options *o = target;
@@ -239,6 +321,25 @@ static const struct flag_spec flags[] = {
      "order of GPUs for shared requests (default binpack; spread is refused for vcuda)", BOTH},
     {"node-policy", "binpack|spread", set_node_policy, "shape of node scores (default binpack)", BOTH},
     {"assume-ttl", "DURATION", set_assume_ttl, "how long an unbound decision holds its GPUs (default 60s)", BOTH},
+    {"hami-gpu-policy", "binpack|spread", set_hami_gpu_policy,
+     "order of HAMi GPUs for vGPUs, unless the pod says hami.io/gpu-scheduler-policy (default spread, as HAMi)", BOTH},
+    {"hami-memory-scaling", "FACTOR", set_hami_memory_scaling,
+     "multiply HAMi GPUs' registered memory by this, 0 < FACTOR <= 100 (default 1; HAMi's plugin already applies its "
+     "own deviceMemoryScaling)",
+     BOTH},
+    {"hami-split-count", "N", set_hami_split_count,
+     "tasks per HAMi GPU when its registration gives none, 1..1024 (default 10, HAMi's deviceSplitCount)", BOTH},
+    {"hami-default-memory", "MIB", set_hami_default_memory,
+     "memory of a vGPU without gpumem or gpumem-percentage, in MiB (default 0: the whole GPU, as HAMi's defaultMem)",
+     BOTH},
+    {"hami-default-cores", "PERCENT", set_hami_default_cores,
+     "gpucores of a vGPU that names none, 0..100 (default 0, as HAMi's defaultCores)", BOTH},
+    {"hami-handshake", "off|observe", set_hami_handshake,
+     "observe: drop a HAMi node's devices while its plugin leaves hami.io/node-handshake unanswered past the timeout "
+     "and the node advertises no nvidia.com/gpu (default); off: ignore the handshake",
+     BOTH},
+    {"hami-handshake-timeout", "DURATION", set_hami_handshake_timeout,
+     "how long a Requesting_ handshake may stay unanswered (default 60s)", BOTH},
     {"crl-namespace", "NAMESPACE", set_crl_namespace,
      "namespace of the CustomResourceLimitation ConfigMaps (default kube-public)", BOTH},
     {"quota-configmap", "NAMESPACE/NAME", set_quota_configmap,
@@ -276,6 +377,8 @@ static void set_defaults(struct options *o)
     o->placement = PLACEMENT_FILTER;
     o->policy.gpu = POLICY_BINPACK;
     o->policy.node = POLICY_BINPACK;
+    o->policy.hami_gpu = POLICY_SPREAD;
+    hami_config_defaults(&o->hami);
     o->assume_ttl_ns = 60LL * 1000000000LL;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     o->threads = cores > 0 ? (int)cores : 2;

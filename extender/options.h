@@ -31,6 +31,7 @@ struct options {
     char *pod_file; /* simulate only */
     enum placement_mode placement;
     struct alloc_policy policy;
+    struct hami_config hami; /* the --hami-* flags */
     int64_t assume_ttl_ns;
     int threads;
     int decision_workers, decision_queue; /* see workers.h */

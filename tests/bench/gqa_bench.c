@@ -1,15 +1,17 @@
 /*
  * gqa_bench.c - load benchmark of gpu-quota-admission's extender verbs.
  *
- * For each cluster size N it generates N nodes x 8 GPUs (realistic Node
- * objects of about 5.6 KB with a gpu-admission.io/topology annotation) and 8
- * bound vcuda pods per node, writes them as a JSON `kind: List`, starts the
+ * For each cluster size N and each device family (GPU-Manager vcuda, HAMi
+ * vGPUs) it generates N nodes x 8 GPUs (realistic Node objects of about 5.6
+ * KB with a gpu-admission.io/topology annotation; HAMi nodes also carry
+ * hami.io/node-nvidia-register) and 8 bound pods of the family per node,
+ * writes them as a JSON `kind: List`, starts the
  * real server binary on that file (--state-file, HTTP on 127.0.0.1) and
  * drives it over HTTP with libcurl (keep-alive, one easy handle per client
  * thread) in both ExtenderArgs forms: NodeNames, and Nodes (every full Node
  * object, about 28 MB at N = 5000).
  *
- * Printed per N, placement mode, verb and form: request and answer sizes,
+ * Printed per N, family, placement mode, verb and form: request and answer sizes,
  * p50/p99/max latency of sequential requests, throughput with 2 client
  * threads, the server's VmRSS/VmHWM after the run, and the time cJSON_Parse
  * needs in this process for the same Nodes-form body. Targets are printed
@@ -136,6 +138,11 @@ static void put_uuid(struct strbuf *sb, uint64_t seed)
     }
 }
 
+/* The device families a cluster is made of. */
+enum family { FAM_VCUDA = 0, FAM_HAMI, FAM_COUNT };
+static const char *const FAMILY_NAME[] = {"vcuda", "hami"};
+static const char *const FAMILY_TITLE[] = {"GPU-Manager vcuda shares", "HAMi vGPUs"};
+
 static void node_name(char *buf, size_t size, size_t i)
 {
     snprintf(buf, size, "gpu-a100-%05u", (unsigned)(i % 100000));
@@ -157,13 +164,21 @@ static void put_labels(struct strbuf *sb, const char *name, size_t i)
                   name, zone);
 }
 
+/* The UUID of GPU g of node i (the topology annotation and HAMi's
+ * registration and allocations name the same ones). */
+static void put_gpu_uuid(struct strbuf *sb, size_t i, int g)
+{
+    strbuf_puts(sb, "GPU-");
+    put_uuid(sb, i * 64 + (uint64_t)g + 7);
+}
+
 /* The topology annotation's compact JSON: 8 A100s behind NVSwitch. */
 static void put_topology_json(struct strbuf *t, size_t i)
 {
     strbuf_puts(t, "{\"version\":1,\"gpus\":[");
     for (int g = 0; g < GPUS_PER_NODE; g++) {
-        strbuf_printf(t, "%s{\"index\":%d,\"minor\":%d,\"uuid\":\"GPU-", g ? "," : "", g, g);
-        put_uuid(t, i * 64 + (uint64_t)g + 7);
+        strbuf_printf(t, "%s{\"index\":%d,\"minor\":%d,\"uuid\":\"", g ? "," : "", g, g);
+        put_gpu_uuid(t, i, g);
         strbuf_printf(t, "\",\"model\":\"NVIDIA A100-SXM4-80GB\",\"memoryMiB\":81920,\"numa\":%d}",
                       g / (GPUS_PER_NODE / 2));
     }
@@ -177,7 +192,19 @@ static void put_topology_json(struct strbuf *t, size_t i)
     strbuf_puts(t, "]}");
 }
 
-static void put_annotations(struct strbuf *sb, size_t i)
+/* HAMi's registration, 9-field form: 8 A100 80 GB, split count 10. */
+static void put_hami_register(struct strbuf *sb, size_t i)
+{
+    strbuf_puts(sb, ",\"hami.io/node-nvidia-register\":\"");
+    for (int g = 0; g < GPUS_PER_NODE; g++) {
+        put_gpu_uuid(sb, i, g);
+        strbuf_printf(sb, ",10,81920,100,NVIDIA-NVIDIA A100-SXM4-80GB,%d,true,%d,hami-core:", g / (GPUS_PER_NODE / 2),
+                      g);
+    }
+    strbuf_puts(sb, "\",\"hami.io/node-handshake\":\"Reported_2025-11-20 10:00:00\"");
+}
+
+static void put_annotations(struct strbuf *sb, size_t i, enum family fam)
 {
     struct strbuf topo;
     strbuf_init(&topo);
@@ -188,19 +215,21 @@ static void put_annotations(struct strbuf *sb, size_t i)
     else
         strbuf_json_string(sb, topo.data);
     strbuf_free(&topo);
+    if (fam == FAM_HAMI)
+        put_hami_register(sb, i);
     strbuf_puts(sb, ",\"kubeadm.alpha.kubernetes.io/cri-socket\":\"unix:///run/containerd/containerd.sock\","
                     "\"node.alpha.kubernetes.io/ttl\":\"0\","
                     "\"volumes.kubernetes.io/controller-managed-attach-detach\":\"true\"}");
 }
 
-static void put_node_metadata(struct strbuf *sb, const char *name, size_t i)
+static void put_node_metadata(struct strbuf *sb, const char *name, size_t i, enum family fam)
 {
     strbuf_printf(sb, "\"metadata\":{\"name\":\"%s\",\"uid\":\"", name);
     put_uuid(sb, i * 8 + 2);
     strbuf_printf(sb, "\",\"resourceVersion\":\"%zu\",\"creationTimestamp\":\"2025-03-01T08:%02zu:%02zuZ\",",
                   81234567 + i * 7, i / 60 % 60, i % 60);
     put_labels(sb, name, i);
-    put_annotations(sb, i);
+    put_annotations(sb, i, fam);
     strbuf_putc(sb, '}');
 }
 
@@ -213,14 +242,16 @@ static void put_node_spec(struct strbuf *sb, size_t i)
     strbuf_puts(sb, "\"}");
 }
 
-static void put_amounts(struct strbuf *sb, const char *key, bool allocatable)
+/* vcuda: 8 x (100 cores, 320 blocks); HAMi: 80 vGPUs (8 GPUs x split 10). */
+static void put_amounts(struct strbuf *sb, const char *key, bool allocatable, enum family fam)
 {
     strbuf_printf(sb,
                   "\"%s\":{\"cpu\":\"%s\",\"ephemeral-storage\":\"%s\",\"hugepages-1Gi\":\"0\","
-                  "\"hugepages-2Mi\":\"0\",\"memory\":\"%s\",\"pods\":\"110\",\"tencent.com/vcuda-core\":\"800\","
-                  "\"tencent.com/vcuda-memory\":\"2560\"}",
+                  "\"hugepages-2Mi\":\"0\",\"memory\":\"%s\",\"pods\":\"110\",%s}",
                   key, allocatable ? "95690m" : "96", allocatable ? "1814512490302" : "1968873668Ki",
-                  allocatable ? "1164873840Ki" : "1176604272Ki");
+                  allocatable ? "1164873840Ki" : "1176604272Ki",
+                  fam == FAM_HAMI ? "\"nvidia.com/gpu\":\"80\""
+                                  : "\"tencent.com/vcuda-core\":\"800\",\"tencent.com/vcuda-memory\":\"2560\"");
 }
 
 static const char *const CONDITIONS[][4] = {
@@ -299,18 +330,18 @@ static void put_images(struct strbuf *sb)
     strbuf_putc(sb, ']');
 }
 
-static void put_node(struct strbuf *sb, size_t i)
+static void put_node(struct strbuf *sb, size_t i, enum family fam)
 {
     char name[32];
     node_name(name, sizeof(name), i);
     strbuf_puts(sb, "{\"apiVersion\":\"v1\",\"kind\":\"Node\",");
-    put_node_metadata(sb, name, i);
+    put_node_metadata(sb, name, i, fam);
     strbuf_putc(sb, ',');
     put_node_spec(sb, i);
     strbuf_puts(sb, ",\"status\":{");
-    put_amounts(sb, "capacity", false);
+    put_amounts(sb, "capacity", false, fam);
     strbuf_putc(sb, ',');
-    put_amounts(sb, "allocatable", true);
+    put_amounts(sb, "allocatable", true, fam);
     strbuf_putc(sb, ',');
     put_conditions(sb, i);
     put_addresses(sb, name, i);
@@ -324,6 +355,30 @@ static void put_node(struct strbuf *sb, size_t i)
 /* Mixed shares per GPU; memory is 3 blocks per core, so every GPU keeps at
  * least 30 cores and 110 of its 320 memory blocks free. */
 static const int SHARE_CORES[GPUS_PER_NODE] = {10, 20, 25, 30, 40, 50, 60, 70};
+
+/* HAMi: GPU k of node i holds a vGPU of 10..70 cores and 768 MiB per core
+ * (at most 53760 of 81920 MiB), by its allocation annotation. */
+static void put_bound_hami_pod(struct strbuf *sb, size_t node, int gpu)
+{
+    char name[32];
+    node_name(name, sizeof(name), node);
+    int cores = SHARE_CORES[(node + (size_t)gpu) % GPUS_PER_NODE], mem = cores * 768;
+    strbuf_printf(sb, "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"job-%05zu-%d\","
+                      "\"namespace\":\"team-%c\",\"uid\":\"", node, gpu, (char)('a' + (node + (size_t)gpu) % 4));
+    put_uuid(sb, node * 64 + (uint64_t)gpu + 1000003);
+    strbuf_printf(sb, "\",\"labels\":{\"app\":\"job-%05zu-%d\"},\"annotations\":{"
+                      "\"hami.io/bind-phase\":\"success\",\"hami.io/bind-time\":\"1763700000\","
+                      "\"hami.io/vgpu-devices-allocated\":\"", node, gpu);
+    put_gpu_uuid(sb, node, gpu);
+    strbuf_printf(sb, ",NVIDIA,%d,%d:;\",\"hami.io/vgpu-devices-to-allocate\":\";\",\"hami.io/vgpu-node\":\"%s\","
+                      "\"hami.io/vgpu-time\":\"1763700000\"}},\"spec\":{\"nodeName\":\"%s\","
+                      "\"schedulerName\":\"default-scheduler\",\"containers\":[{\"name\":\"worker\",\"image\":"
+                      "\"nvcr.io/nvidia/pytorch:24.03-py3\",\"resources\":{\"limits\":{\"cpu\":\"4\",\"memory\":"
+                      "\"32Gi\",\"nvidia.com/gpu\":\"1\",\"nvidia.com/gpumem\":\"%d\",\"nvidia.com/gpucores\":\"%d\"},"
+                      "\"requests\":{\"cpu\":\"4\",\"memory\":\"32Gi\",\"nvidia.com/gpu\":\"1\"}}}]},"
+                      "\"status\":{\"phase\":\"Running\"}}",
+                  mem, cores, name, name, mem, cores);
+}
 
 static void put_bound_pod(struct strbuf *sb, size_t node, int gpu)
 {
@@ -349,6 +404,7 @@ static void put_bound_pod(struct strbuf *sb, size_t node, int gpu)
 
 struct dataset {
     size_t n;
+    enum family family;
     struct strbuf items;    /* the n Node objects, comma-separated */
     struct strbuf names;    /* the n names as JSON strings, comma-separated */
     size_t state_bytes;
@@ -360,10 +416,11 @@ static void dataset_free(struct dataset *d)
     strbuf_free(&d->names);
 }
 
-static int dataset_build(struct dataset *d, size_t n)
+static int dataset_build(struct dataset *d, size_t n, enum family fam)
 {
     memset(d, 0, sizeof(*d));
     d->n = n;
+    d->family = fam;
     strbuf_init(&d->items);
     strbuf_init(&d->names);
     strbuf_reserve(&d->items, n * 5800);
@@ -375,7 +432,7 @@ static int dataset_build(struct dataset *d, size_t n)
             strbuf_putc(&d->items, ',');
             strbuf_putc(&d->names, ',');
         }
-        put_node(&d->items, i);
+        put_node(&d->items, i, fam);
         strbuf_json_string(&d->names, name);
     }
     if (strbuf_failed(&d->items) || strbuf_failed(&d->names)) {
@@ -394,7 +451,7 @@ static int write_pods(FILE *f, const struct dataset *d)
         strbuf_reset(&sb);
         for (int g = 0; g < GPUS_PER_NODE; g++) {
             strbuf_putc(&sb, ',');
-            put_bound_pod(&sb, i, g);
+            (d->family == FAM_HAMI ? put_bound_hami_pod : put_bound_pod)(&sb, i, g);
         }
         if (strbuf_failed(&sb))
             rc = fail("out of memory generating pods");
@@ -439,9 +496,23 @@ struct body {
     size_t serial_off[2];   /* where the pod name's and uid's serial digits are */
 };
 
+/* The pending pod's GPU limits: vcuda cores and 256 MiB blocks, or one
+ * HAMi vGPU of `cores` percent and `memory` MiB. */
+static void put_request_limits(struct strbuf *sb, enum family fam, int cores, int memory)
+{
+    if (fam == FAM_HAMI)
+        strbuf_printf(sb, "\"nvidia.com/gpu\":\"1\",\"nvidia.com/gpumem\":\"%d\",\"nvidia.com/gpucores\":\"%d\"", memory,
+                      cores);
+    else
+        strbuf_printf(sb, "\"tencent.com/vcuda-core\":\"%d\",\"tencent.com/vcuda-memory\":\"%d\"", cores, memory);
+}
+
 /* A pending pod as kube-scheduler sends it, with a 9-digit serial in its name
- * and uid that body_set_serial() rewrites in place. */
-static void put_request_pod(struct strbuf *sb, int cores, int memory, size_t off[2])
+ * and uid that body_set_serial() rewrites in place. spread_nodes: the pod
+ * asks HAMi's node policy for spread, so decisions recorded one after the
+ * other go to different nodes (binpack would fill one node's split counts). */
+static void put_request_pod(struct strbuf *sb, enum family fam, int cores, int memory, bool spread_nodes,
+                            size_t off[2])
 {
     static const char zeros[] = "000000000";
     strbuf_puts(sb, "{\"metadata\":{\"name\":\"bench-pod-");
@@ -450,25 +521,28 @@ static void put_request_pod(struct strbuf *sb, int cores, int memory, size_t off
     strbuf_puts(sb, "\",\"namespace\":\"bench\",\"uid\":\"b3c4d5e6-0000-4000-8000-000");
     off[1] = sb->len;
     strbuf_puts(sb, zeros);
-    strbuf_printf(sb,
-                  "\",\"resourceVersion\":\"4711\",\"creationTimestamp\":\"2025-11-20T10:00:00Z\",\"labels\":"
-                  "{\"app\":\"bench\"}},\"spec\":{\"containers\":[{\"name\":\"app\",\"image\":"
-                  "\"registry.example.com/app:1\",\"resources\":{\"limits\":{\"cpu\":\"1\",\"memory\":\"2Gi\","
-                  "\"tencent.com/vcuda-core\":\"%d\",\"tencent.com/vcuda-memory\":\"%d\"},\"requests\":{\"cpu\":"
-                  "\"1\",\"memory\":\"2Gi\",\"tencent.com/vcuda-core\":\"%d\",\"tencent.com/vcuda-memory\":\"%d\"}}}],"
-                  "\"restartPolicy\":\"Always\",\"schedulerName\":\"default-scheduler\",\"priority\":0},"
-                  "\"status\":{\"phase\":\"Pending\",\"qosClass\":\"Guaranteed\"}}",
-                  cores, memory, cores, memory);
+    strbuf_puts(sb, "\",\"resourceVersion\":\"4711\",\"creationTimestamp\":\"2025-11-20T10:00:00Z\",\"labels\":"
+                    "{\"app\":\"bench\"}");
+    if (spread_nodes)
+        strbuf_puts(sb, ",\"annotations\":{\"hami.io/node-scheduler-policy\":\"spread\"}");
+    strbuf_puts(sb, "},\"spec\":{\"containers\":[{\"name\":\"app\",\"image\":"
+                    "\"registry.example.com/app:1\",\"resources\":{\"limits\":{\"cpu\":\"1\",\"memory\":\"2Gi\",");
+    put_request_limits(sb, fam, cores, memory);
+    strbuf_puts(sb, "},\"requests\":{\"cpu\":\"1\",\"memory\":\"2Gi\",");
+    put_request_limits(sb, fam, cores, memory);
+    strbuf_puts(sb, "}}}],\"restartPolicy\":\"Always\",\"schedulerName\":\"default-scheduler\",\"priority\":0},"
+                    "\"status\":{\"phase\":\"Pending\",\"qosClass\":\"Guaranteed\"}}");
 }
 
 /* ExtenderArgs as Go's encoding/json writes it: Pod, Nodes, NodeNames. */
-static int body_build(struct body *b, const struct dataset *d, enum form form, int cores, int memory)
+static int body_build(struct body *b, const struct dataset *d, enum form form, int cores, int memory,
+                      bool spread_nodes)
 {
     const struct strbuf *list = form == FORM_NAMES ? &d->names : &d->items;
     strbuf_init(&b->text);
     strbuf_reserve(&b->text, list->len + 2048);
     strbuf_puts(&b->text, "{\"Pod\":");
-    put_request_pod(&b->text, cores, memory, b->serial_off);
+    put_request_pod(&b->text, d->family, cores, memory, spread_nodes, b->serial_off);
     strbuf_puts(&b->text, form == FORM_NAMES ? ",\"Nodes\":null,\"NodeNames\":["
                                              : ",\"Nodes\":{\"metadata\":{},\"items\":[");
     strbuf_append(&b->text, list->data, list->len);
@@ -1225,6 +1299,7 @@ struct bench_opts {
     const char *binary;
     size_t sizes[MAX_SIZES];
     int nsizes;
+    bool families[FAM_COUNT];
     int requests;           /* NodeNames form */
     int nodes_requests;     /* Nodes form */
     int parse_runs;
@@ -1237,6 +1312,7 @@ struct bench_opts {
 
 /* What the N = 5000 targets are judged on. */
 struct size_report {
+    enum family family;
     struct result names_filter, nodes_filter;
     double parse_ms;
     long rss_kb, hwm_kb;
@@ -1261,9 +1337,12 @@ static int measure_phase(struct run *r, struct phase *ph, struct result *out)
 static int build_bodies(struct body bodies[CLIENT_THREADS], int count, const struct dataset *d, enum form form,
                         enum mode mode)
 {
-    int cores = mode == MODE_BIND ? 10 : 1, memory = mode == MODE_BIND ? 32 : 1;
+    /* Bind mode: a share every node takes; filter mode: a tiny one, so the
+     * recorded decisions never exhaust a node. */
+    int cores = mode == MODE_BIND ? 10 : 1;
+    int memory = d->family == FAM_HAMI ? (mode == MODE_BIND ? 8192 : 100) : (mode == MODE_BIND ? 32 : 1);
     for (int k = 0; k < count; k++) {
-        if (body_build(&bodies[k], d, form, cores, memory) != 0) {
+        if (body_build(&bodies[k], d, form, cores, memory, d->family == FAM_HAMI && mode == MODE_FILTER) != 0) {
             while (k-- > 0)
                 strbuf_free(&bodies[k].text);
             return -1;
@@ -1349,7 +1428,7 @@ static void print_targets(const struct size_report *rep)
 {
     double rss = rep->rss_kb * 1e3, hwm = rep->hwm_kb * 1e3;
     char label[96];
-    printf("  targets (N=%d, placement bind):\n", TARGET_N);
+    printf("  targets (N=%d, %s, placement bind):\n", TARGET_N, FAMILY_TITLE[rep->family]);
     snprintf(label, sizeof(label), "filter NodeNames p50 <= %.0f ms", TARGET_NAMES_P50_MS);
     print_target(label, rep->names_filter.p50, "ms", rep->names_filter.p50 <= TARGET_NAMES_P50_MS);
     snprintf(label, sizeof(label), "filter NodeNames p99 <= %.0f ms", TARGET_NAMES_P99_MS);
@@ -1371,19 +1450,20 @@ static void print_parse(const struct size_report *rep, size_t body_len)
            rep->parse_ms > 0 ? rep->nodes_filter.p50 / rep->parse_ms : 0, TARGET_NODES_PARSE_RATIO);
 }
 
-static int bench_size(const struct bench_opts *o, size_t n, const char *dir)
+static int bench_size(const struct bench_opts *o, size_t n, enum family fam, const char *dir)
 {
     struct dataset d;
     char state[512], size[24];
-    if (dataset_build(&d, n) != 0)
+    if (dataset_build(&d, n, fam) != 0)
         return -1;
-    snprintf(state, sizeof(state), "%s/state-%zu.json", dir, n);
+    snprintf(state, sizeof(state), "%s/state-%s-%zu.json", dir, FAMILY_NAME[fam], n);
     int rc = write_state_file(&d, state);
     format_bytes(size, sizeof(size), (double)d.state_bytes);
     if (rc == 0)
-        printf("\n== N = %zu nodes x %d GPUs, %zu bound pods; Node objects %.2f kB each on average; state file %s\n",
-               n, GPUS_PER_NODE, n * GPUS_PER_NODE, (double)d.items.len / (double)n / 1e3, size);
-    struct size_report rep = {0};
+        printf("\n== N = %zu nodes x %d GPUs, %s, %zu bound pods; Node objects %.2f kB each on average; state file "
+               "%s\n",
+               n, GPUS_PER_NODE, FAMILY_TITLE[fam], n * GPUS_PER_NODE, (double)d.items.len / (double)n / 1e3, size);
+    struct size_report rep = {.family = fam};
     if (rc == 0)
         rc = measure_mode(o, &d, state, dir, MODE_BIND, &rep);
     if (rc == 0)
@@ -1775,10 +1855,12 @@ static int bench_decisions(const struct bench_opts *o, const char *dir)
 static void usage(FILE *out)
 {
     fprintf(out,
-            "Usage: gqa-bench --binary PATH [--sizes N,N,...] [--requests N] [--nodes-requests N] [--parse-runs N]\n"
-            "                 [--decision-pods N] [--decision-callers N] [--patch-delay-ms N] [--apisim PATH]\n"
+            "Usage: gqa-bench --binary PATH [--sizes N,N,...] [--families LIST] [--requests N] [--nodes-requests N]\n"
+            "                 [--parse-runs N] [--decision-pods N] [--decision-callers N] [--patch-delay-ms N]\n"
+            "                 [--apisim PATH]\n"
             "  --binary PATH        the gpu-quota-admission server binary to start (required)\n"
             "  --sizes LIST         cluster sizes in nodes (default 100,1000,5000; each 1..%d)\n"
+            "  --families LIST      vcuda (GPU-Manager shares), hami (HAMi vGPUs) or both (default vcuda,hami)\n"
             "  --requests N         measured requests per NodeNames-form row (default 200)\n"
             "  --nodes-requests N   measured requests per Nodes-form row (default 30, at most --requests)\n"
             "  --parse-runs N       cJSON_Parse runs for the median (default 5, at most %d)\n"
@@ -1847,9 +1929,28 @@ static int apply_decision_flag(struct bench_opts *o, const char *flag, const cha
     return 1;
 }
 
+static int parse_families(struct bench_opts *o, const char *text)
+{
+    char buf[64];
+    snprintf(buf, sizeof(buf), "%s", text);
+    memset(o->families, 0, sizeof(o->families));
+    bool any = false;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int f = 0;
+        while (f < FAM_COUNT && strcmp(tok, FAMILY_NAME[f]) != 0)
+            f++;
+        if (f == FAM_COUNT)
+            return fail("--families: \"%s\" is not vcuda or hami", tok);
+        o->families[f] = any = true;
+    }
+    return any ? 0 : fail("--families: no family given");
+}
+
 static int apply_flag(struct bench_opts *o, const char *flag, const char *value, bool *nodes_given)
 {
     long v;
+    if (strcmp(flag, "--families") == 0)
+        return parse_families(o, value);
     if (strcmp(flag, "--binary") == 0) {
         o->binary = value;
         return 0;
@@ -1876,7 +1977,7 @@ static int apply_flag(struct bench_opts *o, const char *flag, const char *value,
 /* 0 to run, 1 after --help, -1 on a bad command line. */
 static int parse_args(struct bench_opts *o, int argc, char **argv)
 {
-    *o = (struct bench_opts){NULL, {100, 1000, 5000}, 3, 200, 30, 5, 1000, 8, 20,
+    *o = (struct bench_opts){NULL, {100, 1000, 5000}, 3, {true, true}, 200, 30, 5, 1000, 8, 20,
                              GQA_SOURCE_DIR "/tests/apisim/apisim.py", "/usr/bin/python3"};
     bool nodes_given = false;
     for (int i = 1; i < argc; i++) {
@@ -1946,7 +2047,9 @@ static int run_all(const struct bench_opts *o)
         return fail("cannot create a temporary directory in %s: %s", tmp && *tmp ? tmp : "/tmp", strerror(errno));
     int rc = 0;
     for (int i = 0; i < o->nsizes && rc == 0; i++)
-        rc = bench_size(o, o->sizes[i], dir);
+        for (int f = 0; f < FAM_COUNT && rc == 0; f++)
+            if (o->families[f])
+                rc = bench_size(o, o->sizes[i], (enum family)f, dir);
     if (rc == 0 && o->decision_pods > 0)
         rc = bench_decisions(o, dir);
     if (rmdir(dir) != 0)

@@ -42,7 +42,8 @@ def sample(flag, placeholder, files):
         return [placeholder.split("|")[0]]
     return [{"ADDR:PORT": "127.0.0.1:3999", "FILE": files, "DURATION": "30s", "N": "3",
              "BYTES": "1Mi", "NAMESPACE/NAME": "kube-system/gpu-quota", "NAMESPACE": "kube-system",
-             "NAME": "gpu-quota-admission", "LABEL": "example.com/gpu-model"}.get(placeholder, "x")]
+             "NAME": "gpu-quota-admission", "LABEL": "example.com/gpu-model", "FACTOR": "1.5", "MIB": "4096",
+             "PERCENT": "20"}.get(placeholder, "x")]
 
 
 def one_line_error(s, r, flag, label):

@@ -1,0 +1,192 @@
+/* hami_decision.c - HAMi decisions as annotations; the node lock. See hami_decision.h. */
+#include "cluster/hami_decision.h"
+#include "lib/clock.h"
+#include "lib/strbuf.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int fill_container(const struct hami_node *h, const struct container_request *c, uint64_t mask,
+                          struct hami_alloc_container *out)
+{
+    int n = __builtin_popcountll(mask);
+    if (n == 0)
+        return 0;
+    if (!(out->devices = calloc((size_t)n, sizeof(*out->devices))))
+        return -1;
+    for (int d = 0; d < h->count; d++) {
+        if (!(mask >> d & 1))
+            continue;
+        struct hami_alloc_device *a = &out->devices[out->count++];
+        a->uuid = strdup(h->devices[d].uuid);
+        a->vendor = strdup(HAMI_VENDOR);
+        a->memory_mib = hami_request_memory(&c->hami, h->devices[d].memory_mib);
+        a->cores = c->hami.cores;
+        if (!a->uuid || !a->vendor)
+            return -1;
+    }
+    return 0;
+}
+
+int hami_alloc_from_fit(const struct hami_node *h, const struct pod_info *pod, const uint64_t *masks,
+                        struct hami_alloc *out, char **err)
+{
+    memset(out, 0, sizeof(*out));
+    *err = NULL;
+    uint64_t valid = h->count >= 64 ? ~0ULL : (1ULL << h->count) - 1;
+    for (int i = 0; i < pod->ncontainers; i++) {
+        const struct container_request *c = &pod->containers[i];
+        int bits = __builtin_popcountll(masks[i]);
+        if ((masks[i] & ~valid) != 0 || (bits != 0 && bits != c->hami.nums))
+            return strbuf_set_error(err, "container \"%s\": %d devices chosen for %d vGPUs", c->name, bits,
+                                    c->hami.nums);
+    }
+    if (pod->ncontainers == 0)
+        return 0;
+    if (!(out->containers = calloc((size_t)pod->ncontainers, sizeof(*out->containers))))
+        return -1;
+    out->ncontainers = pod->ncontainers;
+    for (int i = 0; i < pod->ncontainers; i++)
+        if (fill_container(h, &pod->containers[i], masks[i], &out->containers[i]) != 0) {
+            hami_alloc_free(out);
+            return -1;
+        }
+    return 0;
+}
+
+static int set_string(cJSON *obj, const char *key, const char *value)
+{
+    cJSON *v = cJSON_CreateString(value);
+    if (!v)
+        return -1;
+    if (cJSON_GetObjectItemCaseSensitive(obj, key))
+        return cJSON_ReplaceItemInObjectCaseSensitive(obj, key, v) ? 0 : (cJSON_Delete(v), -1);
+    return cJSON_AddItemToObject(obj, key, v) ? 0 : (cJSON_Delete(v), -1);
+}
+
+int hami_decision_annotations(cJSON *ann, const char *node, int64_t now_ns, const char *allocation)
+{
+    char secs[24];
+    snprintf(secs, sizeof(secs), "%" PRId64, (int64_t)(now_ns / NS_PER_S));
+    if (set_string(ann, HAMI_TO_ALLOCATE_ANNOTATION, allocation) ||
+        set_string(ann, HAMI_ALLOCATED_ANNOTATION, allocation) || set_string(ann, HAMI_NODE_ANNOTATION, node) ||
+        set_string(ann, HAMI_TIME_ANNOTATION, secs))
+        return -1;
+    return 0;
+}
+
+int hami_bind_annotations(cJSON *ann, int64_t now_ns)
+{
+    char secs[24];
+    snprintf(secs, sizeof(secs), "%" PRId64, (int64_t)(now_ns / NS_PER_S));
+    return set_string(ann, HAMI_BIND_PHASE_ANNOTATION, HAMI_PHASE_ALLOCATING) ||
+                   set_string(ann, HAMI_BIND_TIME_ANNOTATION, secs)
+               ? -1
+               : 0;
+}
+
+int hami_bind_failed_annotation(cJSON *ann)
+{
+    return set_string(ann, HAMI_BIND_PHASE_ANNOTATION, HAMI_PHASE_FAILED);
+}
+
+/* ---- the node lock -------------------------------------------------------------- */
+
+int hami_lock_value(char *buf, size_t size, int64_t now_ns, const char *ns, const char *name)
+{
+    time_t t = (time_t)((int64_t)(now_ns / NS_PER_S));
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    char when[32];
+    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    int n = snprintf(buf, size, "%s,%s,%s", when, ns, name);
+    return n < 0 || (size_t)n >= size ? -1 : 0;
+}
+
+static int digits(const char *s, int n, int *out)
+{
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+int64_t hami_parse_rfc3339(const char *s)
+{
+    int y, mo, d, h, mi, sec;
+    if (strlen(s) < 20 || digits(s, 4, &y) || s[4] != '-' || digits(s + 5, 2, &mo) || s[7] != '-' ||
+        digits(s + 8, 2, &d) || (s[10] != 'T' && s[10] != 't') || digits(s + 11, 2, &h) || s[13] != ':' ||
+        digits(s + 14, 2, &mi) || s[16] != ':' || digits(s + 17, 2, &sec))
+        return -1;
+    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60 || y < 1970)
+        return -1;
+    const char *p = s + 19;
+    if (*p == '.') {
+        p++;
+        const char *start = p;
+        while (*p >= '0' && *p <= '9')
+            p++;
+        if (p == start)
+            return -1;
+    }
+    int64_t offset = 0;
+    if (*p == 'Z' || *p == 'z') {
+        p++;
+    } else if (*p == '+' || *p == '-') {
+        int oh, om;
+        if (digits(p + 1, 2, &oh) || p[3] != ':' || digits(p + 4, 2, &om) || oh > 23 || om > 59)
+            return -1;
+        offset = (*p == '-' ? -1 : 1) * (oh * 3600 + om * 60);
+        p += 6;
+    } else {
+        return -1;
+    }
+    if (*p)
+        return -1;
+    struct tm tm = {.tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d, .tm_hour = h, .tm_min = mi, .tm_sec = sec};
+    time_t t = timegm(&tm);
+    return t < 0 ? -1 : ((int64_t)t - offset) * NS_PER_S;
+}
+
+int hami_lock_parse(const char *value, struct hami_lock *out)
+{
+    memset(out, 0, sizeof(*out));
+    const char *c1 = strchr(value, ',');
+    char when[64];
+    if (!c1) {
+        out->time_ns = hami_parse_rfc3339(value);
+        return out->time_ns < 0 ? -1 : 0;
+    }
+    const char *c2 = strchr(c1 + 1, ',');
+    if (!c2 || strchr(c2 + 1, ',') || (size_t)(c1 - value) >= sizeof(when) ||
+        (size_t)(c2 - c1 - 1) >= sizeof(out->ns) || strlen(c2 + 1) >= sizeof(out->name))
+        return -1;
+    memcpy(when, value, (size_t)(c1 - value));
+    when[c1 - value] = '\0';
+    memcpy(out->ns, c1 + 1, (size_t)(c2 - c1 - 1));
+    out->ns[c2 - c1 - 1] = '\0';
+    strcpy(out->name, c2 + 1);
+    out->time_ns = hami_parse_rfc3339(when);
+    out->has_owner = out->ns[0] && out->name[0];
+    return out->time_ns < 0 ? -1 : 0;
+}
+
+enum hami_lock_state hami_lock_check(const char *value, int64_t now_ns, int64_t timeout_ns, const char *ns,
+                                     const char *name)
+{
+    if (!value)
+        return HAMI_LOCK_FREE;
+    struct hami_lock lock;
+    if (hami_lock_parse(value, &lock) != 0)
+        return HAMI_LOCK_UNREADABLE;
+    if (lock.has_owner && strcmp(lock.ns, ns) == 0 && strcmp(lock.name, name) == 0)
+        return HAMI_LOCK_OURS;
+    return now_ns - lock.time_ns > timeout_ns ? HAMI_LOCK_EXPIRED : HAMI_LOCK_HELD;
+}

@@ -1,0 +1,276 @@
+/* hami_occupancy.c - HAMi devices in the cache's occupancy index. See hami_occupancy.h. */
+#include "cluster/hami_occupancy.h"
+#include "cluster/cache.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The device table matches the spec (a failed rebuild leaves it empty). */
+static const struct hami_node *devices_of(const struct node_state *n)
+{
+    const struct hami_node *h = n->hami && n->spec ? n->spec->hami : NULL;
+    return h && n->hami->count == h->count ? h : NULL;
+}
+
+int hami_occupancy_reset(struct node_state *n)
+{
+    const struct hami_node *h = n->spec ? n->spec->hami : NULL;
+    free(n->hami);
+    n->hami = NULL;
+    if (!h)
+        return 0;
+    n->hami = calloc(1, sizeof(*n->hami) + sizeof(n->hami->gpus[0]) * (size_t)h->count);
+    if (!n->hami)
+        return -1;
+    for (int i = 0; i < h->count; i++) {
+        const struct hami_device *d = &h->devices[i];
+        n->hami->gpus[i] = (struct hami_gpu_state){.split = d->split,
+                                                   .cores = d->cores,
+                                                   .memory_mib = d->memory_mib,
+                                                   .inv_split = d->inv_split,
+                                                   .inv_memory = d->inv_memory,
+                                                   .inv_cores = d->inv_cores};
+    }
+    n->hami->count = h->count;
+    return 0;
+}
+
+/* The device a UUID of an allocation names; MIG instances are written as
+ * "GPU-...[t-i]" and belong to their GPU. */
+static int device_of(const struct hami_node *h, const char *uuid)
+{
+    size_t n = strcspn(uuid, "[");
+    for (int i = 0; i < h->count; i++)
+        if (strncmp(h->devices[i].uuid, uuid, n) == 0 && h->devices[i].uuid[n] == '\0')
+            return i;
+    return -1;
+}
+
+/* The allocation counts when it is for this node, lists every container,
+ * gives each HAMi container exactly its vGPUs on distinct devices of the
+ * node, and nothing to the others. */
+static bool allocation_matches(const struct pod_info *p, const struct node_state *n, const struct hami_node *h)
+{
+    const struct hami_alloc *a = &p->hami->alloc;
+    if (!p->hami->has_alloc || a->ncontainers != p->ncontainers)
+        return false;
+    if (p->decision.node && strcmp(p->decision.node, n->name) != 0)
+        return false;
+    for (int i = 0; i < p->ncontainers; i++) {
+        const struct hami_alloc_container *c = &a->containers[i];
+        int want = hami_container_on(&p->containers[i], n) ? p->containers[i].hami.nums : 0;
+        if (c->count != want)
+            return false;
+        uint64_t seen = 0;
+        for (int k = 0; k < c->count; k++) {
+            int d = device_of(h, c->devices[k].uuid);
+            if (d < 0 || (seen >> d & 1))
+                return false;
+            seen |= 1ULL << d;
+        }
+    }
+    return true;
+}
+
+static int attribute(struct pod_entry *e, const struct hami_node *h)
+{
+    const struct hami_alloc *a = &e->info->hami->alloc;
+    int total = 0;
+    for (int i = 0; i < a->ncontainers; i++)
+        total += a->containers[i].count;
+    struct hami_pod_charge *c = calloc(1, sizeof(*c) + sizeof(c->slots[0]) * (size_t)total);
+    if (!c)
+        return -1;
+    for (int i = 0; i < a->ncontainers; i++)
+        for (int k = 0; k < a->containers[i].count; k++) {
+            const struct hami_alloc_device *d = &a->containers[i].devices[k];
+            c->slots[c->nslots++] = (struct hami_charge){device_of(h, d->uuid), d->memory_mib, d->cores};
+        }
+    e->hami_charge = c;
+    return 0;
+}
+
+static int64_t average_memory(const struct hami_node *h)
+{
+    int64_t sum = 0;
+    for (int i = 0; h && i < h->count; i++)
+        sum += h->devices[i].memory_mib;
+    return h && h->count ? sum / h->count : 0;
+}
+
+/* Without a usable allocation the pod's vGPUs are held against the node;
+ * percentages take the node's average GPU memory. */
+static int unattribute(struct pod_entry *e, const struct node_state *n)
+{
+    const struct pod_info *p = e->info;
+    int64_t avg = average_memory(n->spec->hami);
+    if (!(e->hami_charge = calloc(1, sizeof(*e->hami_charge))))
+        return -1;
+    struct hami_usage *u = &e->hami_charge->unattributed;
+    for (int i = 0; i < p->ncontainers; i++) {
+        const struct container_request *r = &p->containers[i];
+        if (!hami_container_on(r, n))
+            continue;
+        u->vgpus += r->hami.nums;
+        u->memory_mib += r->hami.nums * hami_request_memory(&r->hami, avg);
+        u->cores += (int64_t)r->hami.nums * r->hami.cores;
+    }
+    u->pods = 1;
+    return 0;
+}
+
+int hami_occupancy_charge(struct pod_entry *e, const struct node_state *n)
+{
+    const struct pod_info *p = e->info;
+    if (!p->hami || !hami_node_is(n))
+        return 0;
+    bool any = false;
+    for (int i = 0; i < p->ncontainers && !any; i++)
+        any = hami_container_on(&p->containers[i], n);
+    if (!any)
+        return 0;
+    const struct hami_node *h = devices_of(n);
+    if (h && allocation_matches(p, n, h))
+        return attribute(e, h);
+    return unattribute(e, n);
+}
+
+static void add_usage(struct hami_usage *to, const struct hami_usage *u, int sign)
+{
+    to->vgpus += sign * u->vgpus;
+    to->memory_mib += sign * u->memory_mib;
+    to->cores += sign * u->cores;
+    to->pods += sign * u->pods;
+}
+
+void hami_occupancy_apply(struct node_state *n, const struct pod_entry *e, int sign)
+{
+    const struct hami_pod_charge *pc = e->hami_charge;
+    if (!pc || !n->hami)
+        return;
+    for (int i = 0; i < pc->nslots; i++) {
+        const struct hami_charge *c = &pc->slots[i];
+        struct hami_gpu_state *g = &n->hami->gpus[c->dev];
+        g->tasks += sign;
+        g->memory_used += sign * c->memory_mib;
+        g->cores_used += sign * c->cores;
+    }
+    add_usage(&n->hami->unattributed, &pc->unattributed, sign);
+}
+
+void hami_occupancy_forget(struct pod_entry *e)
+{
+    free(e->hami_charge);
+    e->hami_charge = NULL;
+}
+
+void hami_occupancy_check(const struct node_state *n)
+{
+#ifndef NDEBUG
+    struct hami_usage sum = {0};
+    const struct hami_node_state *h = n->hami;
+    for (const struct pod_entry *e = n->charged; e; e = e->node_next)
+        if (e->hami_charge) {
+            assert(h);
+            add_usage(&sum, &e->hami_charge->unattributed, +1);
+        }
+    if (!h)
+        return;
+    for (int d = 0; d < h->count; d++) {
+        struct hami_gpu_state g = {.tasks = 0};
+        for (const struct pod_entry *e = n->charged; e; e = e->node_next)
+            for (int i = 0; e->hami_charge && i < e->hami_charge->nslots; i++)
+                if (e->hami_charge->slots[i].dev == d) {
+                    g.tasks++;
+                    g.memory_used += e->hami_charge->slots[i].memory_mib;
+                    g.cores_used += e->hami_charge->slots[i].cores;
+                }
+        assert(g.tasks == h->gpus[d].tasks && g.memory_used == h->gpus[d].memory_used &&
+               g.cores_used == h->gpus[d].cores_used);
+    }
+    assert(sum.vgpus == h->unattributed.vgpus && sum.memory_mib == h->unattributed.memory_mib &&
+           sum.cores == h->unattributed.cores && sum.pods == h->unattributed.pods);
+#else
+    (void)n;
+#endif
+}
+
+int64_t hami_quota_cores(const struct pod_info *p, const struct node_state *n)
+{
+    int64_t avg = average_memory(hami_node_is(n) ? n->spec->hami : NULL), cores = 0;
+    for (int i = 0; i < p->ncontainers; i++) {
+        const struct container_request *r = &p->containers[i];
+        if (!hami_container_on(r, n))
+            continue;
+        int64_t share = r->hami.memory_mib > 0 ? (avg > 0 ? (r->hami.memory_mib * 100 + avg - 1) / avg : 100)
+                                               : r->hami.memory_percent;
+        share = share > 100 ? 100 : share;
+        cores += r->hami.nums * (share > r->hami.cores ? share : r->hami.cores);
+    }
+    return cores;
+}
+
+/* ---- /inspect/nodes --------------------------------------------------------------- */
+
+static void put_pods(struct strbuf *sb, const struct node_state *n, int dev)
+{
+    bool first = true;
+    strbuf_putc(sb, '[');
+    for (const struct pod_entry *e = n->charged; e; e = e->node_next) {
+        const struct hami_pod_charge *pc = e->hami_charge;
+        bool hit = pc && dev < 0 && pc->unattributed.pods > 0;
+        for (int i = 0; pc && i < pc->nslots && !hit; i++)
+            hit = pc->slots[i].dev == dev;
+        if (!hit)
+            continue;
+        if (!first)
+            strbuf_putc(sb, ',');
+        strbuf_json_string(sb, e->info->key);
+        first = false;
+    }
+    strbuf_putc(sb, ']');
+}
+
+static void put_device(struct strbuf *sb, const struct node_state *n, int i)
+{
+    const struct hami_device *d = &n->spec->hami->devices[i];
+    const struct hami_gpu_state *g = &n->hami->gpus[i];
+    strbuf_printf(sb, "%s{\"index\":%d,\"uuid\":", i ? "," : "", d->index);
+    strbuf_json_string(sb, d->uuid);
+    strbuf_puts(sb, ",\"type\":");
+    strbuf_json_string(sb, d->type);
+    strbuf_printf(sb,
+                  ",\"mode\":\"%s\",\"healthy\":%s,\"numa\":%d,\"tasks\":%d,\"split\":%d,\"memoryUsedMiB\":%" PRId64
+                  ",\"memoryTotalMiB\":%" PRId64 ",\"coreUsed\":%" PRId64 ",\"coreTotal\":%d,\"pods\":",
+                  hami_mode_name(d->mode), d->healthy ? "true" : "false", d->numa, g->tasks, d->split, g->memory_used,
+                  d->memory_mib, g->cores_used, d->cores);
+    put_pods(sb, n, i);
+    strbuf_putc(sb, '}');
+}
+
+void hami_occupancy_json(struct strbuf *sb, const struct node_state *n, int64_t now_ns)
+{
+    if (!hami_node_is(n))
+        return;
+    const struct hami_node *h = n->spec->hami;
+    char why[512];
+    const char *unusable = hami_node_unusable(h, now_ns, why, sizeof(why));
+    strbuf_printf(sb, ",\"hami\":{\"usable\":%s,\"reason\":", unusable ? "false" : "true");
+    strbuf_json_string(sb, unusable ? unusable : "");
+    strbuf_puts(sb, ",\"handshake\":");
+    if (h->handshake_value)
+        strbuf_json_string(sb, h->handshake_value);
+    else
+        strbuf_puts(sb, "null");
+    strbuf_puts(sb, ",\"devices\":[");
+    for (int i = 0; devices_of(n) && i < n->hami->count; i++)
+        put_device(sb, n, i);
+    const struct hami_usage *u = &n->hami->unattributed;
+    strbuf_printf(sb,
+                  "],\"unattributed\":{\"vgpus\":%" PRId64 ",\"memoryMiB\":%" PRId64 ",\"cores\":%" PRId64 ",\"pods\":",
+                  u->vgpus, u->memory_mib, u->cores);
+    put_pods(sb, n, -1);
+    strbuf_puts(sb, "}}");
+}

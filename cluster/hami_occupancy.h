@@ -1,0 +1,86 @@
+/*
+ * hami_occupancy.h - the HAMi part of the cache's occupancy index.
+ *
+ * Owns how pods are charged to HAMi devices (docs/hami.md): a pod on a HAMi
+ * node takes, on every device its allocation annotation names by UUID
+ * (hami.io/vgpu-devices-allocated, else -to-allocate), one task and the
+ * memory and cores written there. A pod whose annotation is missing, names
+ * another node, or does not match the node's devices and the pod's requests
+ * is held against the node as a whole ("unattributed"), like the other
+ * families. Also owns the HAMi part of /inspect/nodes.
+ *
+ * Concurrency: the cache (cache.c) calls the writers under its write lock,
+ * with the same bookkeeping as for the other families (each pod remembers
+ * the charge it applied); readers run under the cache's read lock.
+ */
+#ifndef GQA_HAMI_OCCUPANCY_H
+#define GQA_HAMI_OCCUPANCY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cluster/podspec.h"
+#include "lib/strbuf.h"
+
+struct node_state;
+struct pod_entry;
+
+/* One HAMi device: what the fit needs of node_spec.hami->devices[i],
+ * copied here so a filter over thousands of nodes reads one contiguous
+ * table per node (64 bytes a device), and its use. */
+struct hami_gpu_state {
+    int split, cores;
+    int64_t memory_mib;
+    double inv_split, inv_memory, inv_cores;
+    int tasks;           /* vGPUs placed on it (at most its split count) */
+    int64_t memory_used; /* MiB */
+    int64_t cores_used;  /* percent */
+};
+
+/* HAMi use the cache cannot place on a device. */
+struct hami_usage {
+    int64_t vgpus, memory_mib, cores;
+    int pods;
+};
+
+/* One device's share of a pod's charge. */
+struct hami_charge {
+    int dev;
+    int64_t memory_mib, cores;
+};
+
+/* node_state.hami: set on HAMi nodes only (also with an unusable
+ * registration, then with no device), so other nodes carry one pointer. */
+struct hami_node_state {
+    int count; /* = spec->hami->count; 0 after a failed rebuild */
+    struct hami_usage unattributed;
+    struct hami_gpu_state gpus[]; /* count entries */
+};
+
+/* pod_entry.hami_charge: set only while the pod holds HAMi use on a node. */
+struct hami_pod_charge {
+    struct hami_usage unattributed;
+    int nslots;
+    struct hami_charge slots[]; /* nslots entries */
+};
+
+/* hami_node_is() and hami_container_on() are inline in cache.h. */
+
+/* Writers, under the cache's write lock. */
+int hami_occupancy_reset(struct node_state *n);                             /* the device table from n->spec */
+int hami_occupancy_charge(struct pod_entry *e, const struct node_state *n); /* decide e's HAMi charge on n */
+void hami_occupancy_apply(struct node_state *n, const struct pod_entry *e, int sign);
+void hami_occupancy_forget(struct pod_entry *e); /* after the charge was taken back */
+/* Debug builds: every counter equals the sum of the charged pods' shares. */
+void hami_occupancy_check(const struct node_state *n);
+
+/* Quota use of the pod's HAMi containers on n, in cores (100 = one GPU):
+ * per vGPU the larger of its cores and its share of the GPU's memory. */
+int64_t hami_quota_cores(const struct pod_info *p, const struct node_state *n);
+
+/* `,"hami":{...}` for /inspect/nodes: usability, handshake, every device by
+ * index and UUID with memory in MiB and its pods, and unattributed use.
+ * Nothing for other nodes. */
+void hami_occupancy_json(struct strbuf *sb, const struct node_state *n, int64_t now_ns);
+
+#endif

@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""HAMi vGPUs end to end, without decisions (docs/hami.md).
+
+Offline, a mixed cluster of GPU-Manager, MPS, whole-GPU and HAMi nodes (one
+with a malformed registration beside GPU-Manager resources):
+  - each family's pod fits only where it belongs, with the documented
+    reasons elsewhere; nvidia.com/gpu alone fits whole-GPU and HAMi nodes;
+  - the explanation of a HAMi misfit names the GPU, its UUID and the numbers;
+  - /inspect/nodes shows the HAMi GPUs by index and UUID with memory in MiB,
+    the pods holding them, and why a registration is unusable;
+  - --hami-* flags take effect, and bad values are refused (exit 2).
+Live, against the API simulator with the stand-in for HAMi's device plugin
+(tests/hamisim) registering a node:
+  - the registration, a pod's allocation and its end reach /inspect/nodes;
+  - a handshake left unanswered past --hami-handshake-timeout with no
+    nvidia.com/gpu advertised takes the devices away (unresolvable filter
+    answer with the reason) until the plugin answers again.
+
+Standalone: python3 test_hami.py --binary PATH --source-dir REPO
+"""
+
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gqa_e2e as g  # noqa: E402
+
+suite = g.Suite("test_hami")
+
+U = ["GPU-00552014-5c87-89ac-b1a6-7b53aa24b0ec", "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448",
+     "GPU-2c2c2c2c-0000-0000-0000-000000000002", "GPU-3d3d3d3d-0000-0000-0000-000000000003"]
+V100 = "NVIDIA-Tesla V100-PCIE-32GB"
+REGISTER = "hami.io/node-nvidia-register"
+
+
+def register(devices):
+    """9-field entries: (uuid, memory MiB, index)."""
+    return "".join("%s,10,%d,100,%s,0,true,%d,hami-core:" % (u, mem, V100, i) for u, mem, i in devices)
+
+
+def hami_node(name, reg, vgpus=40, extra=None):
+    n = g.node(name, dict({"nvidia.com/gpu": vgpus}, **(extra or {})))
+    n["metadata"]["annotations"] = {REGISTER: reg, "hami.io/node-handshake": "Reported_2025-11-20 10:00:00"}
+    return n
+
+
+def vgpu(n=1, mem=None, pct=None, cores=None):
+    d = {"nvidia.com/gpu": n}
+    if mem is not None:
+        d["nvidia.com/gpumem"] = mem
+    if pct is not None:
+        d["nvidia.com/gpumem-percentage"] = pct
+    if cores is not None:
+        d["nvidia.com/gpucores"] = cores
+    return d
+
+
+def mixed_state():
+    held = g.pod("held", vgpu(1, 30000, cores=30), namespace="t", node="hami-0", phase="Running",
+                 annotations={"hami.io/vgpu-devices-allocated": U[1] + ",NVIDIA,30000,30:;",
+                              "hami.io/vgpu-devices-to-allocate": ";", "hami.io/vgpu-node": "hami-0"})
+    return g.write_state(suite, [
+        g.node("vcuda-0", g.vcuda(400, 128)),
+        g.node("mps-0", g.mps(400, 64)),
+        g.node("whole-0", g.pgpu(4)),
+        hami_node("hami-0", register([(U[0], 32768, 0), (U[1], 32768, 2)]), vgpus=20),
+        hami_node("broken-0", U[2] + ",10,lots,100," + V100 + ",0,true:", extra=g.vcuda(200, 64)),
+        held,
+    ])
+
+
+NAMES = ["vcuda-0", "mps-0", "whole-0", "hami-0", "broken-0"]
+NOT_HAMI = ("node is not a HAMi node (no hami.io/node-nvidia-register annotation); container \"main\" asks for "
+            "HAMi vGPUs (nvidia.com/gpumem, nvidia.com/gpumem-percentage or nvidia.com/gpucores)")
+BROKEN = ("the HAMi registration (hami.io/node-nvidia-register) is unusable: entry 0: memory \"lots\" is not a MiB "
+          "count in 1..16777216")
+
+
+def filter_answer(srv, limits):
+    body = srv.filter(g.pod("new", limits, namespace="t"), NAMES)
+    suite.check_eq(body.get("Error"), "", "filter answers without Error")
+    return body
+
+
+@suite.test
+def families_fit_where_they_belong(_s):
+    with g.Server(suite, mixed_state(), ["--placement", "bind"]) as srv:
+        a = filter_answer(srv, g.vcuda(50, 8))
+        suite.check_eq(sorted(a["NodeNames"]), ["broken-0", "vcuda-0"],
+                       "a vcuda pod fits the GPU-Manager nodes, the broken HAMi one included")
+        a = filter_answer(srv, g.mps(50, 8))
+        suite.check_eq(a["NodeNames"], ["mps-0"], "an MPS pod fits the MPS node only")
+        a = filter_answer(srv, vgpu(1, 2000, cores=20))
+        suite.check_eq(a["NodeNames"], ["hami-0"], "a vGPU pod with gpumem fits the HAMi node only")
+        unres = a["FailedAndUnresolvableNodes"]
+        for n in ("vcuda-0", "mps-0", "whole-0"):
+            suite.check_eq(unres.get(n), NOT_HAMI, "%s is not a HAMi node" % n)
+        suite.check_eq(unres.get("broken-0"), BROKEN, "the malformed registration is the reason on broken-0")
+        a = filter_answer(srv, vgpu(1))
+        suite.check_eq(sorted(a["NodeNames"]), ["hami-0", "whole-0"],
+                       "nvidia.com/gpu alone: a whole GPU, or a vGPU with the whole memory on a HAMi node")
+        suite.check("broken-0" in a["FailedAndUnresolvableNodes"],
+                    "nvidia.com/gpu never counts whole GPUs on a HAMi node, even a broken one")
+        # 6000 MiB: GPU 0 has all its 32768 MiB, GPU 2 only 2768 left.
+        e = srv.explain(g.pod("big", vgpu(2, 6000, cores=10), namespace="t"))
+        hami = [n for n in e["nodes"] if n["node"] == "hami-0"][0]
+        suite.check_eq(hami["reason"],
+                       "container \"main\" needs 2 vGPUs on different GPUs, each with 6000 MiB and 10% cores; only 1 "
+                       "GPU can take one: GPU 2 (GPU-0fc3\u2026) has 2768 MiB free, container needs 6000",
+                       "the explanation names the GPU, its UUID and the numbers")
+        suite.check(not hami["fits"], "two 6000 MiB vGPUs do not fit")
+
+
+@suite.test
+def inspect_shows_hami_gpus(_s):
+    with g.Server(suite, mixed_state(), ["--placement", "bind"]) as srv:
+        n = srv.get_json("/inspect/nodes/hami-0")
+        suite.check_eq(n["gpuCount"], 0, "no whole GPUs on the HAMi node")
+        h = n.get("hami") or {}
+        suite.check_eq(h.get("usable"), True, "the HAMi devices are usable")
+        devs = h.get("devices") or []
+        suite.check_eq([(d["index"], d["uuid"]) for d in devs], [(0, U[0]), (2, U[1])], "GPUs by index and UUID")
+        suite.check_eq([(d["memoryUsedMiB"], d["memoryTotalMiB"], d["tasks"], d["split"], d["coreUsed"]) for d in devs],
+                       [(0, 32768, 0, 10, 0), (30000, 32768, 1, 10, 30)], "memory in MiB, tasks and cores per GPU")
+        suite.check_eq(devs[1]["pods"], ["t/held"], "the pod holding GPU 2")
+        b = srv.get_json("/inspect/nodes/broken-0")
+        suite.check_eq((b["hami"]["usable"], b["hami"]["reason"], b["gpuCount"]), (False, BROKEN, 2),
+                       "a malformed registration: unusable with its reason, the vcuda GPUs stay")
+        suite.check("hami" not in srv.get_json("/inspect/nodes/whole-0"), "other nodes have no hami part")
+
+
+@suite.test
+def flags(_s):
+    state = mixed_state()
+    # Whole-GPU memory by default: the held GPU cannot take a second vGPU...
+    with g.Server(suite, state, ["--placement", "bind"]) as srv:
+        a = filter_answer(srv, vgpu(2, cores=0))
+        suite.check("hami-0" not in (a["NodeNames"] or []), "default memory: the whole GPU, so 2 vGPUs do not fit")
+    # ...with --hami-default-memory 2000 it can.
+    with g.Server(suite, state, ["--placement", "bind", "--hami-default-memory", "2000"]) as srv:
+        a = filter_answer(srv, vgpu(2, cores=0))
+        suite.check("hami-0" in (a["NodeNames"] or []), "--hami-default-memory 2000: 2 vGPUs of 2000 MiB fit")
+    for flag, value in (("--hami-gpu-policy", "fullest"), ("--hami-memory-scaling", "0"),
+                        ("--hami-split-count", "0"), ("--hami-default-cores", "101"),
+                        ("--hami-handshake", "write"), ("--hami-handshake-timeout", "soon")):
+        r = g.run_binary(suite, ["--state-file", state, flag, value])
+        suite.check_eq(r.code, 2, "%s %s is refused" % (flag, value), r)
+        suite.check(flag in r.err, "the error names %s" % flag, r)
+
+
+def import_hamiplugin():
+    d = suite.path("tests", "hamisim")
+    if d not in sys.path:
+        sys.path.insert(0, d)
+    import hamiplugin  # noqa: E402
+    return hamiplugin
+
+
+@suite.test
+def live_registration_and_handshake(_s):
+    hp = import_hamiplugin()
+    with g.Cluster(suite) as c:
+        client = c.apisim.Client(c.sim.url, token=c.tokens[0], ca=c.ca_file)
+        plugin = hp.Plugin(client, "hami-live", [hp.Device(U[0], 16384, index=0), hp.Device(U[1], 16384, index=1)])
+        plugin.register()
+        with g.LiveServer(suite, c.kubeconfig(), ["--placement", "bind", "--hami-handshake-timeout", "2s"]) as srv:
+            def devices():
+                n = [x for x in srv.inspect() if x["node"] == "hami-live"]
+                return n[0]["hami"] if n and "hami" in n[0] else None
+
+            h = g.wait_until(lambda: devices() and len(devices()["devices"]) == 2, 15)
+            suite.require(h, "the plugin's registration reaches /inspect/nodes", srv.stderr())
+            c.create_pod(g.pod("run", vgpu(1, 4000, cores=25), namespace="t",
+                               annotations={"hami.io/vgpu-devices-allocated": U[1] + ",NVIDIA,4000,25:;",
+                                            "hami.io/vgpu-node": "hami-live"}), node="hami-live", phase="Running")
+            got = g.wait_until(lambda: devices()["devices"][1]["memoryUsedMiB"] == 4000, 15)
+            suite.check(got, "the pod's allocation is charged to GPU 1", devices())
+            c.sim.set_pod_phase("t", "run", "Succeeded")
+            got = g.wait_until(lambda: devices()["devices"][1]["memoryUsedMiB"] == 0, 15)
+            suite.check(got, "a finished pod gives its vGPU back", devices())
+
+            # The plugin is gone: the kubelet advertises no vGPUs, a scheduler's request goes unanswered.
+            c.sim.patch("nodes", "hami-live", "merge", {"status": {"allocatable": {"nvidia.com/gpu": "0"}}},
+                        subresource="status")
+            stale = "Requesting_" + time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(time.time() - 10))
+            c.sim.patch("nodes", "hami-live", "merge", {"metadata": {"annotations": {hp.HANDSHAKE: stale}}})
+            got = g.wait_until(lambda: devices()["usable"] is False, 15)
+            suite.require(got, "an unanswered handshake makes the devices unusable", devices())
+            suite.check("has not answered the handshake" in devices()["reason"], "the reason says why", devices())
+            r = srv.filter(g.pod("new", vgpu(1, 1000), namespace="t"), ["hami-live"])
+            reason = r["FailedAndUnresolvableNodes"].get("hami-live", "")
+            suite.check("HAMi's device plugin has not answered the handshake" in reason,
+                        "the filter answers the node unresolvable with the reason", r)
+
+            plugin.answer_handshake()
+            got = g.wait_until(lambda: devices()["usable"] is True, 15)
+            suite.check(got, "the plugin's answer brings the devices back", devices())
+            r = srv.filter(g.pod("new", vgpu(1, 1000), namespace="t"), ["hami-live"])
+            suite.check_eq(r["NodeNames"], ["hami-live"], "and the node fits again")
+        client.close()
+
+
+if __name__ == "__main__":
+    suite.main()

@@ -175,7 +175,7 @@ static int record(void *ctx, const struct pod_info *decided, char **err)
         char *body = patch_body(decided, rv);
         rc = body ? patch_pod(client, decided, body, err) : (set_err(err, "out of memory"), -1);
         free(body);
-        if (rc != 1)
+        if (rc != 1 || attempt == RECORDER_CONFLICT_RETRIES)
             break;
         log_info("pod %s changed since it was read (409); reading it again", decided->key);
         free(rv);

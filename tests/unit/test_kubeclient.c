@@ -15,19 +15,17 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "kube/kubeclient.h"
+#include "tests/unit/fakeapi.h"
 #include "lib/version.h"
 
 /* ---- files ---------------------------------------------------------------- */
@@ -86,19 +84,6 @@ static int temp_dir_teardown(void **state)
 {
     remove_tree(*state);
     return 0;
-}
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
 }
 
 /* ---- kubeconfig ----------------------------------------------------------- */
@@ -403,168 +388,7 @@ static void test_in_cluster(void **state)
     free(ca), free(tok);
 }
 
-/* ---- the test server ------------------------------------------------------ */
-
-#define MAX_CONNS 64
-#define HOLD_MAX_MS 10000
-
-struct seen {                   /* the last request, as the server saw it */
-    char method[16], path[1024], auth[512], ctype[256], accept[256], agent[256];
-    char body[4096];
-};
-
-struct server {
-    int fd, port;
-    pthread_t accept_thread;
-    pthread_t conns[MAX_CONNS];
-    int nconns;
-    atomic_int quit;
-    atomic_int connections;
-    pthread_mutex_t mu;
-    struct seen last;
-};
-
-struct conn {
-    struct server *s;
-    int fd;
-    char buf[65536];
-    size_t have;
-};
-
-struct request {
-    char method[16], path[1024];
-    struct seen seen;
-    size_t header_len, body_len;
-};
-
-static struct server srv;
-
-/* 1 readable, 0 timed out, -1 the server is stopping. */
-static int wait_readable(struct conn *c, int timeout_ms)
-{
-    for (int waited = 0; waited < timeout_ms; waited += 50) {
-        if (atomic_load(&c->s->quit))
-            return -1;
-        struct pollfd p = {.fd = c->fd, .events = POLLIN};
-        if (poll(&p, 1, 50) > 0)
-            return 1;
-    }
-    return 0;
-}
-
-static int fill(struct conn *c)
-{
-    if (c->have >= sizeof(c->buf) || wait_readable(c, HOLD_MAX_MS) != 1)
-        return -1;
-    ssize_t n = recv(c->fd, c->buf + c->have, sizeof(c->buf) - c->have, 0);
-    if (n <= 0)
-        return -1;
-    c->have += (size_t)n;
-    return 0;
-}
-
-static void header_value(const char *headers, const char *name, char *out, size_t cap)
-{
-    size_t nlen = strlen(name);
-    out[0] = '\0';
-    for (const char *line = headers; line; line = strstr(line, "\r\n")) {
-        line += line == headers ? 0 : 2;
-        if (strncasecmp(line, name, nlen) == 0 && line[nlen] == ':') {
-            const char *v = line + nlen + 1;
-            while (*v == ' ')
-                v++;
-            size_t len = strcspn(v, "\r");
-            snprintf(out, cap, "%.*s", (int)len, v);
-            return;
-        }
-    }
-}
-
-static int read_request(struct conn *c, struct request *rq)
-{
-    char *end;
-    while (c->buf[c->have] = '\0', !(end = strstr(c->buf, "\r\n\r\n")))
-        if (fill(c) != 0)
-            return -1;
-    memset(rq, 0, sizeof(*rq));
-    rq->header_len = (size_t)(end - c->buf) + 4;
-    if (sscanf(c->buf, "%15s %1023s", rq->method, rq->path) != 2)
-        return -1;
-    end[2] = '\0';
-    char length[32];
-    header_value(c->buf, "Content-Length", length, sizeof(length));
-    header_value(c->buf, "Authorization", rq->seen.auth, sizeof(rq->seen.auth));
-    header_value(c->buf, "Content-Type", rq->seen.ctype, sizeof(rq->seen.ctype));
-    header_value(c->buf, "Accept", rq->seen.accept, sizeof(rq->seen.accept));
-    header_value(c->buf, "User-Agent", rq->seen.agent, sizeof(rq->seen.agent));
-    rq->body_len = (size_t)atol(length);
-    if (rq->body_len >= sizeof(rq->seen.body))
-        return -1;
-    while (c->have < rq->header_len + rq->body_len)
-        if (fill(c) != 0)
-            return -1;
-    memcpy(rq->seen.body, c->buf + rq->header_len, rq->body_len);
-    memmove(c->buf, c->buf + rq->header_len + rq->body_len, c->have - rq->header_len - rq->body_len);
-    c->have -= rq->header_len + rq->body_len;
-    snprintf(rq->seen.method, sizeof(rq->seen.method), "%s", rq->method);
-    snprintf(rq->seen.path, sizeof(rq->seen.path), "%s", rq->path);
-    return 0;
-}
-
-static int send_all(int fd, const char *data, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = send(fd, data, len, MSG_NOSIGNAL);
-        if (n <= 0)
-            return -1;
-        data += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-static int reply(int fd, int status, const char *reason, const char *ctype, const char *body)
-{
-    char head[512];
-    int n = snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n\r\n", status,
-                     reason, ctype, strlen(body));
-    return send_all(fd, head, (size_t)n) == 0 && send_all(fd, body, strlen(body)) == 0 ? 0 : -1;
-}
-
-static int start_chunked(int fd)
-{
-    static const char head[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
-    return send_all(fd, head, sizeof(head) - 1);
-}
-
-static int chunk(int fd, const char *data, size_t len)
-{
-    char size[32];
-    int n = snprintf(size, sizeof(size), "%zx\r\n", len);
-    if (send_all(fd, size, (size_t)n) != 0 || send_all(fd, data, len) != 0 || send_all(fd, "\r\n", 2) != 0)
-        return -1;
-    sleep_ms(10);   /* separate TCP segments: the client sees the pieces apart */
-    return 0;
-}
-
-static int chunk_str(int fd, const char *s)
-{
-    return chunk(fd, s, strlen(s));
-}
-
-static int end_chunked(int fd)
-{
-    return send_all(fd, "0\r\n\r\n", 5);
-}
-
-/* Keep the connection open without answering until the client gives up. */
-static int hold(struct conn *c)
-{
-    char tmp[256];
-    while (wait_readable(c, HOLD_MAX_MS) == 1 && recv(c->fd, tmp, sizeof(tmp), 0) > 0)
-        ;
-    return -1;
-}
+/* ---- the test server's answers (tests/unit/fakeapi) ---------------------- */
 
 #define STATUS_409 "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\"," \
     "\"message\":\"Operation cannot be fulfilled on pods \\\"b\\\": the object has been modified; please apply " \
@@ -574,28 +398,28 @@ static int hold(struct conn *c)
     "\"message\":\"too old resource version: 1 (5)\",\"reason\":\"Expired\",\"code\":410}"
 #define POD_JSON "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"b\",\"namespace\":\"a\"}}"
 
-static int serve_split(int fd)
+static int serve_split(struct fake_conn *fd)
 {
     /* Lines cut mid-token, a blank line, a CRLF line, two lines in one chunk. */
     static const char *const pieces[] = {
         "{\"type\":\"ADD", "ED\",\"object\":{\"metadata\":{\"name\":\"a\"}}}\n{\"type\":\"MOD",
         "IFIED\"}", "\n", "\n", "{\"type\":\"BOOKMARK\"}\r\n{\"type\":\"DELETED\"}\n",
     };
-    if (start_chunked(fd) != 0)
+    if (fake_start_chunked(fd) != 0)
         return -1;
     for (size_t i = 0; i < sizeof(pieces) / sizeof(pieces[0]); i++)
-        if (chunk_str(fd, pieces[i]) != 0)
+        if (fake_chunk_str(fd, pieces[i]) != 0)
             return -1;
-    return end_chunked(fd);
+    return fake_end_chunked(fd);
 }
 
 /* A single line of `bytes` bytes followed by '\n', sent in 1 MiB chunks. */
-static int serve_big(int fd, const char *path)
+static int serve_big(struct fake_conn *fd, const char *path)
 {
     const char *q = strstr(path, "bytes=");
     size_t total = q ? (size_t)atol(q + 6) : 0, step = (size_t)1 << 20;
     char *block = malloc(step);
-    if (!block || start_chunked(fd) != 0) {
+    if (!block || fake_start_chunked(fd) != 0) {
         free(block);
         return -1;
     }
@@ -603,12 +427,12 @@ static int serve_big(int fd, const char *path)
     int rc = 0;
     for (size_t sent = 0; rc == 0 && sent < total; sent += step) {
         size_t n = total - sent < step ? total - sent : step;
-        rc = chunk(fd, block, n);
+        rc = fake_chunk(fd, block, n);
     }
     free(block);
     if (rc == 0)
-        rc = chunk_str(fd, "\n");
-    return rc == 0 ? end_chunked(fd) : -1;
+        rc = fake_chunk_str(fd, "\n");
+    return rc == 0 ? fake_end_chunked(fd) : -1;
 }
 
 static int path_is(const char *path, const char *want)
@@ -618,127 +442,64 @@ static int path_is(const char *path, const char *want)
 }
 
 /* One answer; -1 closes the connection. */
-static int respond(struct conn *c, const struct request *rq)
+static int respond(void *ctx, struct fake_conn *c, const struct fake_request *rq)
 {
-    int fd = c->fd;
+    (void)ctx;
+    struct fake_conn *fd = c;
     const char *p = rq->path;
     if (path_is(p, "/api/v1/namespaces/a/pods/b"))
-        return reply(fd, 200, "OK", "application/json", POD_JSON);
+        return fake_reply(fd, 200, "OK", "application/json", POD_JSON);
     if (path_is(p, "/echo"))
-        return reply(fd, 200, "OK", "application/json", rq->seen.body);
+        return fake_reply(fd, 200, "OK", "application/json", rq->body);
     if (path_is(p, "/conflict"))
-        return reply(fd, 409, "Conflict", "application/json", STATUS_409);
+        return fake_reply(fd, 409, "Conflict", "application/json", STATUS_409);
     if (path_is(p, "/text404"))
-        return reply(fd, 404, "Not Found", "text/plain", "404 page not found\n");
+        return fake_reply(fd, 404, "Not Found", "text/plain", "404 page not found\n");
     if (path_is(p, "/empty500"))
-        return reply(fd, 500, "Internal Server Error", "text/plain", "");
+        return fake_reply(fd, 500, "Internal Server Error", "text/plain", "");
     if (path_is(p, "/slow") || path_is(p, "/watch/silent"))
-        return hold(c);
+        return fake_hold(c);
     if (path_is(p, "/watch/split"))
         return serve_split(fd);
     if (path_is(p, "/watch/three"))
-        return start_chunked(fd) || chunk_str(fd, "{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n") || end_chunked(fd) ? -1 : 0;
+        return fake_start_chunked(fd) || fake_chunk_str(fd, "{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n") || fake_end_chunked(fd) ? -1 : 0;
     if (path_is(p, "/watch/hold"))
-        return start_chunked(fd) || chunk_str(fd, "{\"n\":1}\n") ? -1 : hold(c);
+        return fake_start_chunked(fd) || fake_chunk_str(fd, "{\"n\":1}\n") ? -1 : fake_hold(c);
     if (path_is(p, "/watch/trickle")) {
-        if (start_chunked(fd) != 0)
+        if (fake_start_chunked(fd) != 0)
             return -1;
         for (int i = 0; i < 8; i++) {
-            if (chunk_str(fd, "{\"type\":\"BOOKMARK\"}\n") != 0)
+            if (fake_chunk_str(fd, "{\"type\":\"BOOKMARK\"}\n") != 0)
                 return -1;
-            sleep_ms(100);
+            fake_sleep_ms(100);
         }
-        return end_chunked(fd);
+        return fake_end_chunked(fd);
     }
     if (path_is(p, "/watch/gone"))
-        return reply(fd, 410, "Gone", "application/json", STATUS_410);
+        return fake_reply(fd, 410, "Gone", "application/json", STATUS_410);
     if (path_is(p, "/watch/cut")) {     /* then close without the last chunk */
-        if (start_chunked(fd) == 0)
-            chunk_str(fd, "{\"n\":1}\n{\"partial");
+        if (fake_start_chunked(fd) == 0)
+            fake_chunk_str(fd, "{\"n\":1}\n{\"partial");
         return -1;
     }
     if (path_is(p, "/watch/tail"))
-        return reply(fd, 200, "OK", "application/json", "{\"a\":1}\n{\"b\":2}");
+        return fake_reply(fd, 200, "OK", "application/json", "{\"a\":1}\n{\"b\":2}");
     if (path_is(p, "/watch/big"))
         return serve_big(fd, p);
-    return reply(fd, 404, "Not Found", "application/json", "{\"kind\":\"Status\",\"message\":\"no route\"}");
-}
-
-static void *conn_main(void *arg)
-{
-    struct conn *c = arg;
-    struct request rq;
-    while (read_request(c, &rq) == 0) {
-        pthread_mutex_lock(&c->s->mu);
-        c->s->last = rq.seen;
-        pthread_mutex_unlock(&c->s->mu);
-        if (respond(c, &rq) != 0)
-            break;
-    }
-    close(c->fd);
-    free(c);
-    return NULL;
-}
-
-static void *accept_main(void *arg)
-{
-    struct server *s = arg;
-    while (!atomic_load(&s->quit)) {
-        struct pollfd p = {.fd = s->fd, .events = POLLIN};
-        if (poll(&p, 1, 50) <= 0)
-            continue;
-        int fd = accept(s->fd, NULL, NULL);
-        struct conn *c = fd >= 0 ? calloc(1, sizeof(*c)) : NULL;
-        if (!c || s->nconns == MAX_CONNS) {
-            if (fd >= 0)
-                close(fd);
-            free(c);
-            continue;
-        }
-        c->s = s;
-        c->fd = fd;
-        atomic_fetch_add(&s->connections, 1);
-        if (pthread_create(&s->conns[s->nconns], NULL, conn_main, c) == 0)
-            s->nconns++;
-        else
-            close(fd), free(c);
-    }
-    return NULL;
+    return fake_reply(fd, 404, "Not Found", "application/json", "{\"kind\":\"Status\",\"message\":\"no route\"}");
 }
 
 static int server_start(void **state)
 {
     (void)state;
-    memset(&srv, 0, sizeof(srv));
-    pthread_mutex_init(&srv.mu, NULL);
-    srv.fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(a);
-    if (srv.fd < 0 || bind(srv.fd, (struct sockaddr *)&a, sizeof(a)) != 0 || listen(srv.fd, 16) != 0 ||
-        getsockname(srv.fd, (struct sockaddr *)&a, &len) != 0)
-        return -1;
-    srv.port = ntohs(a.sin_port);
-    return pthread_create(&srv.accept_thread, NULL, accept_main, &srv) == 0 ? 0 : -1;
+    return fakeapi_start(respond, NULL);
 }
 
 static int server_stop(void **state)
 {
     (void)state;
-    atomic_store(&srv.quit, 1);
-    pthread_join(srv.accept_thread, NULL);
-    for (int i = 0; i < srv.nconns; i++)
-        pthread_join(srv.conns[i], NULL);
-    close(srv.fd);
-    pthread_mutex_destroy(&srv.mu);
+    fakeapi_stop();
     return 0;
-}
-
-static struct seen last_seen(void)
-{
-    pthread_mutex_lock(&srv.mu);
-    struct seen s = srv.last;
-    pthread_mutex_unlock(&srv.mu);
-    return s;
 }
 
 /* ---- requests ------------------------------------------------------------- */
@@ -747,7 +508,7 @@ static char server_url[64];
 
 static struct kube_client *client_with(const char *token, const char *token_file)
 {
-    snprintf(server_url, sizeof(server_url), "http://127.0.0.1:%d/", srv.port);
+    snprintf(server_url, sizeof(server_url), "%s", fakeapi_url());
     struct kube_config cfg = {.server = server_url, .token = (char *)token, .token_file = (char *)token_file};
     char *err = NULL;
     struct kube_client *c = kube_client_new(&cfg, &err);
@@ -767,7 +528,7 @@ static void test_request_get_json(void **state)
     assert_string_equal(r.body, POD_JSON);
     assert_int_equal(r.body_len, strlen(POD_JSON));
     assert_null(r.error);
-    struct seen s = last_seen();
+    struct fake_request s = fakeapi_last();
     assert_string_equal(s.method, "GET");
     assert_string_equal(s.path, "/api/v1/namespaces/a/pods/b");
     assert_string_equal(s.accept, "application/json");
@@ -801,7 +562,7 @@ static void test_request_methods_and_bodies(void **state)
             fail_msg("step %zu: %s", i, r.error ? r.error : "(none)");
         assert_int_equal(r.status, 200);
         assert_string_equal(r.body, body ? body : "");
-        struct seen s = last_seen();
+        struct fake_request s = fakeapi_last();
         assert_string_equal(s.method, steps[i].method);
         assert_string_equal(s.path, "/echo?x=1");
         assert_string_equal(s.ctype, steps[i].ctype ? steps[i].ctype : "");
@@ -842,9 +603,9 @@ static void test_request_timeout(void **state)
     (void)state;
     struct kube_client *c = client_with(NULL, NULL);
     struct kube_response r;
-    int64_t t0 = mono_ms();
+    int64_t t0 = fake_mono_ms();
     assert_int_equal(kube_request(c, "GET", "/slow", NULL, NULL, 0, 300, &r), -1);
-    int64_t took = mono_ms() - t0;
+    int64_t took = fake_mono_ms() - t0;
     assert_true(took >= 250 && took < 3000);
     assert_int_equal(r.status, 0);
     assert_non_null(r.error);
@@ -887,13 +648,13 @@ static void test_request_keepalive(void **state)
 {
     (void)state;
     struct kube_client *c = client_with(NULL, NULL);
-    int before = atomic_load(&srv.connections);
+    int before = fakeapi_connections();
     for (int i = 0; i < 5; i++) {
         struct kube_response r;
         assert_int_equal(kube_request(c, "GET", "/api/v1/namespaces/a/pods/b", NULL, NULL, 0, 5000, &r), 0);
         kube_response_free(&r);
     }
-    assert_int_equal(atomic_load(&srv.connections) - before, 1);
+    assert_int_equal(fakeapi_connections() - before, 1);
     kube_client_free(c);
 }
 
@@ -903,7 +664,7 @@ static char *seen_auth_after_request(struct kube_client *c)
     if (kube_request(c, "GET", "/echo", NULL, NULL, 0, 5000, &r) != 0)
         fail_msg("request failed: %s", r.error ? r.error : "(none)");
     kube_response_free(&r);
-    struct seen s = last_seen();
+    struct fake_request s = fakeapi_last();
     char *auth = strdup(s.auth);
     assert_non_null(auth);
     return auth;
@@ -1047,7 +808,7 @@ static void test_watch_split_lines(void **state)
     assert_string_equal(e.lines[1], "{\"type\":\"MODIFIED\"}");
     assert_string_equal(e.lines[2], "{\"type\":\"BOOKMARK\"}");
     assert_string_equal(e.lines[3], "{\"type\":\"DELETED\"}");
-    assert_string_equal(last_seen().auth, "Bearer t");
+    assert_string_equal(fakeapi_last().auth, "Bearer t");
     kube_response_free(&r);
     events_free(&e);
     kube_client_free(c);
@@ -1080,7 +841,7 @@ struct stopper {
 static void *stop_later(void *arg)
 {
     struct stopper *s = arg;
-    sleep_ms(s->after_ms);
+    fake_sleep_ms(s->after_ms);
     *s->flag = 1;
     return NULL;
 }
@@ -1095,9 +856,9 @@ static void test_watch_stop_flag(void **state)
     struct stopper s = {&stop, 300};
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, stop_later, &s), 0);
-    int64_t t0 = mono_ms();
+    int64_t t0 = fake_mono_ms();
     assert_int_equal(kube_watch(c, "/watch/hold", collect, &e, &stop, 0, &r), 0);
-    int64_t took = mono_ms() - t0;
+    int64_t took = fake_mono_ms() - t0;
     pthread_join(t, NULL);
     assert_true(took >= 250 && took < 1500);
     assert_int_equal(e.count, 1);
@@ -1108,9 +869,9 @@ static void test_watch_stop_flag(void **state)
 
     /* Already stopped: back at once, nothing delivered. */
     struct events none = {0};
-    t0 = mono_ms();
+    t0 = fake_mono_ms();
     assert_int_equal(kube_watch(c, "/watch/hold", collect, &none, &stop, 0, &r), 0);
-    assert_true(mono_ms() - t0 < 1000);
+    assert_true(fake_mono_ms() - t0 < 1000);
     assert_int_equal(none.count, 0);
     assert_null(r.error);
     kube_response_free(&r);
@@ -1123,9 +884,9 @@ static void test_watch_idle_timeout(void **state)
     struct kube_client *c = client_with(NULL, NULL);
     struct events e = {0};
     struct kube_response r;
-    int64_t t0 = mono_ms();
+    int64_t t0 = fake_mono_ms();
     assert_int_equal(kube_watch(c, "/watch/hold", collect, &e, NULL, 400, &r), -1);
-    int64_t took = mono_ms() - t0;
+    int64_t took = fake_mono_ms() - t0;
     assert_true(took >= 350 && took < 2000);
     assert_int_equal(e.count, 1);
     assert_int_equal(r.status, 200);

@@ -986,6 +986,15 @@ class LiveServer(Server):
         self.suite.require(r.status == 200, "GET /inspect/informers answers 200", r)
         return {i["name"]: i for i in r.json()}
 
+    def seen_rv(self, informer, rv, timeout=10.0):
+        """Wait until the informer's watch has delivered resourceVersion rv
+        (the cache has applied every change up to it). True, or False at the
+        deadline."""
+        def done():
+            got = self.informers()[informer]["resourceVersion"]
+            return got.isdigit() and int(got) >= int(rv)
+        return bool(wait_until(done, timeout))
+
     def cores(self):
         """Per-GPU coreUsed from /inspect/nodes: {node: [coreUsed of GPU 0, 1, ...]}."""
         return {n["node"]: [g["coreUsed"] for g in n["gpus"]] for n in self.inspect()}

@@ -336,7 +336,8 @@ def test_api_down_at_start(s):
             bound_pod(c, model, "while-down", "n2", 0, 45)
             c.delete_pod("early")
             del model.pods["early"]
-            time.sleep(1.0)
+            s.check(g.wait_until(lambda: srv.informers()["pods"]["reconnects"] > before, SETTLE_S),
+                    "the pods informer notices the outage and retries", srv.informers()["pods"])
             st, reason = readyz_reason(srv)
             s.check_eq(st, 200, "/readyz stays 200 during a short outage (below the 60 s bound)", reason)
             inf = srv.informers()
@@ -381,7 +382,9 @@ def test_failing_informer(s):
             bound_pod(c, model, "after", "n1", 1, 10)
             expect_state(srv, model, "the informer recovers and applies what it missed")
             # Wait for a bookmark, so the watch has been working for a while.
-            time.sleep(1.5)
+            marks = srv.informers()["pods"]["bookmarks"]
+            s.check(g.wait_until(lambda: srv.informers()["pods"]["bookmarks"] > marks, SETTLE_S),
+                    "the resumed watch delivers bookmarks", srv.informers()["pods"])
             inf = srv.informers()
             # Regression: failing_since used to be cleared only when a list
             # succeeded or a watch *ended* cleanly, so a healthy informer kept
@@ -403,12 +406,15 @@ def test_quiet_resumed_watch_is_healthy(s):
         c.add_node(gpu_node("n1"))
         with g.LiveServer(s, c.kubeconfig()) as srv:
             c.sim.wait_for_watches(4, timeout=5)
-            c.sim.fail(500, watch=True, seconds=1.0)
+            # One failed attempt per informer, then the watches are accepted.
+            c.sim.fail(500, watch=True, count=4)
             c.sim.drop_watches()
-            time.sleep(1.2)
-            s.check(g.wait_until(lambda: c.sim.watch_count() >= 4, SETTLE_S), "all four watches are resumed",
-                    c.sim.watch_count())
-            time.sleep(0.5)
+            s.check(g.wait_until(lambda: c.sim.watch_count() >= 4 and
+                                 all(i["reconnects"] >= 1 for i in srv.informers().values()), SETTLE_S),
+                    "all four watches are resumed", c.sim.watch_count())
+            # Bookmarks are an hour apart and nothing changes: only the
+            # accepted watch can clear the failing state.
+            g.wait_until(lambda: all(i["failingForSeconds"] == 0 for i in srv.informers().values()), SETTLE_S)
             inf = srv.informers()
             s.check(all(i["reconnects"] >= 1 for i in inf.values()), "each informer reconnected", inf)
             # Regression: the failing state used to be cleared only by the

@@ -66,8 +66,10 @@ def answered(s, srv, what, fn):
     try:
         return fn()
     except (OSError, g.http.client.HTTPException) as e:
-        time.sleep(0.2)
-        dead = srv.proc.poll()
+        try:
+            dead = srv.proc.wait(timeout=1.0)   # a crash is reported as one
+        except g.subprocess.TimeoutExpired:
+            dead = None
         s.require(False, "the service answers %s%s" % (what, (" " + KNOWN_CRASH) if dead is not None else ""),
                   "%r; exit status %r; stderr:\n%s" % (e, dead, g.tail(srv.stderr(), 4000)))
 
@@ -241,7 +243,8 @@ def test_bind_mode(s):
             s.check_eq(kinds, [("PATCH", pod_path("b2"), 200), ("POST", pod_path("b2") + "/binding", 500),
                                ("PATCH", pod_path("b2"), 200)],
                        "patch, failed Binding, patch that removes the annotations", describe(w))
-            time.sleep(1.0)   # let the watch deliver both patches
+            s.check(srv.seen_rv("pods", stored["metadata"]["resourceVersion"]),
+                    "the watch delivers both patches", srv.informers()["pods"])
             s.check_eq(sum(srv.cores()["n1"]), 0, "the failed bind charges nothing", srv.cores())
             r = bind(srv, c, "b2", "n1")
             s.check(not r.get("Error"), "a second bind (the fault is gone) succeeds", r)

@@ -26,9 +26,6 @@ JSON in data.gpu_quota: {"<namespace>": {"pool": [...], "quota": {"<model>":
   - shares that take the CRL vcuda-memory default are held to the quota and
     count toward usage.
 
-Checks marked PRODUCT BUG / PRODUCT GAP fail against the current product on
-purpose (see the comments there).
-
 Standalone: python3 test_quota.py --binary PATH --source-dir REPO
 """
 
@@ -450,7 +447,8 @@ def test_live_filter_mode_decisions_count(s):
                        "p2, filtered right after, finds p1's 0.6 counted", res)
             s.check_eq(quota_view(srv)[0]["team-a"]["A100"], (1, 60), "/inspect/quota counts p1")
             # After the watch brings p1 back with its annotations, it still counts (once).
-            time.sleep(0.5)
+            s.check(srv.seen_rv("pods", c.get_pod("p1", "team-a")["metadata"]["resourceVersion"]),
+                    "the watch delivers p1 with its decision")
             s.check_eq(quota_view(srv)[0]["team-a"]["A100"], (1, 60), "p1 counts once after the watch")
 
 
@@ -510,8 +508,8 @@ def test_preemption_and_quota(s):
         kept = res.get("NodeNameToMetaVictims") or {}
         s.check_eq(kept.get("a100"), {"Pods": [{"UID": uid("mine")}], "NumPDBViolations": 0},
                    "evicting team-a's own pod frees both the GPU and the quota: a100 kept", res)
-        # PRODUCT BUG (reported to issue 5): preemption ignores the quota, so it offers to evict a
-        # pod of namespace free on b100, after which the pod is still over team-a's quota.
+        # Regression (found in issue 5): preemption ignored the quota, so it offered to evict a
+        # pod of namespace free on b100, after which the pod was still over team-a's quota.
         s.check("b100" not in kept, "evicting another namespace's pod frees no quota: b100 dropped", res)
 
 
@@ -547,9 +545,9 @@ def test_default_memory_pods_count(s):
     # Bound in the cluster (no mutating webhook wrote the default into it).
     objs = cluster_objects() + reference_crls() + [bound("defaulted", "team-b", "a100-priv", g.vcuda(50))]
     with g.Server(s, g.write_state(s, objs), ["--placement", "bind"]) as srv:
-        # PRODUCT BUG (reported to issue 5): pods the cache holds (state file, watch, bind) are
-        # parsed without the CRL defaults, so a bound share relying on the vcuda-memory default is
-        # not charged at all: neither quota usage nor GPU occupancy count it.
+        # Regression (found in issue 5): pods the cache holds (state file, watch, bind) were
+        # parsed without the CRL defaults, so a bound share relying on the vcuda-memory default was
+        # not charged at all: neither quota usage nor GPU occupancy counted it.
         s.check_eq(quota_view(srv)[0]["team-b"]["A100"], (2, 50),
                    "a bound share that relies on the CRL memory default counts toward usage")
         gpu = srv.inspect("a100-priv")["gpus"][0]

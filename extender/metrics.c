@@ -1,5 +1,6 @@
 /* metrics.c - Prometheus metrics. See metrics.h. */
 #include "extender/metrics.h"
+#include "extender/guard.h"
 
 #include <stdatomic.h>
 
@@ -22,6 +23,7 @@ struct verb_metrics {
 };
 
 static struct verb_metrics verbs[VERB_COUNT];
+
 static atomic_uint_fast64_t filter_nodes_fit, filter_nodes_failed, decisions;
 
 const char *metric_verb_name(enum metric_verb verb)
@@ -132,4 +134,5 @@ void metrics_render(struct strbuf *out, struct cluster_cache *cache)
                   (unsigned long long)load(&filter_nodes_fit), (unsigned long long)load(&filter_nodes_failed),
                   (unsigned long long)load(&decisions));
     render_cache(out, cache);
+    guard_render_metrics(out);
 }

@@ -158,6 +158,48 @@ static int set_max_body(void *target, const char *v)
     return 0;
 }
 
+static int set_body_budget(void *target, const char *v)
+{
+    struct options *o = target;
+    int64_t n;
+    if (quantity_parse_int(v, strlen(v), &n) != QTY_OK || n < 1024)
+        return 1;
+    o->body_budget = n;
+    return 0;
+}
+
+/* A count of connections, 1..1,000,000 (0 too when zero_means_off). */
+static int parse_connections(const char *v, bool zero_means_off, unsigned *out)
+{
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (errno || *end || end == v || n < (zero_means_off ? 0 : 1) || n > 1000000)
+        return 1;
+    *out = (unsigned)n;
+    return 0;
+}
+
+static int set_max_connections(void *target, const char *v)
+{
+    return parse_connections(v, false, &((struct options *)target)->max_connections);
+}
+
+static int set_max_connections_per_ip(void *target, const char *v)
+{
+    return parse_connections(v, true, &((struct options *)target)->max_connections_per_ip);
+}
+
+static int set_read_timeout(void *target, const char *v)
+{
+    struct options *o = target;
+    int64_t ns = parse_duration_ns(v);
+    if (ns < 100 * 1000000LL || ns > 3600 * 1000000000LL)
+        return 1;
+    o->read_timeout_ns = ns;
+    return 0;
+}
+
 static int set_log_level(void *target, const char *v)
 {
     struct options *o = target;
@@ -223,6 +265,14 @@ static const struct flag_spec flags[] = {
     {"lease-name", "NAME", set_lease_name, "name of the leader-election Lease (default gpu-quota-admission)", SERVE},
     {"threads", "N", set_threads, "HTTP worker threads (default: number of cores)", SERVE},
     {"max-body-bytes", "BYTES", set_max_body, "largest request body; larger ones get 413 (default 256Mi)", SERVE},
+    {"body-budget", "BYTES", set_body_budget,
+     "memory all request bodies in flight may hold together; past it requests get 503 (default 384Mi)", SERVE},
+    {"max-connections", "N", set_max_connections, "open client connections per listener (default 1024)", SERVE},
+    {"max-connections-per-ip", "N", set_max_connections_per_ip,
+     "open client connections per listener from one address; 0: no limit (default 256)", SERVE},
+    {"read-timeout", "DURATION", set_read_timeout,
+     "longest time a client may take to send one whole request; the connection is closed after it (default 30s)",
+     SERVE},
     {"log-level", "debug|info|warn|error", set_log_level, "least severe level logged (default info)", BOTH},
     {"log-format", "text|json", set_log_format, "log line format (default text)", BOTH},
     {"version", NULL, set_version, "print the version and exit", BOTH | FLAG_NO_ENV},
@@ -241,6 +291,10 @@ static void set_defaults(struct options *o)
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     o->threads = cores > 0 ? (int)cores : 2;
     o->max_body_bytes = 256LL * 1024 * 1024;
+    o->body_budget = 384LL * 1024 * 1024;
+    o->max_connections = 1024;
+    o->max_connections_per_ip = 256;
+    o->read_timeout_ns = 30LL * 1000000000LL;
     o->log_level = LOG_INFO;
 }
 
@@ -263,6 +317,11 @@ static int check_combination(const struct options *o, enum options_command cmd, 
     }
     if (o->show_help || o->show_version)
         return 0;
+    if (o->body_budget < o->max_body_bytes) {
+        fprintf(err, "gpu-quota-admission: --body-budget is smaller than --max-body-bytes: the largest body could "
+                     "never be received\n");
+        return -1;
+    }
     if (cmd == CMD_SIMULATE && !o->state_file) {
         fprintf(err, "gpu-quota-admission: simulate needs --state-file FILE\n");
         return -1;

@@ -34,6 +34,10 @@ struct options {
     int64_t assume_ttl_ns;
     int threads;
     int64_t max_body_bytes;
+    /* Client limits (extender/guard.h). */
+    int64_t body_budget;
+    unsigned max_connections, max_connections_per_ip;
+    int64_t read_timeout_ns;
     enum log_level log_level;
     int log_json;
     int show_help, show_version;

@@ -1,5 +1,6 @@
 /* server.c - libmicrohttpd listeners. See server.h. */
 #include "extender/server.h"
+#include "extender/guard.h"
 #include "extender/router.h"
 #include "kube/tlscreds.h"
 #include "lib/clock.h"
@@ -34,6 +35,7 @@ struct listener {
 struct server {
     struct app *app;
     int64_t max_body;
+    struct guard *guard; /* connection, deadline, body budget and path limits */
     struct listener http, https;
     char *ca_pem;
     atomic_int in_flight;
@@ -43,11 +45,14 @@ struct request_ctx {
     struct server *server;
     struct listener *listener;
     struct strbuf body;
+    int64_t body_charged; /* bytes of the body budget the buffer holds (guard.c) */
+    uint64_t announced;   /* Content-Length, 0 when absent */
     int64_t started_ns;
     enum metric_verb verb;
     int status;
     int too_large;
-    int answered; /* a response was queued early (413, 403) */
+    int over_budget;
+    int answered; /* a response was queued early (413, 403, 400, 503) */
 };
 
 static double seconds_since(int64_t t0_ns)
@@ -80,6 +85,49 @@ static enum MHD_Result queue_error(struct MHD_Connection *conn, struct request_c
     return queue(conn, ctx, &resp);
 }
 
+/* Over the body budget: the fault is the load, not this request. */
+static enum MHD_Result queue_busy(struct MHD_Connection *conn, struct request_ctx *ctx)
+{
+    struct http_response resp = {0};
+    http_json_error(&resp, 503, "request bodies in flight have used up --body-budget; retry later");
+    ctx->answered = 1;
+    struct MHD_Response *r = MHD_create_response_from_buffer(resp.body_len, resp.body, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(resp.body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, CONTENT_JSON);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    ctx->status = 503;
+    enum MHD_Result rc = MHD_queue_response(conn, 503, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+/* Content-Length against --max-body-bytes and the budget, before any byte
+ * of the body is read; nothing is reserved for it (bodies grow as they
+ * arrive). */
+static enum MHD_Result check_announced(struct MHD_Connection *conn, struct request_ctx *ctx)
+{
+    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (!cl)
+        return MHD_YES;
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(cl, &end, 10);
+    enum guard_take verdict = errno || *end ? GUARD_TOO_LARGE : guard_body_admit(ctx->server->guard, n);
+    if (verdict == GUARD_TOO_LARGE) {
+        ctx->too_large = 1;
+        return queue_error(conn, ctx, 413, "request body is larger than --max-body-bytes");
+    }
+    if (verdict == GUARD_OVER_BUDGET) {
+        ctx->over_budget = 1;
+        return queue_busy(conn, ctx);
+    }
+    ctx->announced = n;
+    return MHD_YES;
+}
+
 /* With --tls-client-ca the peer must have presented a certificate that
  * verifies against that CA; libmicrohttpd requests it but leaves the
  * verdict to us. */
@@ -110,30 +158,29 @@ static enum MHD_Result begin_request(struct listener *l, struct server *s, struc
     *con_cls = ctx;
     if (l->require_client_cert && !client_cert_ok(conn))
         return queue_error(conn, ctx, 403, "a client certificate signed by --tls-client-ca is required");
-    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (cl) {
-        char *end;
-        errno = 0;
-        unsigned long long n = strtoull(cl, &end, 10);
-        if (errno || *end || n > (unsigned long long)s->max_body) {
-            ctx->too_large = 1;
-            return queue_error(conn, ctx, 413, "request body is larger than --max-body-bytes");
-        }
-        /* One allocation up front: a 28 MB NodeList would otherwise be
-         * copied a dozen times while the buffer doubles. */
-        if (n > 0 && strbuf_reserve(&ctx->body, (size_t)n) != 0)
-            return queue_error(conn, ctx, 500, "out of memory for the request body");
-    }
-    return MHD_YES;
+    if (guard_path_refused(conn))
+        return queue_error(conn, ctx, 400, "the request path contains a control character (decoded NUL or similar)");
+    return check_announced(conn, ctx);
 }
 
+/* The body grows by what arrives, within --max-body-bytes and the budget;
+ * past either, the rest is read and dropped and the answer says why. */
 static enum MHD_Result take_body(struct request_ctx *ctx, const char *data, size_t *size)
 {
-    if (!ctx->answered && !ctx->too_large) {
-        if ((int64_t)(ctx->body.len + *size) > ctx->server->max_body)
+    if (!ctx->answered && !ctx->too_large && !ctx->over_budget) {
+        switch (guard_body_append(ctx->server->guard, &ctx->body, &ctx->body_charged, ctx->announced, data, *size)) {
+        case GUARD_TOO_LARGE:
             ctx->too_large = 1;
-        else
-            strbuf_append(&ctx->body, data, *size);
+            guard_body_release(&ctx->body, &ctx->body_charged);
+            break;
+        case GUARD_OVER_BUDGET:
+            ctx->over_budget = 1;
+            guard_body_release(&ctx->body, &ctx->body_charged);
+            break;
+        case GUARD_NO_MEMORY:
+        case GUARD_TAKEN:
+            break;
+        }
     }
     *size = 0;
     return MHD_YES;
@@ -149,8 +196,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return begin_request(l, l->server, conn, con_cls);
     if (*upload_size || ctx->answered)
         return take_body(ctx, upload_data, upload_size);
+    guard_request_received(conn);
     if (ctx->too_large)
         return queue_error(conn, ctx, 413, "request body is larger than --max-body-bytes");
+    if (ctx->over_budget)
+        return queue_busy(conn, ctx);
     if (strbuf_failed(&ctx->body))
         return queue_error(conn, ctx, 500, "out of memory for the request body");
     struct http_request req = {method, url, ctx->body.data, ctx->body.len};
@@ -171,7 +221,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         ctx->status = 499; /* the client went away before an answer */
     metrics_observe_request(ctx->verb, ctx->status, seconds_since(ctx->started_ns), ctx->body.len);
     atomic_fetch_sub(&ctx->server->in_flight, 1);
-    strbuf_free(&ctx->body);
+    guard_body_release(&ctx->body, &ctx->body_charged);
+    guard_request_done(conn);
     free(ctx);
     *con_cls = NULL;
 }
@@ -251,11 +302,13 @@ static int start_listener(struct server *s, struct listener *l, const struct ser
     if (l->tls)
         flags |= MHD_USE_TLS;
     l->server = s;
+    struct MHD_OptionItem guard_opts[GUARD_MHD_OPTIONS];
+    guard_daemon_options(s->guard, guard_opts);
     l->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, l, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE,
         (unsigned int)cfg->threads, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)SERVER_IDLE_TIMEOUT_S,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024), MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
-        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVER_CONNECTION_MEMORY, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
+        NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_ARRAY, guard_opts,
         /* The options after this point apply to TLS only: for plain HTTP
          * the list ends here. The certificate comes from a callback so a
          * renewed one is served without a restart (tlscreds.c). */
@@ -288,6 +341,7 @@ static void free_server(struct server *s)
 {
     if (s->https.tls)
         tls_creds_shutdown();
+    guard_stop(s->guard);
     free(s->ca_pem);
     free(s);
 }
@@ -303,6 +357,12 @@ struct server *server_start(const struct server_config *cfg, struct app *app, ch
     s->max_body = cfg->max_body_bytes;
     bool http = cfg->listen_http && *cfg->listen_http;
     bool https = cfg->listen_https && *cfg->listen_https;
+    struct guard_config gc = {cfg->max_connections, cfg->max_connections_per_ip, cfg->read_timeout_ns,
+                              cfg->body_budget,     cfg->max_body_bytes,         (int)http + (int)https};
+    if (!(s->guard = guard_start(&gc, err))) {
+        free(s);
+        return NULL;
+    }
     if ((http && start_listener(s, &s->http, cfg, cfg->listen_http, err) != 0) ||
         (https && (load_tls(s, cfg, err) != 0 || start_listener(s, &s->https, cfg, cfg->listen_https, err) != 0))) {
         server_drain_and_stop(s, 0);

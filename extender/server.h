@@ -4,9 +4,10 @@
  * Owns sockets, TLS and request bodies, on libmicrohttpd with a worker thread
  * pool: plain HTTP (the API server's service proxy dials the pod that way)
  * and HTTPS with TLS 1.2 as the minimum and, with a client CA, mutual TLS.
- * Bodies are collected up to a cap (413 beyond it), idle connections time
- * out, and a drain stops accepting, lets in-flight requests finish, then
- * closes everything. Every request is answered by router_dispatch and
+ * Bodies are collected up to a cap (413 beyond it) and within a process-wide
+ * budget (503 beyond it), connections are limited in number and must send
+ * each request within a deadline (guard.h), idle ones time out, and a drain
+ * stops accepting, lets in-flight requests finish, then closes everything. Every request is answered by router_dispatch and
  * counted in the metrics.
  */
 #ifndef GQA_SERVER_H
@@ -17,6 +18,9 @@
 #include "extender/app.h"
 
 #define SERVER_IDLE_TIMEOUT_S 30
+/* libmicrohttpd's memory per connection (headers and read buffer): small,
+ * because every open connection may fill it (guard.h). */
+#define SERVER_CONNECTION_MEMORY (64 * 1024)
 
 struct server_config {
     const char *listen_http;  /* NULL or "" = off */
@@ -24,6 +28,10 @@ struct server_config {
     const char *tls_cert_file, *tls_key_file, *tls_client_ca_file;
     int threads;
     int64_t max_body_bytes;
+    /* Client limits (guard.h). */
+    unsigned max_connections, max_connections_per_ip;
+    int64_t read_timeout_ns;
+    int64_t body_budget;
 };
 
 struct server;

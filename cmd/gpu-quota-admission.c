@@ -84,6 +84,8 @@ static int run_server(struct app *app, const struct options *opts)
                                .tls_cert_file = opts->tls_cert,
                                .tls_key_file = opts->tls_key,
                                .tls_client_ca_file = opts->tls_client_ca,
+                               .tls_min_version = opts->tls_min_version,
+                               .tls_cipher_suites = opts->tls_cipher_suites,
                                .threads = opts->threads,
                                .max_body_bytes = opts->max_body_bytes,
                                .max_connections = opts->max_connections,

@@ -1,5 +1,6 @@
 /* options.c - flags and environment. See options.h. */
 #include "extender/options.h"
+#include "extender/tlspolicy.h"
 #include "lib/duration.h"
 #include "lib/flags.h"
 #include "lib/quantity.h"
@@ -70,6 +71,10 @@ STRING_FLAG(set_listen_https, listen_https, valid_listen_address)
 STRING_FLAG(set_tls_cert, tls_cert, any_value)
 STRING_FLAG(set_tls_key, tls_key, any_value)
 STRING_FLAG(set_tls_client_ca, tls_client_ca, any_value)
+STRING_FLAG(set_tls_min_version, tls_min_version, tls_policy_version_ok)
+
+/* Checked in check_combination, which can say which suite is wrong and why. */
+STRING_FLAG(set_tls_cipher_suites, tls_cipher_suites, any_value)
 STRING_FLAG(set_state_file, state_file, any_value)
 STRING_FLAG(set_pod_file, pod_file, any_value)
 STRING_FLAG(set_kubeconfig, kubeconfig, any_value)
@@ -235,7 +240,13 @@ static const struct flag_spec flags[] = {
      SERVE},
     {"tls-cert", "FILE", set_tls_cert, "PEM certificate (chain) served on the HTTPS listener", SERVE},
     {"tls-key", "FILE", set_tls_key, "PEM private key of --tls-cert", SERVE},
-    {"tls-client-ca", "FILE", set_tls_client_ca, "require HTTPS clients to present a certificate signed by this CA",
+    {"tls-client-ca", "FILE", set_tls_client_ca,
+     "require HTTPS clients to present a certificate signed by this CA, with the clientAuth extended key usage", SERVE},
+    {"tls-min-version", "VersionTLS12|VersionTLS13", set_tls_min_version,
+     "oldest TLS version the HTTPS listener accepts (default VersionTLS12; TLS 1.3 is always preferred)", SERVE},
+    {"tls-cipher-suites", "SUITE,...", set_tls_cipher_suites,
+     "TLS 1.2 cipher suites, kube-apiserver's names; only ECDHE with AES-GCM or ChaCha20-Poly1305 "
+     "(default all of those)",
      SERVE},
     {"kubeconfig", "FILE", set_kubeconfig,
      "follow the cluster of this kubeconfig's current context (default: in-cluster config when KUBERNETES_SERVICE_HOST "
@@ -315,6 +326,16 @@ static int check_combination(const struct options *o, enum options_command cmd, 
         fprintf(err, "gpu-quota-admission: --tls-client-ca needs --listen-https\n");
         return -1;
     }
+    if (!https && (o->tls_min_version || o->tls_cipher_suites)) {
+        fprintf(err, "gpu-quota-admission: --tls-min-version and --tls-cipher-suites need --listen-https\n");
+        return -1;
+    }
+    char *why = NULL;
+    if (o->tls_cipher_suites && tls_policy_suites_ok(o->tls_cipher_suites, &why) != 0) {
+        fprintf(err, "gpu-quota-admission: %s\n", why ? why : "out of memory");
+        free(why);
+        return -1;
+    }
     if (o->show_help || o->show_version)
         return 0;
     if (o->body_budget < o->max_body_bytes) {
@@ -377,6 +398,8 @@ void options_free(struct options *o)
     free(o->tls_cert);
     free(o->tls_key);
     free(o->tls_client_ca);
+    free(o->tls_min_version);
+    free(o->tls_cipher_suites);
     free(o->state_file);
     free(o->pod_file);
     free(o->kubeconfig);

@@ -21,6 +21,7 @@ struct options {
     char *listen_http;  /* "" disables the HTTP listener */
     char *listen_https; /* NULL/"" disables the HTTPS listener */
     char *tls_cert, *tls_key, *tls_client_ca;
+    char *tls_min_version, *tls_cipher_suites; /* kube-apiserver's names (extender/tlspolicy.h) */
     char *state_file;
     char *kubeconfig;                       /* live mode; else in-cluster when KUBERNETES_SERVICE_HOST is set */
     char *crl_namespace;                    /* ConfigMaps watched for CustomResourceLimitations */

@@ -2,6 +2,7 @@
 #include "extender/server.h"
 #include "extender/guard.h"
 #include "extender/router.h"
+#include "extender/tlspolicy.h"
 #include "kube/tlscreds.h"
 #include "lib/clock.h"
 #include "lib/log.h"
@@ -20,9 +21,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* TLS 1.2 is the floor: kube-apiserver and kube-scheduler speak 1.2 and 1.3. */
-#define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
-
 struct server;
 
 struct listener {
@@ -38,6 +36,7 @@ struct server {
     struct guard *guard; /* connection, deadline, body budget and path limits */
     struct listener http, https;
     char *ca_pem;
+    char *tls_priorities; /* tlspolicy.c: versions, suites, groups */
     atomic_int in_flight;
 };
 
@@ -128,20 +127,13 @@ static enum MHD_Result check_announced(struct MHD_Connection *conn, struct reque
     return MHD_YES;
 }
 
-/* With --tls-client-ca the peer must have presented a certificate that
- * verifies against that CA; libmicrohttpd requests it but leaves the
- * verdict to us. */
-static int client_cert_ok(struct MHD_Connection *conn)
+/* With --tls-client-ca the peer must have presented a client certificate
+ * that verifies against that CA (libmicrohttpd requests one but leaves the
+ * verdict to us); NULL when it did, else why not. */
+static const char *client_cert_refusal(struct MHD_Connection *conn)
 {
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
-    if (!ci || !ci->tls_session)
-        return 0;
-    gnutls_session_t session = (gnutls_session_t)ci->tls_session;
-    unsigned int listed = 0;
-    if (!gnutls_certificate_get_peers(session, &listed) || listed == 0)
-        return 0;
-    unsigned int status = 0;
-    return gnutls_certificate_verify_peers2(session, &status) == GNUTLS_E_SUCCESS && status == 0;
+    return tls_policy_client_refusal(ci ? (gnutls_session_t)ci->tls_session : NULL);
 }
 
 static enum MHD_Result begin_request(struct listener *l, struct server *s, struct MHD_Connection *conn, void **con_cls)
@@ -156,8 +148,9 @@ static enum MHD_Result begin_request(struct listener *l, struct server *s, struc
     ctx->started_ns = clock_monotonic_ns();
     atomic_fetch_add(&s->in_flight, 1);
     *con_cls = ctx;
-    if (l->require_client_cert && !client_cert_ok(conn))
-        return queue_error(conn, ctx, 403, "a client certificate signed by --tls-client-ca is required");
+    const char *refusal = l->require_client_cert ? client_cert_refusal(conn) : NULL;
+    if (refusal)
+        return queue_error(conn, ctx, 403, refusal);
     if (guard_path_refused(conn))
         return queue_error(conn, ctx, 400, "the request path contains a control character (decoded NUL or similar)");
     return check_announced(conn, ctx);
@@ -313,7 +306,7 @@ static int start_listener(struct server *s, struct listener *l, const struct ser
          * the list ends here. The certificate comes from a callback so a
          * renewed one is served without a restart (tlscreds.c). */
         l->tls ? MHD_OPTION_HTTPS_CERT_CALLBACK : MHD_OPTION_END, tls_creds_retrieve, MHD_OPTION_HTTPS_PRIORITIES,
-        TLS_PRIORITIES, s->ca_pem ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, s->ca_pem, MHD_OPTION_END);
+        s->tls_priorities, s->ca_pem ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, s->ca_pem, MHD_OPTION_END);
     if (!l->daemon) {
         struct strbuf sb;
         strbuf_init(&sb);
@@ -328,6 +321,8 @@ static int start_listener(struct server *s, struct listener *l, const struct ser
 
 static int load_tls(struct server *s, const struct server_config *cfg, char **err)
 {
+    if (!(s->tls_priorities = tls_policy_priorities(cfg->tls_min_version, cfg->tls_cipher_suites, err)))
+        return -1;
     if (tls_creds_init(cfg->tls_cert_file, cfg->tls_key_file, err) != 0)
         return -1;
     if (cfg->tls_client_ca_file && !(s->ca_pem = read_file(cfg->tls_client_ca_file, err)))
@@ -342,6 +337,7 @@ static void free_server(struct server *s)
     if (s->https.tls)
         tls_creds_shutdown();
     guard_stop(s->guard);
+    free(s->tls_priorities);
     free(s->ca_pem);
     free(s);
 }

@@ -3,7 +3,8 @@
  *
  * Owns sockets, TLS and request bodies, on libmicrohttpd with a worker thread
  * pool: plain HTTP (the API server's service proxy dials the pod that way)
- * and HTTPS with TLS 1.2 as the minimum and, with a client CA, mutual TLS.
+ * and HTTPS with the TLS policy of tlspolicy.h (TLS 1.3 preferred, TLS 1.2
+ * ECDHE+AEAD) and, with a client CA, mutual TLS.
  * Bodies are collected up to a cap (413 beyond it) and within a process-wide
  * budget (503 beyond it), connections are limited in number and must send
  * each request within a deadline (guard.h), idle ones time out, and a drain
@@ -26,6 +27,8 @@ struct server_config {
     const char *listen_http;  /* NULL or "" = off */
     const char *listen_https; /* NULL or "" = off */
     const char *tls_cert_file, *tls_key_file, *tls_client_ca_file;
+    const char *tls_min_version;   /* "VersionTLS12" (NULL) or "VersionTLS13" (tlspolicy.h) */
+    const char *tls_cipher_suites; /* Go suite names, comma-separated; NULL or "": the defaults */
     int threads;
     int64_t max_body_bytes;
     /* Client limits (guard.h). */

@@ -242,8 +242,9 @@ static const struct flag_spec flags[] = {
     {"tls-key", "FILE", set_tls_key, "PEM private key of --tls-cert", SERVE},
     {"tls-client-ca", "FILE", set_tls_client_ca,
      "require HTTPS clients to present a certificate signed by this CA, with the clientAuth extended key usage", SERVE},
-    {"tls-min-version", "VersionTLS12|VersionTLS13", set_tls_min_version,
-     "oldest TLS version the HTTPS listener accepts (default VersionTLS12; TLS 1.3 is always preferred)", SERVE},
+    {"tls-min-version", "VERSION", set_tls_min_version,
+     "oldest TLS version accepted: VersionTLS12 or VersionTLS13 (default VersionTLS12; TLS 1.3 is always preferred)",
+     SERVE},
     {"tls-cipher-suites", "SUITE,...", set_tls_cipher_suites,
      "TLS 1.2 cipher suites, kube-apiserver's names; only ECDHE with AES-GCM or ChaCha20-Poly1305 "
      "(default all of those)",

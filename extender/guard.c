@@ -314,14 +314,18 @@ void guard_stop(struct guard *g)
 
 /* ---- bodies --------------------------------------------------------------- */
 
-static bool budget_take(int64_t n)
+/* Take between least and most bytes of the budget, as many as it has left;
+ * the number taken, or -1 when not even least is left. */
+static int64_t budget_take(int64_t least, int64_t most)
 {
-    int64_t used = atomic_load(&body_bytes);
+    int64_t used = atomic_load(&body_bytes), n;
     do {
-        if (n > atomic_load(&body_budget) - used)
-            return false;
+        int64_t left = atomic_load(&body_budget) - used;
+        if (left < least)
+            return -1;
+        n = left < most ? left : most;
     } while (!atomic_compare_exchange_weak(&body_bytes, &used, used + n));
-    return true;
+    return n;
 }
 
 static void budget_give(int64_t n)
@@ -367,12 +371,13 @@ enum guard_take guard_body_append(const struct guard *g, struct strbuf *body, in
     if (need > body->cap) {
         size_t most = (announced && announced <= max_body ? (size_t)announced : max_body) + 1;
         size_t want = grown_capacity(body->cap, need, most);
-        if (!budget_take(room(want) - room(body->cap))) {
-            want = need;
-            if (!budget_take(room(want) - room(body->cap)))
-                return GUARD_OVER_BUDGET;
-        }
-        int64_t delta = room(want) - room(body->cap);
+        /* When the budget cannot double the buffer, it takes what is left
+         * (at least what this chunk needs) rather than growing chunk by
+         * chunk, which would copy the buffer again for every chunk. */
+        int64_t delta = budget_take(room(need) - room(body->cap), room(want) - room(body->cap));
+        if (delta < 0)
+            return GUARD_OVER_BUDGET;
+        want = body->cap + (size_t)delta + (body->cap ? 0 : 1);
         if (strbuf_reserve_exact(body, want - body->len - 1) != 0) {
             budget_give(delta);
             return GUARD_NO_MEMORY;

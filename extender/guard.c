@@ -37,6 +37,7 @@ struct guard {
     pthread_mutex_t lock; /* the registry and stop */
     pthread_cond_t wake;
     struct guard_conn *conns;
+    atomic_bool refuse_new; /* draining */
     bool stop;
     bool reaper_started;
     pthread_t reaper;
@@ -115,6 +116,10 @@ static struct guard_conn *watch_connection(struct guard *g, struct MHD_Connectio
 {
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     int fd = ci ? ci->connect_fd : -1;
+    if (fd >= 0 && atomic_load(&g->refuse_new)) {
+        shutdown(fd, SHUT_RDWR);
+        return NULL;
+    }
     struct guard_conn *gc = fd >= 0 ? calloc(1, sizeof(*gc)) : NULL;
     if (gc && (gc->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) >= 0) {
         gc->timeout_ns = g->cfg.read_timeout_ns;
@@ -123,7 +128,7 @@ static struct guard_conn *watch_connection(struct guard *g, struct MHD_Connectio
         atomic_fetch_add(&open_connections, 1);
         return gc;
     }
-    log_warn("refusing a connection: %s", gc ? strerror(errno) : "out of memory");
+    log_warn("refusing a connection: %s", fd < 0 ? "no socket" : gc ? strerror(errno) : "out of memory");
     free(gc);
     if (fd >= 0)
         shutdown(fd, SHUT_RDWR);
@@ -295,6 +300,11 @@ struct guard *guard_start(const struct guard_config *cfg, char **err)
     }
     g->reaper_started = true;
     return g;
+}
+
+void guard_refuse_new(struct guard *g)
+{
+    atomic_store(&g->refuse_new, true);
 }
 
 void guard_stop(struct guard *g)

@@ -50,6 +50,9 @@ struct guard;
 
 /* Start the reaper and set the budget. NULL with *err (malloc'd). */
 struct guard *guard_start(const struct guard_config *cfg, char **err);
+/* Draining: from now on every new connection is closed as soon as it is
+ * accepted (the listeners stay open until the daemons stop). */
+void guard_refuse_new(struct guard *g);
 /* Stop the reaper. Call after the daemons are stopped. NULL is a no-op. */
 void guard_stop(struct guard *g);
 

@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 struct server;
 
@@ -32,7 +31,6 @@ struct listener {
 
 struct server {
     struct app *app;
-    int64_t max_body;
     struct guard *guard; /* connection, deadline, body budget and path limits */
     struct listener http, https;
     char *ca_pem;
@@ -350,7 +348,6 @@ struct server *server_start(const struct server_config *cfg, struct app *app, ch
         return NULL;
     }
     s->app = app;
-    s->max_body = cfg->max_body_bytes;
     bool http = cfg->listen_http && *cfg->listen_http;
     bool https = cfg->listen_https && *cfg->listen_https;
     struct guard_config gc = {cfg->max_connections, cfg->max_connections_per_ip, cfg->read_timeout_ns,
@@ -367,21 +364,14 @@ struct server *server_start(const struct server_config *cfg, struct app *app, ch
     return s;
 }
 
-static void quiesce(struct listener *l)
-{
-    if (!l->daemon)
-        return;
-    MHD_socket fd = MHD_quiesce_daemon(l->daemon);
-    if (fd != MHD_INVALID_SOCKET)
-        close(fd);
-}
-
 void server_drain_and_stop(struct server *s, int timeout_ms)
 {
     if (!s)
         return;
-    quiesce(&s->http);
-    quiesce(&s->https);
+    /* New connections are closed as soon as they are accepted (guard.c).
+     * Not MHD_quiesce_daemon: in libmicrohttpd 0.9.75 it races a worker's
+     * epoll loop removing the same listen FD and aborts the process. */
+    guard_refuse_new(s->guard);
     for (int waited = 0; atomic_load(&s->in_flight) > 0 && waited < timeout_ms; waited += 10) {
         struct timespec ts = {0, 10 * 1000000L};
         nanosleep(&ts, NULL);

@@ -8,7 +8,8 @@
  * Bodies are collected up to a cap (413 beyond it) and within a process-wide
  * budget (503 beyond it), connections are limited in number and must send
  * each request within a deadline (guard.h), idle ones time out, and a drain
- * stops accepting, lets in-flight requests finish, then closes everything. Every request is answered by router_dispatch and
+ * closes new connections as they arrive, lets in-flight requests finish,
+ * then closes everything. Every request is answered by router_dispatch and
  * counted in the metrics.
  */
 #ifndef GQA_SERVER_H
@@ -41,7 +42,8 @@ struct server;
 
 /* Start the listeners. NULL with *err (malloc'd) when a listener cannot start. */
 struct server *server_start(const struct server_config *cfg, struct app *app, char **err);
-/* Stop accepting, wait up to timeout_ms for in-flight requests, then stop and free. */
+/* Close new connections from now on, wait up to timeout_ms for in-flight
+ * requests, then stop and free. */
 void server_drain_and_stop(struct server *s, int timeout_ms);
 
 #endif

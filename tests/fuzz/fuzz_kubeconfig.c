@@ -7,15 +7,22 @@
 #include <stdio.h>
 #include <unistd.h>
 
+static char dir[] = "/tmp/gqa-fuzz-kubeconfig-XXXXXX";
 static char path[64];
+
+static void remove_input(void)
+{
+    unlink(path);
+    rmdir(dir);
+}
 
 static const char *input_file(void)
 {
     if (!path[0]) {
-        char dir[] = "/tmp/gqa-fuzz-kubeconfig-XXXXXX";
         if (!mkdtemp(dir))
             abort();
         snprintf(path, sizeof(path), "%s/config", dir);
+        atexit(remove_input);
     }
     return path;
 }

@@ -326,7 +326,9 @@ static const char *charge_target(const struct cluster_cache *c, const struct pod
     const struct pod_decision *d = &p->decision;
     if (!d->node || d->time_ns <= 0)
         return NULL;
-    int64_t until = d->time_ns + c->cfg.assume_ttl_ns;
+    /* The time comes from an annotation: saturate rather than overflow. */
+    int64_t ttl = c->cfg.assume_ttl_ns;
+    int64_t until = d->time_ns > INT64_MAX - ttl ? INT64_MAX : d->time_ns + ttl;
     if (until <= now)
         return NULL;
     *expires = until;
@@ -504,8 +506,15 @@ static int rebuild_gpus(struct node_state *n)
     const struct node_spec *s = n->spec;
     int count = s ? s->gpu_count : 0;
     struct gpu_state *gpus = count ? calloc((size_t)count, sizeof(*gpus)) : NULL;
-    if (count && !gpus)
+    if (count && !gpus) {
+        /* No GPU table: every charge lands unattributed, which is
+         * consistent (and safe) until the node is applied again. */
+        free(n->gpus);
+        n->gpus = NULL;
+        n->gpu_count = 0;
+        memset(&n->unattributed, 0, sizeof(n->unattributed));
         return -1;
+    }
     for (int i = 0; i < count; i++) {
         gpus[i].minor = s->gpus[i].minor;
         gpus[i].numa = s->gpus[i].numa;
@@ -909,14 +918,23 @@ static void free_keys(char **keys, size_t n)
     free(keys);
 }
 
-/* The names of the new list, so that what it no longer holds can be found. */
-static int index_items(struct dict *keep, const struct relist_kind *k, void **items, size_t n)
+/* The names of the new list, so that what it no longer holds can be found.
+ * An item without a name (key_of gives NULL) cannot be told apart from the
+ * others: it is freed and counted, the rest are listed. -1 only when the
+ * index itself cannot be built. */
+static int index_items(struct dict *keep, const struct relist_kind *k, void **items, size_t n, size_t *skipped)
 {
     if (dict_init(keep, n) != 0)
         return -1;
     for (size_t i = 0; i < n; i++) {
         char *key = k->key_of(items[i]);
-        int rc = key ? dict_set(keep, key, items[i], NULL) : -1;
+        if (!key) {
+            k->free_item(items[i]);
+            items[i] = NULL;
+            (*skipped)++;
+            continue;
+        }
+        int rc = dict_set(keep, key, items[i], NULL);
         free(key);
         if (rc != 0) {
             dict_free(keep);
@@ -927,32 +945,44 @@ static int index_items(struct dict *keep, const struct relist_kind *k, void **it
 }
 
 /* Make the kind hold exactly items[0..n) under one write lock: readers see
- * the old set or the new one, never a mix, and nothing twice. */
+ * the old set or the new one, never a mix, and nothing twice. One item that
+ * cannot be applied is skipped and counted; it never fails the others. */
 static int relist(struct cluster_cache *c, const struct relist_kind *k, void **items, size_t n, const void *scope,
                   int64_t now)
 {
     struct dict keep;
-    if (index_items(&keep, k, items, n) != 0) {
+    size_t skipped = 0;
+    if (index_items(&keep, k, items, n, &skipped) != 0) {
         for (size_t i = 0; i < n; i++)
-            k->free_item(items[i]);
+            if (items[i])
+                k->free_item(items[i]);
         return -1;
     }
     cache_write_lock(c);
     size_t nstale = 0;
     char **stale = stale_keys((struct dict *)((char *)c + k->table), &keep, k, scope, &nstale);
-    int rc = stale ? 0 : -1;
+    if (!stale) {
+        /* Without the list of what went away the cache would keep it:
+         * better to keep everything as it was and let the caller retry. */
+        cache_unlock(c);
+        dict_free(&keep);
+        for (size_t i = 0; i < n; i++)
+            if (items[i])
+                k->free_item(items[i]);
+        return -1;
+    }
     for (size_t i = 0; i < nstale; i++)
         if (k->remove(c, stale[i]) != 0)
-            rc = -1;
+            log_error("relist: out of memory while removing %s", stale[i]);
     for (size_t i = 0; i < n; i++)
-        if (k->apply(c, items[i], now) != 0)
-            rc = -1;
+        if (items[i] && k->apply(c, items[i], now) != 0)
+            skipped++;
     if (k->changed)
         k->changed(c);
     cache_unlock(c);
     free_keys(stale, nstale);
     dict_free(&keep);
-    return rc;
+    return skipped > (size_t)INT32_MAX ? INT32_MAX : (int)skipped;
 }
 
 static char *node_key(const void *item)

@@ -151,7 +151,11 @@ struct pod_info *cache_pod_from_json(struct cluster_cache *c, cJSON *pod, char *
  * is counted twice or kept after it disappeared. Ownership of every element
  * passes to the cache (the arrays themselves stay the caller's).
  * Configmaps are replaced within namespace ns only, and, when name is not
- * NULL, only that one object. */
+ * NULL, only that one object. Returns how many items were skipped (a
+ * ConfigMap without metadata.name, an object the cache ran out of memory
+ * for): one bad item never fails the relist of the others. -1 when the
+ * relist could not be done at all (memory ran out for its own bookkeeping);
+ * the cache then holds what it held before. */
 int cache_replace_nodes(struct cluster_cache *c, struct node_spec **specs, size_t n);
 int cache_replace_pods(struct cluster_cache *c, struct pod_info **pods, size_t n, int64_t now_ns);
 int cache_replace_configmaps(struct cluster_cache *c, const char *ns, const char *name, cJSON **cms, size_t n);

@@ -4,7 +4,9 @@
 #include "lib/log.h"
 #include "lib/quantity.h"
 
+#include <inttypes.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,7 +81,12 @@ static int read_labels(struct node_spec *s, const cJSON *meta)
     return 0;
 }
 
-static int64_t amount(const cJSON *list, const char *resource, const char *node)
+/* One offered amount. Counts (cores, GPUs) may be any int64: the GPU count
+ * they imply is clamped later. Memory amounts are divided among the GPUs
+ * and summed with pods' charges, so they must stay within GPU_AMOUNT_MAX.
+ * A value that fails either check is refused (counted as 0) with a reason;
+ * the rest of the node is still used. */
+static int64_t amount(const cJSON *list, const char *resource, const char *node, bool is_memory)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(list, resource);
     int64_t value = 0;
@@ -93,6 +100,11 @@ static int64_t amount(const cJSON *list, const char *resource, const char *node)
         double d = v->valuedouble;
         st = d < 0 ? QTY_ERR_NEGATIVE : d != floor(d) ? QTY_ERR_FRACTION : d >= 9e18 ? QTY_ERR_RANGE : QTY_OK;
         value = st == QTY_OK ? (int64_t)d : 0;
+    }
+    if (st == QTY_OK && is_memory && value > GPU_AMOUNT_MAX) {
+        log_warn("node %s: %s %" PRId64 " is out of range (at most %" PRId64 "); counted as 0", node, resource, value,
+                 GPU_AMOUNT_MAX);
+        return 0;
     }
     if (st != QTY_OK) {
         log_warn("node %s: %s is not usable (%s); counted as 0", node, resource, quantity_status_text(st));
@@ -125,17 +137,30 @@ static void read_topology(struct node_spec *spec, const cJSON *meta)
     }
 }
 
-static int count_gpus(const struct node_spec *s)
+/* DESIGN section 3, in int64: a count read from the API is never narrowed
+ * to int before it is known to fit (2^32 + 1 GPUs must not become 1). */
+static int64_t advertised_gpus(const struct node_spec *s)
 {
     if (s->vcuda_core >= 100)
-        return (int)(s->vcuda_core / 100);
+        return s->vcuda_core / 100;
     if (s->mps_core >= 100)
-        return (int)(s->mps_core / 100);
+        return s->mps_core / 100;
     if (s->hami)
         return 0; /* nvidia.com/gpu counts vGPUs; the HAMi devices are counted apart */
     if (s->nvidia_gpu > 0)
-        return (int)s->nvidia_gpu;
+        return s->nvidia_gpu;
     return s->topology ? s->topology->count : 0;
+}
+
+/* Clamped to what the model and the topology search handle (DESIGN: 64). */
+static int count_gpus(const struct node_spec *s)
+{
+    int64_t n = advertised_gpus(s);
+    if (n > TOPOLOGY_MAX_GPUS) {
+        log_warn("node %s advertises %" PRId64 " GPUs; only the first %d are used", s->name, n, TOPOLOGY_MAX_GPUS);
+        return TOPOLOGY_MAX_GPUS;
+    }
+    return (int)n;
 }
 
 /* A topology that disagrees with the advertised GPU count would map minors
@@ -245,11 +270,11 @@ struct node_spec *node_spec_from_json(const cJSON *obj, char **err)
     if (!s || !(s->name = strdup(name->valuestring)))
         goto oom;
     const cJSON *offered = offered_amounts(cJSON_GetObjectItemCaseSensitive(obj, "status"));
-    s->vcuda_core = amount(offered, RES_VCUDA_CORE, s->name);
-    s->vcuda_memory = amount(offered, RES_VCUDA_MEMORY, s->name);
-    s->mps_core = amount(offered, RES_MPS_CORE, s->name);
-    s->mps_memory = amount(offered, RES_MPS_MEMORY, s->name);
-    s->nvidia_gpu = amount(offered, RES_NVIDIA_GPU, s->name);
+    s->vcuda_core = amount(offered, RES_VCUDA_CORE, s->name, false);
+    s->vcuda_memory = amount(offered, RES_VCUDA_MEMORY, s->name, true);
+    s->mps_core = amount(offered, RES_MPS_CORE, s->name, false);
+    s->mps_memory = amount(offered, RES_MPS_MEMORY, s->name, true);
+    s->nvidia_gpu = amount(offered, RES_NVIDIA_GPU, s->name, false);
     if (read_labels(s, meta) != 0)
         goto oom;
     read_topology(s, meta);
@@ -258,10 +283,6 @@ struct node_spec *node_spec_from_json(const cJSON *obj, char **err)
         hami_model(s) != 0)
         goto oom;
     s->gpu_count = count_gpus(s);
-    if (s->gpu_count > TOPOLOGY_MAX_GPUS) {
-        log_warn("node %s: %d GPUs, only the first %d are used", s->name, s->gpu_count, TOPOLOGY_MAX_GPUS);
-        s->gpu_count = TOPOLOGY_MAX_GPUS;
-    }
     check_topology_fits(s);
     map_hami_topology(s);
     if (s->gpu_count > 0) {

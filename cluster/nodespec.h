@@ -50,7 +50,10 @@ void nodespec_set_labels(const char *model_label, const char *pool_label);
 /* Parse a Node object. NULL with *err (malloc'd) when it is not a usable Node
  * (no metadata.name) or on allocation failure. Bad quantities or a bad
  * topology annotation do not fail the node: they are reported in
- * topology_error or count as zero capacity, and logged. */
+ * topology_error or count as zero capacity, and logged. Every amount is
+ * range-checked before any arithmetic: a GPU count past TOPOLOGY_MAX_GPUS
+ * is clamped to it (with a warning), a memory amount past GPU_AMOUNT_MAX
+ * counts as zero (with a warning). */
 struct node_spec *node_spec_from_json(const cJSON *node, char **err);
 void node_spec_free(struct node_spec *spec);
 

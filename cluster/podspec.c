@@ -97,6 +97,9 @@ static int read_amount(const cJSON *amounts, const char *resource, int64_t *valu
     if (!v)
         return 0;
     qty_status st = parse_int_quantity(v, value);
+    bool past_cap = st == QTY_OK && *value > GPU_AMOUNT_MAX;
+    if (past_cap)
+        st = QTY_ERR_RANGE;
     if (st != QTY_OK) {
         strbuf_printf(err, "container \"%s\": %s ", cname, resource);
         if (cJSON_IsString(v))
@@ -104,6 +107,8 @@ static int read_amount(const cJSON *amounts, const char *resource, int64_t *valu
         else
             strbuf_puts(err, "value");
         strbuf_printf(err, " is invalid: %s", quantity_status_text(st));
+        if (past_cap)
+            strbuf_printf(err, " (at most %" PRId64 ")", GPU_AMOUNT_MAX);
         return -1;
     }
     *present = *value > 0;

@@ -22,6 +22,13 @@
 #define RES_MPS_MEMORY "nvidia.com/mps-memory"
 #define RES_NVIDIA_GPU "nvidia.com/gpu"
 
+/* The largest amount of a GPU resource the model takes, for a container and
+ * for a node's memory: 2^40 (a trillion 256 MiB blocks, a terabyte in
+ * bytes). Sums of such amounts over every pod a cache can hold stay far
+ * inside int64, so occupancy arithmetic cannot overflow. Larger values are
+ * refused where they are read, with a reason. */
+#define GPU_AMOUNT_MAX (INT64_C(1) << 40)
+
 #define ANN_TENCENT_IDX_PREFIX "tencent.com/predicate-gpu-idx-"
 #define ANN_TENCENT_NODE "tencent.com/predicate-node"
 #define ANN_TENCENT_ASSIGNED "tencent.com/gpu-assigned"

@@ -79,9 +79,21 @@ static int load_cluster(struct app *app, const struct options *opts)
 
 static int run_server(struct app *app, const struct options *opts)
 {
-    struct server_config sc = {opts->listen_http,    opts->listen_https,     opts->tls_cert,
-                               opts->tls_key,        opts->tls_client_ca,    opts->threads,
-                               opts->max_body_bytes, opts->decision_workers, opts->decision_queue};
+    struct server_config sc = {.listen_http = opts->listen_http,
+                               .listen_https = opts->listen_https,
+                               .tls_cert_file = opts->tls_cert,
+                               .tls_key_file = opts->tls_key,
+                               .tls_client_ca_file = opts->tls_client_ca,
+                               .tls_min_version = opts->tls_min_version,
+                               .tls_cipher_suites = opts->tls_cipher_suites,
+                               .threads = opts->threads,
+                               .max_body_bytes = opts->max_body_bytes,
+                               .max_connections = opts->max_connections,
+                               .max_connections_per_ip = opts->max_connections_per_ip,
+                               .read_timeout_ns = opts->read_timeout_ns,
+                               .body_budget = opts->body_budget,
+                               .decision_workers = opts->decision_workers,
+                               .decision_queue = opts->decision_queue};
     char *err = NULL;
     struct server *srv = server_start(&sc, app, &err);
     if (!srv) {

@@ -1,5 +1,7 @@
 /* feed.c - informer sinks into the cluster cache. See feed.h. */
 #include "extender/feed.h"
+#include "extender/metrics.h"
+#include "lib/log.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,8 +10,30 @@
 struct feed {
     struct informer_sink sink;
     struct cluster_cache *cache;
+    enum feed_kind kind;
     char *cm_namespace, *cm_name;
 };
+
+static const char *const kind_names[] = {[FEED_NODES] = "node", [FEED_PODS] = "pod", [FEED_CONFIGMAPS] = "configmap"};
+
+static void count_skipped(void *ctx, const char *reason)
+{
+    struct feed *f = ctx;
+    metrics_count_skipped(kind_names[f->kind], reason);
+}
+
+/* A relist's result: objects the cache could not take are counted and the
+ * relist stands (cache.h); only a relist that could not happen fails. */
+static int relisted(struct feed *f, int rc)
+{
+    if (rc > 0) {
+        log_warn("relist of %ss: %d object%s could not be applied (out of memory) and were skipped",
+                 kind_names[f->kind], rc, rc == 1 ? "" : "s");
+        for (int i = 0; i < rc; i++)
+            metrics_count_skipped(kind_names[f->kind], "not_applied");
+    }
+    return rc < 0 ? -1 : 0;
+}
 
 static const char *meta_string(const cJSON *obj, const char *field)
 {
@@ -35,7 +59,7 @@ static void node_free(void *item)
 static int node_replace(void *ctx, void **items, size_t n)
 {
     struct feed *f = ctx;
-    return cache_replace_nodes(f->cache, (struct node_spec **)items, n);
+    return relisted(f, cache_replace_nodes(f->cache, (struct node_spec **)items, n));
 }
 
 static int node_apply(void *ctx, cJSON *obj, char **err)
@@ -69,7 +93,7 @@ static void pod_free(void *item)
 static int pod_replace(void *ctx, void **items, size_t n)
 {
     struct feed *f = ctx;
-    return cache_replace_pods(f->cache, (struct pod_info **)items, n, clock_realtime_ns());
+    return relisted(f, cache_replace_pods(f->cache, (struct pod_info **)items, n, clock_realtime_ns()));
 }
 
 static int pod_apply(void *ctx, cJSON *obj, char **err)
@@ -92,10 +116,16 @@ static int pod_remove(void *ctx, const cJSON *obj)
 
 /* ---- configmaps ------------------------------------------------------------ */
 
+/* ConfigMaps are kept whole, but only with a name: the cache keys them by
+ * namespace/name. */
 static void *cm_convert(void *ctx, cJSON *obj, bool *taken, char **err)
 {
     (void)ctx;
-    (void)err;
+    *taken = false;
+    if (!meta_string(obj, "name") || !*meta_string(obj, "name")) {
+        *err = strdup("configmap has no metadata.name");
+        return NULL;
+    }
     *taken = true;
     return obj;
 }
@@ -108,13 +138,15 @@ static void cm_free(void *item)
 static int cm_replace(void *ctx, void **items, size_t n)
 {
     struct feed *f = ctx;
-    return cache_replace_configmaps(f->cache, f->cm_namespace, f->cm_name, (cJSON **)items, n);
+    return relisted(f, cache_replace_configmaps(f->cache, f->cm_namespace, f->cm_name, (cJSON **)items, n));
 }
 
 static int cm_apply(void *ctx, cJSON *obj, char **err)
 {
     struct feed *f = ctx;
-    (void)err;
+    bool taken;
+    if (!cm_convert(ctx, obj, &taken, err))
+        return -1;
     cJSON *copy = cJSON_Duplicate(obj, 1);
     return copy ? cache_apply_configmap(f->cache, copy) : -1;
 }
@@ -129,10 +161,10 @@ static int cm_remove(void *ctx, const cJSON *obj)
 /* ---- the feed -------------------------------------------------------------- */
 
 static const struct informer_sink sinks[] = {
-    [FEED_NODES] = {NULL, node_convert, node_free, node_replace, node_apply, node_remove, NULL},
+    [FEED_NODES] = {NULL, node_convert, node_free, node_replace, node_apply, node_remove, NULL, count_skipped},
     /* Pods keep only the fields the extender reads (podspec's slim form). */
-    [FEED_PODS] = {pod_slim_from_text, pod_convert, pod_free, pod_replace, pod_apply, pod_remove, NULL},
-    [FEED_CONFIGMAPS] = {NULL, cm_convert, cm_free, cm_replace, cm_apply, cm_remove, NULL},
+    [FEED_PODS] = {pod_slim_from_text, pod_convert, pod_free, pod_replace, pod_apply, pod_remove, NULL, count_skipped},
+    [FEED_CONFIGMAPS] = {NULL, cm_convert, cm_free, cm_replace, cm_apply, cm_remove, NULL, count_skipped},
 };
 
 struct feed *feed_new(enum feed_kind kind, struct cluster_cache *cache, const char *cm_namespace, const char *cm_name)
@@ -141,6 +173,7 @@ struct feed *feed_new(enum feed_kind kind, struct cluster_cache *cache, const ch
     if (!f)
         return NULL;
     f->cache = cache;
+    f->kind = kind;
     f->sink = sinks[kind];
     f->sink.ctx = f;
     f->cm_namespace = cm_namespace ? strdup(cm_namespace) : NULL;

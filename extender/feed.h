@@ -7,7 +7,9 @@
  * kept whole; a relist replaces that kind (for ConfigMaps: that namespace,
  * or that one object) in one step. Kept out of kube/ so the API layer knows
  * nothing of the model, and out of cluster/ so the model knows nothing of
- * the API.
+ * the API. Every object it drops (unparsable, not a usable object of its
+ * kind, not taken by the cache) is logged and counted in
+ * gqa_objects_skipped_total{kind,reason}; none fails a relist.
  *
  * A feed is used from its informer's thread only; the cache locks itself.
  */

@@ -1,7 +1,9 @@
 /* metrics.c - Prometheus metrics. See metrics.h. */
 #include "extender/metrics.h"
+#include "extender/guard.h"
 
 #include <stdatomic.h>
+#include <string.h>
 
 static const char *const verb_names[VERB_COUNT] = {"filter",    "prioritize", "bind",    "preemption",
                                                    "admission", "explain",    "inspect", "health",
@@ -22,6 +24,13 @@ struct verb_metrics {
 };
 
 static struct verb_metrics verbs[VERB_COUNT];
+
+/* Objects dropped by the informers' feeds, by kind and reason (few, fixed). */
+static const char *const skip_kinds[] = {"node", "pod", "configmap"};
+static const char *const skip_reasons[] = {"malformed", "invalid", "out_of_memory", "not_applied"};
+#define NSKIP_KINDS (sizeof(skip_kinds) / sizeof(skip_kinds[0]))
+#define NSKIP_REASONS (sizeof(skip_reasons) / sizeof(skip_reasons[0]))
+static atomic_uint_fast64_t skipped_objects[NSKIP_KINDS][NSKIP_REASONS];
 static atomic_uint_fast64_t filter_nodes_fit, filter_nodes_failed, decisions;
 
 void metrics_observe_request(enum metric_verb verb, int status, double seconds, uint64_t body_bytes)
@@ -45,6 +54,23 @@ void metrics_count_filter(uint64_t fit, uint64_t failed, int decided)
     atomic_fetch_add_explicit(&filter_nodes_failed, failed, memory_order_relaxed);
     if (decided)
         atomic_fetch_add_explicit(&decisions, 1, memory_order_relaxed);
+}
+
+static size_t index_of(const char *const *names, size_t n, const char *name, size_t fallback)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(names[i], name) == 0)
+            return i;
+    return fallback;
+}
+
+void metrics_count_skipped(const char *kind, const char *reason)
+{
+    size_t k = index_of(skip_kinds, NSKIP_KINDS, kind, NSKIP_KINDS);
+    if (k == NSKIP_KINDS)
+        return;
+    size_t r = index_of(skip_reasons, NSKIP_REASONS, reason, 1);
+    atomic_fetch_add_explicit(&skipped_objects[k][r], 1, memory_order_relaxed);
 }
 
 static uint64_t load(atomic_uint_fast64_t *v)
@@ -114,6 +140,17 @@ static void render_cache(struct strbuf *out, struct cluster_cache *cache)
                   nodes, pods, cms, assumed);
 }
 
+static void render_skipped(struct strbuf *out)
+{
+    strbuf_puts(out, "# HELP gqa_objects_skipped_total Objects from the API server that were dropped (logged with the "
+                     "reason), by kind and reason.\n"
+                     "# TYPE gqa_objects_skipped_total counter\n");
+    for (size_t k = 0; k < NSKIP_KINDS; k++)
+        for (size_t r = 0; r < NSKIP_REASONS; r++)
+            strbuf_printf(out, "gqa_objects_skipped_total{kind=\"%s\",reason=\"%s\"} %llu\n", skip_kinds[k],
+                          skip_reasons[r], (unsigned long long)load(&skipped_objects[k][r]));
+}
+
 void metrics_render(struct strbuf *out, struct cluster_cache *cache)
 {
     render_requests(out);
@@ -127,6 +164,8 @@ void metrics_render(struct strbuf *out, struct cluster_cache *cache)
                   (unsigned long long)load(&filter_nodes_fit), (unsigned long long)load(&filter_nodes_failed),
                   (unsigned long long)load(&decisions));
     render_cache(out, cache);
+    render_skipped(out);
+    guard_render_metrics(out);
 }
 
 void metrics_label_value(struct strbuf *out, const char *s)

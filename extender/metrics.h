@@ -31,6 +31,10 @@ enum metric_verb {
 
 void metrics_observe_request(enum metric_verb verb, int status, double seconds, uint64_t body_bytes);
 void metrics_count_filter(uint64_t nodes_fit, uint64_t nodes_failed, int decided);
+/* An object from the API server that was dropped: kind "node", "pod" or
+ * "configmap"; reason "malformed", "invalid", "out_of_memory" or
+ * "not_applied" (anything else is counted as "invalid"). */
+void metrics_count_skipped(const char *kind, const char *reason);
 /* Append the exposition text; reads cache gauges under the read lock. */
 void metrics_render(struct strbuf *out, struct cluster_cache *cache);
 /* Append s as a Prometheus label value: quoted, with \\, \" and \n

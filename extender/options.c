@@ -1,5 +1,6 @@
 /* options.c - flags and environment. See options.h. */
 #include "extender/options.h"
+#include "extender/tlspolicy.h"
 #include "extender/workers.h"
 #include "lib/duration.h"
 #include "lib/flags.h"
@@ -71,6 +72,10 @@ STRING_FLAG(set_listen_https, listen_https, valid_listen_address)
 STRING_FLAG(set_tls_cert, tls_cert, any_value)
 STRING_FLAG(set_tls_key, tls_key, any_value)
 STRING_FLAG(set_tls_client_ca, tls_client_ca, any_value)
+STRING_FLAG(set_tls_min_version, tls_min_version, tls_policy_version_ok)
+
+/* Checked in check_combination, which can say which suite is wrong and why. */
+STRING_FLAG(set_tls_cipher_suites, tls_cipher_suites, any_value)
 STRING_FLAG(set_state_file, state_file, any_value)
 STRING_FLAG(set_pod_file, pod_file, any_value)
 STRING_FLAG(set_kubeconfig, kubeconfig, any_value)
@@ -263,6 +268,48 @@ static int set_max_body(void *target, const char *v)
     return 0;
 }
 
+static int set_body_budget(void *target, const char *v)
+{
+    struct options *o = target;
+    int64_t n;
+    if (quantity_parse_int(v, strlen(v), &n) != QTY_OK || n < 1024)
+        return 1;
+    o->body_budget = n;
+    return 0;
+}
+
+/* A count of connections, 1..1,000,000 (0 too when zero_means_off). */
+static int parse_connections(const char *v, bool zero_means_off, unsigned *out)
+{
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (errno || *end || end == v || n < (zero_means_off ? 0 : 1) || n > 1000000)
+        return 1;
+    *out = (unsigned)n;
+    return 0;
+}
+
+static int set_max_connections(void *target, const char *v)
+{
+    return parse_connections(v, false, &((struct options *)target)->max_connections);
+}
+
+static int set_max_connections_per_ip(void *target, const char *v)
+{
+    return parse_connections(v, true, &((struct options *)target)->max_connections_per_ip);
+}
+
+static int set_read_timeout(void *target, const char *v)
+{
+    struct options *o = target;
+    int64_t ns = parse_duration_ns(v);
+    if (ns < 100 * 1000000LL || ns > 3600 * 1000000000LL)
+        return 1;
+    o->read_timeout_ns = ns;
+    return 0;
+}
+
 static int set_log_level(void *target, const char *v)
 {
     struct options *o = target;
@@ -306,7 +353,14 @@ static const struct flag_spec flags[] = {
      SERVE},
     {"tls-cert", "FILE", set_tls_cert, "PEM certificate (chain) served on the HTTPS listener", SERVE},
     {"tls-key", "FILE", set_tls_key, "PEM private key of --tls-cert", SERVE},
-    {"tls-client-ca", "FILE", set_tls_client_ca, "require HTTPS clients to present a certificate signed by this CA",
+    {"tls-client-ca", "FILE", set_tls_client_ca,
+     "require HTTPS clients to present a certificate signed by this CA, with the clientAuth extended key usage", SERVE},
+    {"tls-min-version", "VERSION", set_tls_min_version,
+     "oldest TLS version accepted: VersionTLS12 or VersionTLS13 (default VersionTLS12; TLS 1.3 is always preferred)",
+     SERVE},
+    {"tls-cipher-suites", "SUITE,...", set_tls_cipher_suites,
+     "TLS 1.2 cipher suites, kube-apiserver's names; only ECDHE with AES-GCM or ChaCha20-Poly1305 "
+     "(default all of those)",
      SERVE},
     {"kubeconfig", "FILE", set_kubeconfig,
      "follow the cluster of this kubeconfig's current context (default: in-cluster config when KUBERNETES_SERVICE_HOST "
@@ -361,6 +415,14 @@ static const struct flag_spec flags[] = {
     {"decision-queue", "N", set_decision_queue,
      "decisions that may wait for a free decision worker; more are refused with an Error (default 128)", SERVE},
     {"max-body-bytes", "BYTES", set_max_body, "largest request body; larger ones get 413 (default 256Mi)", SERVE},
+    {"body-budget", "BYTES", set_body_budget,
+     "memory all request bodies in flight may hold together; past it requests get 503 (default 384Mi)", SERVE},
+    {"max-connections", "N", set_max_connections, "open client connections per listener (default 1024)", SERVE},
+    {"max-connections-per-ip", "N", set_max_connections_per_ip,
+     "open client connections per listener from one address; 0: no limit (default 256)", SERVE},
+    {"read-timeout", "DURATION", set_read_timeout,
+     "longest time a client may take to send one whole request; the connection is closed after it (default 30s)",
+     SERVE},
     {"log-level", "debug|info|warn|error", set_log_level, "least severe level logged (default info)", BOTH},
     {"log-format", "text|json", set_log_format, "log line format (default text)", BOTH},
     {"metrics-per-node", NULL, set_metrics_per_node,
@@ -385,6 +447,10 @@ static void set_defaults(struct options *o)
     o->decision_workers = OPTIONS_DECISION_WORKERS;
     o->decision_queue = OPTIONS_DECISION_QUEUE;
     o->max_body_bytes = 256LL * 1024 * 1024;
+    o->body_budget = 384LL * 1024 * 1024;
+    o->max_connections = 1024;
+    o->max_connections_per_ip = 256;
+    o->read_timeout_ns = 30LL * 1000000000LL;
     o->log_level = LOG_INFO;
 }
 
@@ -405,8 +471,23 @@ static int check_combination(const struct options *o, enum options_command cmd, 
         fprintf(err, "gpu-quota-admission: --tls-client-ca needs --listen-https\n");
         return -1;
     }
+    if (!https && (o->tls_min_version || o->tls_cipher_suites)) {
+        fprintf(err, "gpu-quota-admission: --tls-min-version and --tls-cipher-suites need --listen-https\n");
+        return -1;
+    }
+    char *why = NULL;
+    if (o->tls_cipher_suites && tls_policy_suites_ok(o->tls_cipher_suites, &why) != 0) {
+        fprintf(err, "gpu-quota-admission: %s\n", why ? why : "out of memory");
+        free(why);
+        return -1;
+    }
     if (o->show_help || o->show_version)
         return 0;
+    if (o->body_budget < o->max_body_bytes) {
+        fprintf(err, "gpu-quota-admission: --body-budget is smaller than --max-body-bytes: the largest body could "
+                     "never be received\n");
+        return -1;
+    }
     if (cmd == CMD_SIMULATE && !o->state_file) {
         fprintf(err, "gpu-quota-admission: simulate needs --state-file FILE\n");
         return -1;
@@ -462,6 +543,8 @@ void options_free(struct options *o)
     free(o->tls_cert);
     free(o->tls_key);
     free(o->tls_client_ca);
+    free(o->tls_min_version);
+    free(o->tls_cipher_suites);
     free(o->state_file);
     free(o->pod_file);
     free(o->kubeconfig);

@@ -21,6 +21,7 @@ struct options {
     char *listen_http;  /* "" disables the HTTP listener */
     char *listen_https; /* NULL/"" disables the HTTPS listener */
     char *tls_cert, *tls_key, *tls_client_ca;
+    char *tls_min_version, *tls_cipher_suites; /* kube-apiserver's names (extender/tlspolicy.h) */
     char *state_file;
     char *kubeconfig;                       /* live mode; else in-cluster when KUBERNETES_SERVICE_HOST is set */
     char *crl_namespace;                    /* ConfigMaps watched for CustomResourceLimitations */
@@ -36,6 +37,10 @@ struct options {
     int threads;
     int decision_workers, decision_queue; /* see workers.h */
     int64_t max_body_bytes;
+    /* Client limits (extender/guard.h). */
+    int64_t body_budget;
+    unsigned max_connections, max_connections_per_ip;
+    int64_t read_timeout_ns;
     enum log_level log_level;
     int log_json;
     int show_help, show_version;

@@ -1,6 +1,8 @@
 /* server.c - libmicrohttpd listeners. See server.h. */
 #include "extender/server.h"
+#include "extender/guard.h"
 #include "extender/router.h"
+#include "extender/tlspolicy.h"
 #include "extender/workers.h"
 #include "kube/tlscreds.h"
 #include "lib/clock.h"
@@ -21,10 +23,6 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
-#include <unistd.h>
-
-/* TLS 1.2 is the floor: kube-apiserver and kube-scheduler speak 1.2 and 1.3. */
-#define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 
 struct server;
 
@@ -37,9 +35,10 @@ struct listener {
 
 struct server {
     struct app *app;
-    int64_t max_body;
+    struct guard *guard; /* connection, deadline, body budget and path limits */
     struct listener http, https;
     char *ca_pem;
+    char *tls_priorities; /* tlspolicy.c: versions, suites, groups */
     atomic_int in_flight;
     struct workers *workers; /* decisions (router_may_block) run here; NULL: inline */
 };
@@ -48,11 +47,14 @@ struct request_ctx {
     struct server *server;
     struct listener *listener;
     struct strbuf body;
+    int64_t body_charged; /* bytes of the body budget the buffer holds (guard.c) */
+    uint64_t announced;   /* Content-Length, 0 when absent */
     int64_t started_ns;
     enum metric_verb verb;
     int status;
     int too_large;
-    int answered; /* a response was queued early (413, 403) */
+    int over_budget;
+    int answered; /* a response was queued early (413, 403, 400, 503) */
     /* Handed to a decision worker: the connection is suspended meanwhile. */
     struct MHD_Connection *conn;
     char *method, *url;
@@ -116,20 +118,56 @@ static enum MHD_Result queue_error(struct MHD_Connection *conn, struct request_c
     return queue(conn, ctx, &resp);
 }
 
-/* With --tls-client-ca the peer must have presented a certificate that
- * verifies against that CA; libmicrohttpd requests it but leaves the
- * verdict to us. */
-static int client_cert_ok(struct MHD_Connection *conn)
+/* Over the body budget: the fault is the load, not this request. */
+static enum MHD_Result queue_busy(struct MHD_Connection *conn, struct request_ctx *ctx)
+{
+    struct http_response resp = {0};
+    http_json_error(&resp, 503, "request bodies in flight have used up --body-budget; retry later");
+    ctx->answered = 1;
+    struct MHD_Response *r = MHD_create_response_from_buffer(resp.body_len, resp.body, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(resp.body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, CONTENT_JSON);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    ctx->status = 503;
+    enum MHD_Result rc = MHD_queue_response(conn, 503, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+/* Content-Length against --max-body-bytes and the budget, before any byte
+ * of the body is read; nothing is reserved for it (bodies grow as they
+ * arrive). */
+static enum MHD_Result check_announced(struct MHD_Connection *conn, struct request_ctx *ctx)
+{
+    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (!cl)
+        return MHD_YES;
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(cl, &end, 10);
+    enum guard_take verdict = errno || *end ? GUARD_TOO_LARGE : guard_body_admit(ctx->server->guard, n);
+    if (verdict == GUARD_TOO_LARGE) {
+        ctx->too_large = 1;
+        return queue_error(conn, ctx, 413, "request body is larger than --max-body-bytes");
+    }
+    if (verdict == GUARD_OVER_BUDGET) {
+        ctx->over_budget = 1;
+        return queue_busy(conn, ctx);
+    }
+    ctx->announced = n;
+    return MHD_YES;
+}
+
+/* With --tls-client-ca the peer must have presented a client certificate
+ * that verifies against that CA (libmicrohttpd requests one but leaves the
+ * verdict to us); NULL when it did, else why not. */
+static const char *client_cert_refusal(struct MHD_Connection *conn)
 {
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
-    if (!ci || !ci->tls_session)
-        return 0;
-    gnutls_session_t session = (gnutls_session_t)ci->tls_session;
-    unsigned int listed = 0;
-    if (!gnutls_certificate_get_peers(session, &listed) || listed == 0)
-        return 0;
-    unsigned int status = 0;
-    return gnutls_certificate_verify_peers2(session, &status) == GNUTLS_E_SUCCESS && status == 0;
+    return tls_policy_client_refusal(ci ? (gnutls_session_t)ci->tls_session : NULL);
 }
 
 /* A large body buffer is touched once, front to back: with transparent huge
@@ -156,33 +194,36 @@ static enum MHD_Result begin_request(struct listener *l, struct server *s, struc
     ctx->started_ns = clock_monotonic_ns();
     atomic_fetch_add(&s->in_flight, 1);
     *con_cls = ctx;
-    if (l->require_client_cert && !client_cert_ok(conn))
-        return queue_error(conn, ctx, 403, "a client certificate signed by --tls-client-ca is required");
-    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (cl) {
-        char *end;
-        errno = 0;
-        unsigned long long n = strtoull(cl, &end, 10);
-        if (errno || *end || n > (unsigned long long)s->max_body) {
-            ctx->too_large = 1;
-            return queue_error(conn, ctx, 413, "request body is larger than --max-body-bytes");
-        }
-        /* One allocation up front: a 28 MB NodeList would otherwise be
-         * copied a dozen times while the buffer doubles. */
-        if (n > 0 && strbuf_reserve(&ctx->body, (size_t)n) != 0)
-            return queue_error(conn, ctx, 500, "out of memory for the request body");
-        advise_huge(ctx->body.data, ctx->body.cap);
-    }
-    return MHD_YES;
+    const char *refusal = l->require_client_cert ? client_cert_refusal(conn) : NULL;
+    if (refusal)
+        return queue_error(conn, ctx, 403, refusal);
+    if (guard_path_refused(conn))
+        return queue_error(conn, ctx, 400, "the request path contains a control character (decoded NUL or similar)");
+    return check_announced(conn, ctx);
 }
 
+/* The body grows by what arrives, within --max-body-bytes and the budget;
+ * past either, the rest is read and dropped and the answer says why. */
 static enum MHD_Result take_body(struct request_ctx *ctx, const char *data, size_t *size)
 {
-    if (!ctx->answered && !ctx->too_large) {
-        if ((int64_t)(ctx->body.len + *size) > ctx->server->max_body)
+    if (!ctx->answered && !ctx->too_large && !ctx->over_budget) {
+        size_t cap = ctx->body.cap;
+        switch (guard_body_append(ctx->server->guard, &ctx->body, &ctx->body_charged, ctx->announced, data, *size)) {
+        case GUARD_TOO_LARGE:
             ctx->too_large = 1;
-        else
-            strbuf_append(&ctx->body, data, *size);
+            guard_body_release(&ctx->body, &ctx->body_charged);
+            break;
+        case GUARD_OVER_BUDGET:
+            ctx->over_budget = 1;
+            guard_body_release(&ctx->body, &ctx->body_charged);
+            break;
+        case GUARD_NO_MEMORY:
+            break;
+        case GUARD_TAKEN:
+            if (ctx->body.cap != cap)
+                advise_huge(ctx->body.data, ctx->body.cap);
+            break;
+        }
     }
     *size = 0;
     return MHD_YES;
@@ -240,8 +281,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return begin_request(l, l->server, conn, con_cls);
     if (*upload_size || ctx->answered)
         return take_body(ctx, upload_data, upload_size);
+    guard_request_received(conn);
     if (ctx->too_large)
         return queue_error(conn, ctx, 413, "request body is larger than --max-body-bytes");
+    if (ctx->over_budget)
+        return queue_busy(conn, ctx);
     if (strbuf_failed(&ctx->body))
         return queue_error(conn, ctx, 500, "out of memory for the request body");
     if (atomic_load(&ctx->worker_done)) { /* resumed: the worker's answer */
@@ -268,7 +312,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         ctx->status = 499; /* the client went away before an answer */
     metrics_observe_request(ctx->verb, ctx->status, seconds_since(ctx->started_ns), ctx->body.len);
     atomic_fetch_sub(&ctx->server->in_flight, 1);
-    strbuf_free(&ctx->body);
+    guard_body_release(&ctx->body, &ctx->body_charged);
+    guard_request_done(conn);
     free(ctx->worker_resp.body);
     free(ctx->method);
     free(ctx->url);
@@ -379,16 +424,18 @@ static int start_listener(struct server *s, struct listener *l, const struct ser
     if (l->tls)
         flags |= MHD_USE_TLS;
     l->server = s;
+    struct MHD_OptionItem guard_opts[GUARD_MHD_OPTIONS];
+    guard_daemon_options(s->guard, guard_opts);
     l->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, l, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE,
         (unsigned int)cfg->threads, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)SERVER_IDLE_TIMEOUT_S,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024), MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
-        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVER_CONNECTION_MEMORY, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
+        NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_ARRAY, guard_opts,
         /* The options after this point apply to TLS only: for plain HTTP
          * the list ends here. The certificate comes from a callback so a
          * renewed one is served without a restart (tlscreds.c). */
         l->tls ? MHD_OPTION_HTTPS_CERT_CALLBACK : MHD_OPTION_END, tls_creds_retrieve, MHD_OPTION_HTTPS_PRIORITIES,
-        TLS_PRIORITIES, s->ca_pem ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, s->ca_pem, MHD_OPTION_END);
+        s->tls_priorities, s->ca_pem ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, s->ca_pem, MHD_OPTION_END);
     if (!l->daemon) {
         struct strbuf sb;
         strbuf_init(&sb);
@@ -403,6 +450,8 @@ static int start_listener(struct server *s, struct listener *l, const struct ser
 
 static int load_tls(struct server *s, const struct server_config *cfg, char **err)
 {
+    if (!(s->tls_priorities = tls_policy_priorities(cfg->tls_min_version, cfg->tls_cipher_suites, err)))
+        return -1;
     if (tls_creds_init(cfg->tls_cert_file, cfg->tls_key_file, err) != 0)
         return -1;
     if (cfg->tls_client_ca_file && !(s->ca_pem = read_file(cfg->tls_client_ca_file, err)))
@@ -416,6 +465,8 @@ static void free_server(struct server *s)
 {
     if (s->https.tls)
         tls_creds_shutdown();
+    guard_stop(s->guard);
+    free(s->tls_priorities);
     free(s->ca_pem);
     free(s);
 }
@@ -428,7 +479,6 @@ struct server *server_start(const struct server_config *cfg, struct app *app, ch
         return NULL;
     }
     s->app = app;
-    s->max_body = cfg->max_body_bytes;
     if (cfg->decision_workers > 0 && !(s->workers = workers_start(cfg->decision_workers, cfg->decision_queue))) {
         *err = strdup("cannot start the decision workers (threads)");
         free(s);
@@ -436,6 +486,12 @@ struct server *server_start(const struct server_config *cfg, struct app *app, ch
     }
     bool http = cfg->listen_http && *cfg->listen_http;
     bool https = cfg->listen_https && *cfg->listen_https;
+    struct guard_config gc = {cfg->max_connections, cfg->max_connections_per_ip, cfg->read_timeout_ns,
+                              cfg->body_budget,     cfg->max_body_bytes,         (int)http + (int)https};
+    if (!(s->guard = guard_start(&gc, err))) {
+        free(s);
+        return NULL;
+    }
     if ((http && start_listener(s, &s->http, cfg, cfg->listen_http, err) != 0) ||
         (https && (load_tls(s, cfg, err) != 0 || start_listener(s, &s->https, cfg, cfg->listen_https, err) != 0))) {
         server_drain_and_stop(s, 0);
@@ -444,21 +500,14 @@ struct server *server_start(const struct server_config *cfg, struct app *app, ch
     return s;
 }
 
-static void quiesce(struct listener *l)
-{
-    if (!l->daemon)
-        return;
-    MHD_socket fd = MHD_quiesce_daemon(l->daemon);
-    if (fd != MHD_INVALID_SOCKET)
-        close(fd);
-}
-
 void server_drain_and_stop(struct server *s, int timeout_ms)
 {
     if (!s)
         return;
-    quiesce(&s->http);
-    quiesce(&s->https);
+    /* New connections are closed as soon as they are accepted (guard.c).
+     * Not MHD_quiesce_daemon: in libmicrohttpd 0.9.75 it races a worker's
+     * epoll loop removing the same listen FD and aborts the process. */
+    guard_refuse_new(s->guard);
     for (int waited = 0; atomic_load(&s->in_flight) > 0 && waited < timeout_ms; waited += 10) {
         struct timespec ts = {0, 10 * 1000000L};
         nanosleep(&ts, NULL);

@@ -90,12 +90,28 @@ static const char *object_rv(const cJSON *obj)
     return cJSON_IsString(rv) ? rv->valuestring : NULL;
 }
 
+/* A dropped object: logged with its reason and told to the sink (metrics). */
+static void skip_object(struct informer *inf, const char *what, const char *err)
+{
+    const char *reason = !err || strcmp(err, "out of memory") == 0 ? "out_of_memory" : "invalid";
+    log_warn("informer %s: %s skipped: %s", inf->name, what, err ? err : "out of memory");
+    if (inf->sink.skipped)
+        inf->sink.skipped(inf->sink.ctx, reason);
+}
+
+static void skip_malformed(struct informer *inf, const char *what)
+{
+    log_warn("informer %s: malformed %s skipped", inf->name, what);
+    if (inf->sink.skipped)
+        inf->sink.skipped(inf->sink.ctx, "malformed");
+}
+
 static int apply_object(struct informer *inf, cJSON *obj)
 {
     char *err = NULL;
     int rc = inf->sink.apply(inf->sink.ctx, obj, &err);
     if (rc != 0)
-        log_warn("informer %s: object skipped: %s", inf->name, err ? err : "out of memory");
+        skip_object(inf, "object", err);
     free(err);
     return rc;
 }
@@ -164,7 +180,7 @@ int informer_apply_event(struct informer *inf, const char *line, size_t len)
     cJSON *obj = split_event(line, len, type, sizeof(type), &span) == 0 ? event_object(inf, type, &span) : NULL;
     enum event_result result = EVENT_OK;
     if (!cJSON_IsObject(obj)) {
-        log_warn("informer %s: malformed watch event skipped", inf->name);
+        skip_malformed(inf, "watch event");
         cJSON_Delete(obj);
         return EVENT_BAD;
     }
@@ -213,7 +229,7 @@ static void *convert_item(struct informer *inf, cJSON *obj, bool *taken)
     *taken = false;
     void *out = inf->sink.convert(inf->sink.ctx, obj, taken, &err);
     if (!out)
-        log_warn("informer %s: listed object skipped: %s", inf->name, err ? err : "out of memory");
+        skip_object(inf, "listed object", err);
     free(err);
     return out;
 }
@@ -237,7 +253,9 @@ static int collect_items(struct informer *inf, struct jscan *s, struct list_item
             return -1;
         cJSON *obj = parse_object(inf, span.ptr, span.len);
         bool taken = false;
-        void *item = obj ? convert_item(inf, obj, &taken) : NULL;
+        if (!cJSON_IsObject(obj))
+            skip_malformed(inf, "listed object");
+        void *item = cJSON_IsObject(obj) ? convert_item(inf, obj, &taken) : NULL;
         if (!taken)
             cJSON_Delete(obj);
         if (item && push_item(l, item) != 0)

@@ -47,6 +47,12 @@ struct informer_sink {
     /* DELETED: the object as it was last seen. */
     int (*remove)(void *ctx, const cJSON *obj);
     void *ctx;
+    /* Told of every object the informer drops, after it logged why:
+     * reason is "malformed" (not a JSON object: an unparsable list item or
+     * watch event), "invalid" (convert or apply refused it) or
+     * "out_of_memory". One dropped object never fails a list or a watch.
+     * May be NULL. */
+    void (*skipped)(void *ctx, const char *reason);
 };
 
 struct informer {

@@ -73,7 +73,11 @@ void log_msg(enum log_level level, const char *fmt, ...)
         strbuf_json_string(&line, text);
         strbuf_puts(&line, "}\n");
     } else {
-        strbuf_printf(&line, "%s %-5s %s\n", when, level_names[level], text);
+        /* Values come from requests and the cluster (pod names, paths):
+         * escaped, none can end the line early or forge the next one. */
+        strbuf_printf(&line, "%s %-5s ", when, level_names[level]);
+        strbuf_text_escaped(&line, text, msg.len);
+        strbuf_putc(&line, '\n');
     }
     if (!strbuf_failed(&line) && write(STDERR_FILENO, line.data, line.len) < 0) {
         /* Nowhere left to report a failed log write. */

@@ -2,7 +2,10 @@
  * log.h - leveled logging to stderr, as text or one JSON object per line.
  *
  * Owns the service's log format (--log-level, --log-format). Thread-safe:
- * each line is written with a single write() call.
+ * each line is written with a single write() call. One message is one line
+ * in both formats: the text format escapes control characters and invalid
+ * UTF-8 in the message (strbuf_text_escaped), the JSON format escapes it as
+ * a JSON string, so a value taken from a request cannot forge a line.
  */
 #ifndef GQA_LOG_H
 #define GQA_LOG_H

@@ -51,6 +51,29 @@ fail:
     return -1;
 }
 
+int strbuf_reserve_exact(struct strbuf *sb, size_t extra)
+{
+    if (sb->failed)
+        return -1;
+    if (extra > SIZE_MAX - sb->len - 1) {
+        sb->failed = 1;
+        return -1;
+    }
+    size_t need = sb->len + extra + 1;
+    if (need <= sb->cap)
+        return 0;
+    char *p = realloc(sb->data, need);
+    if (!p) {
+        sb->failed = 1;
+        return -1;
+    }
+    if (!sb->data)
+        p[0] = '\0';
+    sb->data = p;
+    sb->cap = need;
+    return 0;
+}
+
 void strbuf_append(struct strbuf *sb, const char *data, size_t len)
 {
     if (strbuf_reserve(sb, len) != 0)
@@ -219,6 +242,50 @@ void strbuf_json_string_n(struct strbuf *sb, const char *s, size_t len)
 void strbuf_json_string(struct strbuf *sb, const char *s)
 {
     strbuf_json_string_n(sb, s ? s : "", s ? strlen(s) : 0);
+}
+
+/* One escape for the text log: \n, \r, \t, else \xHH. */
+static void put_byte_escape(struct strbuf *sb, unsigned char c)
+{
+    static const char hex[] = "0123456789abcdef";
+    char esc[4] = {'\\', 'x', hex[c >> 4], hex[c & 15]};
+    if (c == '\n')
+        strbuf_append(sb, "\\n", 2);
+    else if (c == '\r')
+        strbuf_append(sb, "\\r", 2);
+    else if (c == '\t')
+        strbuf_append(sb, "\\t", 2);
+    else
+        strbuf_append(sb, esc, 4);
+}
+
+/* Bytes a terminal or a line-oriented reader could act on: C0 controls and
+ * DEL, the C1 controls U+0080..U+009F (two bytes, C2 80..C2 9F), and any
+ * byte that does not start a valid UTF-8 sequence (0x9B alone is CSI to an
+ * 8-bit terminal). Everything else is copied in runs. */
+void strbuf_text_escaped(struct strbuf *sb, const char *s, size_t len)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t run = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = u[i];
+        size_t seq = 0;
+        if (c >= 0x80) {
+            seq = utf8_sequence(u + i, len - i);
+            if (seq && !(c == 0xC2 && u[i + 1] < 0xA0)) {
+                i += seq - 1;
+                continue;
+            }
+        } else if (c >= 0x20 && c != 0x7F) {
+            continue;
+        }
+        strbuf_append(sb, s + run, i - run);
+        for (size_t k = 0; k < (seq ? seq : 1); k++)
+            put_byte_escape(sb, u[i + k]);
+        i += seq ? seq - 1 : 0;
+        run = i + 1;
+    }
+    strbuf_append(sb, s + run, len - run);
 }
 
 char *strbuf_detach(struct strbuf *sb, size_t *len)

@@ -25,6 +25,9 @@ void strbuf_free(struct strbuf *sb);
 void strbuf_reset(struct strbuf *sb);
 /* Make room for at least `extra` more bytes. 0 or -1 (and the buffer fails). */
 int strbuf_reserve(struct strbuf *sb, size_t extra);
+/* The same, growing to exactly len + extra + 1 bytes when it must grow, for
+ * callers that account for the memory a buffer holds (request bodies). */
+int strbuf_reserve_exact(struct strbuf *sb, size_t extra);
 void strbuf_append(struct strbuf *sb, const char *data, size_t len);
 void strbuf_puts(struct strbuf *sb, const char *s);
 void strbuf_putc(struct strbuf *sb, char c);
@@ -34,6 +37,10 @@ void strbuf_put_i64(struct strbuf *sb, int64_t v);
 /* Append s as a JSON string literal, quotes included. */
 void strbuf_json_string(struct strbuf *sb, const char *s);
 void strbuf_json_string_n(struct strbuf *sb, const char *s, size_t len);
+/* Append s for a line of text that a terminal may show: control characters
+ * (C0, DEL, C1) and bytes outside valid UTF-8 become \n, \r, \t or \xHH, so
+ * the text can neither end the line nor steer the terminal. */
+void strbuf_text_escaped(struct strbuf *sb, const char *s, size_t len);
 /* A malloc'd formatted string (for error messages), NULL when memory ran out. */
 char *strbuf_format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *strbuf_vformat(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));

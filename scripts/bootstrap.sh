@@ -2,7 +2,11 @@
 # Install what a fresh Debian bookworm machine lacks to build and test
 # gpu-quota-admission. Does nothing when everything is present; installs the
 # missing Debian packages when run as root (or through sudo).
+#   --fuzz   also what the libFuzzer targets need (scripts/fuzz.sh): clang and
+#            its runtime libraries (libFuzzer, the sanitizers)
 set -euo pipefail
+fuzz=0
+[ "${1:-}" = "--fuzz" ] && fuzz=1
 
 # pkg-config module or command -> Debian package that provides it
 declare -A modules=(
@@ -42,6 +46,15 @@ if command -v pkg-config >/dev/null 2>&1; then
   done
 else
   missing+=("${modules[@]}")
+fi
+
+if [ "$fuzz" -eq 1 ]; then
+  command -v clang >/dev/null 2>&1 || missing+=(clang)
+  # -fsanitize=fuzzer links clang's own libFuzzer runtime.
+  if ! command -v clang >/dev/null 2>&1 ||
+     [ ! -f "$(clang -print-resource-dir)/lib/linux/libclang_rt.fuzzer-$(uname -m).a" ]; then
+    missing+=(libclang-rt-14-dev)
+  fi
 fi
 
 if [ ${#missing[@]} -eq 0 ]; then

@@ -902,6 +902,7 @@ class APISim:
         self.watchers = set()
         self.faults = []
         self.holds = []         # WatchHold rules: watch events held back
+        self.list_garbage = []  # (plural, namespace or None, raw item) appended to list answers
         self.request_log = []
         self.request_seq = 0
         self.tls_errors = []
@@ -1502,6 +1503,9 @@ class APISim:
             o.pop("kind", None)
             o.pop("apiVersion", None)
             out.append(o)
+        with self.cond:
+            out += [deep(item) for plural, gns, item in self.list_garbage
+                    if plural == rt.plural and (ns is None or gns is None or gns == ns)]
         return {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": lmeta, "items": out}
 
     def delete_collection(self, rt, ns, params, options=None):
@@ -1543,6 +1547,17 @@ class APISim:
     def clear_faults(self):
         with self.cond:
             self.faults = []
+            self.list_garbage = []
+
+    def add_list_garbage(self, rt, item, ns=None):
+        """Append `item` (any JSON value, stored nowhere else) to every list of
+        `rt` (in namespace ns, or in every namespace): an object no real API
+        server would return, such as a ConfigMap without a name, for clients
+        that must skip one bad item. Until clear_faults() or reset()."""
+        if isinstance(rt, str):
+            rt = resource_type(rt)
+        with self.cond:
+            self.list_garbage.append((rt.plural, ns, deep(item)))
 
     def active_faults(self):
         now = time.monotonic()
@@ -1653,6 +1668,7 @@ class APISim:
         with self.cond:
             self.faults = []
             self.holds = []
+            self.list_garbage = []
             self.tokens = set(self.initial_tokens)
             self.auth_required = bool(self.initial_tokens) or bool(self.client_ca)
             self.settings = dict(self.initial_settings)
@@ -1809,6 +1825,9 @@ class APISim:
                 return {}
             if name == "compact":
                 return {"compactedResourceVersion": str(self.compact(args.get("resourceVersion")))}
+            if name == "list_garbage":
+                self.add_list_garbage(args["resource"], args["item"], args.get("namespace"))
+                return {}
             if name == "down":
                 secs = args.get("seconds")
                 threading.Timer(0.05, self.down, kwargs={"seconds": secs}).start()

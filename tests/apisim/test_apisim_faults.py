@@ -56,6 +56,32 @@ def test_fail_next_n_requests():
         sim.stop()
 
 
+def test_list_garbage():
+    sim, c = new_sim()
+    try:
+        c.post("/api/v1/namespaces/kube-public/configmaps", {"metadata": {"name": "good"}})
+        sim.add_list_garbage("configmaps", {"metadata": {"namespace": "kube-public"}}, ns="kube-public")
+        sim.add_list_garbage("configmaps", 42)
+        items = c.get("/api/v1/namespaces/kube-public/configmaps").json["items"]
+        assert [i.get("metadata", {}).get("name") if isinstance(i, dict) else i for i in items] == \
+            ["good", None, 42], items
+        # only the namespace it was added for (or every one), and only lists
+        assert c.get("/api/v1/namespaces/default/configmaps").json["items"] == [42]
+        assert c.get("/api/v1/namespaces/kube-public/configmaps/good").status == 200
+        assert len(c.get("/api/v1/configmaps").json["items"]) == 3
+        assert c.get("/api/v1/nodes").json["items"] == []
+        sim.clear_faults()
+        assert len(c.get("/api/v1/namespaces/kube-public/configmaps").json["items"]) == 1
+        sim.add_list_garbage("nodes", {"kind": "Node"})
+        sim.reset()
+        assert c.get("/api/v1/nodes").json["items"] == []
+        # through the control endpoint
+        sim.control({"op": "list_garbage", "resource": "pods", "item": "x"})
+        assert c.get("/api/v1/pods").json["items"] == ["x"]
+    finally:
+        sim.stop()
+
+
 def test_fail_for_seconds_and_429():
     sim, c = new_sim()
     try:

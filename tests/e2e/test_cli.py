@@ -21,7 +21,9 @@ suite = g.Suite("test_cli")
 EXPECTED_FLAGS = ["listen-http", "listen-https", "tls-cert", "tls-key", "tls-client-ca", "state-file", "pod",
                   "placement", "gpu-policy", "node-policy", "assume-ttl", "threads", "max-body-bytes", "log-level",
                   "log-format", "version", "help", "kubeconfig", "crl-namespace", "quota-configmap",
-                  "leader-elect", "lease-namespace", "lease-name", "gpu-model-label", "gpu-pool-label"]
+                  "leader-elect", "lease-namespace", "lease-name", "gpu-model-label", "gpu-pool-label",
+                  "tls-min-version", "tls-cipher-suites", "body-budget", "max-connections",
+                  "max-connections-per-ip", "read-timeout"]
 
 
 def help_flags(text):
@@ -43,7 +45,8 @@ def sample(flag, placeholder, files):
     return [{"ADDR:PORT": "127.0.0.1:3999", "FILE": files, "DURATION": "30s", "N": "3",
              "BYTES": "1Mi", "NAMESPACE/NAME": "kube-system/gpu-quota", "NAMESPACE": "kube-system",
              "NAME": "gpu-quota-admission", "LABEL": "example.com/gpu-model", "FACTOR": "1.5", "MIB": "4096",
-             "PERCENT": "20"}.get(placeholder, "x")]
+             "PERCENT": "20", "VERSION": "VersionTLS13",
+             "SUITE,...": "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"}.get(placeholder, "x")]
 
 
 def one_line_error(s, r, flag, label):
@@ -71,9 +74,9 @@ def help_lists_every_flag(s):
     files = s.demo_state
     for f, ph in sorted(listed.items()):
         args = ["--" + f] + sample(f, ph, files)
-        if f in ("listen-https", "tls-client-ca"):
+        if f in ("listen-https", "tls-client-ca", "tls-min-version", "tls-cipher-suites"):
             args += ["--tls-cert", files, "--tls-key", files]
-        if f == "tls-client-ca":
+        if f in ("tls-client-ca", "tls-min-version", "tls-cipher-suites"):
             args += ["--listen-https", "127.0.0.1:3998"]
         if f != "help":
             args += ["--help"]

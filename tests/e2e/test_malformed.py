@@ -290,7 +290,9 @@ def error_bodies_are_utf8(s):
                  ("GET", "/inspect/nodes/%FF%FE", 404, "node"),
                  ("GET", "/inspect/nodes/%ED%A0%80%C0%80", 404, "node"),   # surrogate, overlong
                  ("GET", "/inspect/nodes/%E2%82%AC%F0%9F%98%80", 404, "\u20ac\U0001f600"),
-                 ("GET", "/inspect/nodes/a%22b%5Cc%0Ad", 404, 'a"b\\c\nd'),
+                 ("GET", "/inspect/nodes/a%22b%5Cc%7Ed", 404, 'a"b\\c~d'),
+                 # a decoded control character is refused before routing (issue 10 item 7)
+                 ("GET", "/inspect/nodes/a%22b%5Cc%0Ad", 400, "control character"),
                  ("DELETE", "/inspect/nodes/%C3", 405, "DELETE"),
                  ("GET", "/x%22y", 404, '/x"y')]
         for method, path, status, needle in cases:

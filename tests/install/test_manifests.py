@@ -48,11 +48,23 @@ def all_manifest_files(s):
     return ic.yaml_files(s.src, "manifests")
 
 
-def every_object(s):
-    """(file, doc) for every YAML file under manifests/, kustomizations aside."""
-    out = []
+def patch_files(s):
+    """Files that kustomizations apply as patches (JSON 6902 lists, not objects)."""
+    out = set()
     for f in all_manifest_files(s):
         if os.path.basename(f) == "kustomization.yaml":
+            for p in ic.load_docs(f)[0].get("patches") or []:
+                if "path" in p:
+                    out.add(os.path.normpath(os.path.join(os.path.dirname(f), p["path"])))
+    return out
+
+
+def every_object(s):
+    """(file, doc) for every YAML file under manifests/, kustomizations and patches aside."""
+    out = []
+    patches = patch_files(s)
+    for f in all_manifest_files(s):
+        if os.path.basename(f) == "kustomization.yaml" or f in patches:
             continue
         for d in ic.load_docs(f):
             out.append((f, d))
@@ -112,7 +124,7 @@ def kustomizations_reference_existing_files(s):
                 s.check(os.path.exists(os.path.join(d, p["path"])), "%s: patch %s exists" % (rel(s, f), p["path"]))
             s.check("path" in p or "patch" in p, "%s: patch has path or patch" % rel(s, f))
     # Every object file is used by some kustomization, or is an example.
-    used = set()
+    used = set(patch_files(s))
     for f in all_manifest_files(s):
         if os.path.basename(f) == "kustomization.yaml":
             used.update(ic.kustomization_resources(os.path.dirname(f)))
@@ -574,6 +586,32 @@ def flags_and_env_exist(s):
             print(out)
 
 
+def binary_bytes(text):
+    """A byte quantity as the manifests and --help write them (512Mi, 1Gi, 2000000)."""
+    m = re.fullmatch(r"(\d+)(Ki|Mi|Gi)?", str(text).strip())
+    assert m, text
+    return int(m.group(1)) * {None: 1, "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30}[m.group(2)]
+
+
+@suite.test
+def memory_limit_fits_the_body_budget(s):
+    """The service's memory bounds (--body-budget, connections x 64 KiB) plus
+    the cache at 5000 GPU nodes fit the Deployment's memory limit."""
+    c = container(deployment(ic.manifest_objects(s.src)))
+    limit = binary_bytes(c["resources"]["limits"]["memory"])
+    flags = ic.help_flags(s.args.binary)
+    env = {e["name"]: e.get("value") for e in c.get("env") or []}
+    args = arg_map(c.get("args") or [])
+    budget = binary_bytes(args.get("body-budget") or env.get("GQA_BODY_BUDGET") or flags["body-budget"])
+    conns = int(args.get("max-connections") or env.get("GQA_MAX_CONNECTIONS") or flags["max-connections"])
+    listeners = 2
+    cache = 200 * 1000 * 1000
+    need = budget + conns * listeners * 64 * 1024 + cache
+    s.check(need <= limit, "body budget + connection buffers + cache (%d MiB) fit the %d MiB limit"
+            % (need >> 20, limit >> 20))
+    s.check(budget >= binary_bytes(flags["max-body-bytes"]), "the default budget holds the largest body")
+
+
 @suite.test
 def services(s):
     objs = ic.manifest_objects(s.src)
@@ -616,6 +654,42 @@ def services(s):
                 "%s does not select gpu-topology pods" % svc["metadata"]["name"])
 
 
+def json6902(doc, ops):
+    """The RFC 6902 operations kustomize applies (replace, add, remove) on
+    plain paths, enough for the patches shipped here."""
+    doc = json.loads(json.dumps(doc))
+    for op in ops:
+        parts = [p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]]
+        parent = doc
+        for p in parts[:-1]:
+            parent = parent[int(p)] if isinstance(parent, list) else parent[p]
+        last = parts[-1]
+        key = int(last) if isinstance(parent, list) and last != "-" else last
+        if op["op"] == "remove":
+            del parent[key]
+        elif op["op"] == "add" and isinstance(parent, list):
+            parent.insert(len(parent) if key == "-" else key, op["value"])
+        else:
+            parent[key] = op["value"]
+    return doc
+
+
+def rendered_network_policy(s):
+    """The NetworkPolicy as kustomize renders it: the file with the patches
+    manifests/kustomization.yaml applies to it."""
+    np = ic.find(ic.manifest_objects(s.src), "NetworkPolicy", "gpu-quota-admission", "kube-system")
+    top = ic.load_docs(s.path("manifests", "kustomization.yaml"))[0]
+    for p in top.get("patches") or []:
+        t = p.get("target") or {}
+        if t.get("kind") == "NetworkPolicy" and t.get("name") == "gpu-quota-admission":
+            np = json6902(np, ic.load_docs(s.path("manifests", p["path"]))[0])
+    return np
+
+
+def ports_of(rule):
+    return [(p.get("protocol", "TCP"), p["port"]) for p in rule.get("ports") or []]
+
+
 @suite.test
 def high_availability(s):
     """Issue 9: every synced replica is Ready, so rollouts and evictions keep one serving; the leader's
@@ -643,14 +717,43 @@ def high_availability(s):
 def network_policy(s):
     objs = ic.manifest_objects(s.src)
     dep = deployment(objs)
-    np = ic.find(objs, "NetworkPolicy", "gpu-quota-admission", "kube-system")
-    s.require(np is not None, "NetworkPolicy exists")
+    base = ic.find(objs, "NetworkPolicy", "gpu-quota-admission", "kube-system")
+    s.require(base is not None, "NetworkPolicy exists")
+    np = rendered_network_policy(s)
     spec = np["spec"]
     s.check(ic.labels_match(spec["podSelector"], dep["spec"]["template"]["metadata"]["labels"]), "selects the pods")
     s.check_eq(sorted(spec.get("policyTypes") or []), ["Egress", "Ingress"], "restricts ingress and egress")
-    ports = [(p.get("protocol", "TCP"), p["port"]) for r in spec.get("ingress") or [] for p in r.get("ports") or []]
+    ports = [p for r in spec.get("ingress") or [] for p in ports_of(r)]
     s.check_eq(sorted(ports), [("TCP", 3443), ("TCP", 3456)], "ingress only to the two listeners")
     s.check(all(r.get("ports") for r in spec.get("ingress") or []), "every ingress rule names its ports")
+    # Port 3456 (the verbs, which patch and bind pods) admits only listed
+    # sources: every rule that opens it has a non-empty from, and each source
+    # is an ipBlock or a namespace named by label (never {} = everything).
+    verb_rules = [r for r in spec["ingress"] if ("TCP", 3456) in ports_of(r)]
+    s.check(verb_rules and all(r.get("from") for r in verb_rules), "3456 admits only listed sources", verb_rules)
+    for r in verb_rules:
+        for src in r.get("from") or []:
+            ok = ("ipBlock" in src and src["ipBlock"].get("cidr")) or \
+                 (src.get("namespaceSelector", {}).get("matchLabels") or src.get("namespaceSelector", {}).get(
+                     "matchExpressions"))
+            s.check(bool(ok), "a 3456 source is an ipBlock or a labelled namespace", src)
+            s.check(src.get("ipBlock", {}).get("cidr") not in ("0.0.0.0/0", "::/0"), "no 3456 source is everything",
+                    src)
+    # The patch is where operators list them (the control-plane CIDR), and
+    # the unpatched file fails closed (a documentation range only).
+    patch = ic.load_docs(s.path("manifests", "networkpolicy-sources.yaml"))[0]
+    s.check_eq([(o["op"], o["path"]) for o in patch], [("replace", "/spec/ingress/0/from")],
+               "networkpolicy-sources.yaml replaces the sources of rule 0")
+    s.check_eq(ports_of(base["spec"]["ingress"][0]), [("TCP", 3456)], "rule 0 of the file is the 3456 rule")
+    s.check(any("ipBlock" in src for src in patch[0]["value"]), "the patch lists an ipBlock (control-plane CIDR)")
+    s.check_eq([src.get("ipBlock", {}).get("cidr") for src in base["spec"]["ingress"][0]["from"]],
+               ["192.0.2.0/24"], "unpatched, 3456 admits only a documentation range (nobody)")
+    cmd = ic.kubectl_kustomize()
+    if cmd:
+        r = ic.run(cmd + [s.path("manifests")])
+        built = [d for d in ic.yaml.safe_load_all(r.stdout) if d] if r.returncode == 0 else []
+        got = next((o for o in built if o["kind"] == "NetworkPolicy"), None)
+        s.check(got is not None and got["spec"] == spec, "kustomize renders the same policy", got)
     eports = sorted((p.get("protocol", "TCP"), p["port"]) for r in spec.get("egress") or [] for p in r.get("ports") or [])
     s.check_eq(eports, [("TCP", 53), ("TCP", 443), ("TCP", 6443), ("UDP", 53)], "egress: API server and DNS only")
     s.check(all(r.get("ports") for r in spec.get("egress") or []), "every egress rule names its ports")

@@ -657,6 +657,126 @@ static void test_apply_object(void **state)
     expect_unattributed(c, "n", 100, 0, 0, 1);
 }
 
+
+/* ---- out-of-range values (issue 10, item 1) ------------------------------- */
+
+static struct node_spec *spec_of(const char *fixture)
+{
+    cJSON *obj = json_of(fixture);
+    char *err = NULL;
+    struct node_spec *spec = node_spec_from_json(obj, &err);
+    if (!spec)
+        fail_msg("node_spec_from_json: %s", err ? err : "(null)");
+    cJSON_Delete(obj);
+    return spec;
+}
+
+/* Counts are checked in int64 before any narrowing or allocation: 2^31 GPUs
+ * used to wrap negative (calloc overflow, a failed apply), 2^32 + 1 became 1. */
+static void test_node_gpu_counts_clamp(void **state)
+{
+    struct cluster_cache *c = *state;
+    struct {
+        const char *resource, *value;
+        int gpus;
+    } cases[] = {
+        {"nvidia.com/gpu", "2147483648", 64},
+        {"nvidia.com/gpu", "4294967297", 64},
+        {"nvidia.com/gpu", "9223372036854775807", 64},
+        {"nvidia.com/gpu", "65", 64},
+        {"nvidia.com/gpu", "64", 64},
+        {"nvidia.com/gpu", "8", 8},
+        {"tencent.com/vcuda-core", "214748364800", 64},
+        {"tencent.com/vcuda-core", "429496729700", 64},
+        {"nvidia.com/mps-core", "9223372036854775807", 64},
+        {"nvidia.com/gpu", "1e30", 0}, /* past int64: refused, counted as 0 */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char buf[256];
+        fmt(buf, sizeof(buf), "{'metadata':{'name':'n%zu'},'status':{'capacity':{'%s':'%s'}}}", i,
+            cases[i].resource, cases[i].value);
+        struct node_spec *spec = spec_of(buf);
+        if (spec->gpu_count != cases[i].gpus)
+            fail_msg("%s %s: %d GPUs, expected %d", cases[i].resource, cases[i].value, spec->gpu_count,
+                     cases[i].gpus);
+        assert_int_equal(cache_apply_node(c, spec), 0);
+        char name[16];
+        fmt(name, sizeof(name), "n%zu", i);
+        assert_int_equal(node_of(c, name)->gpu_count, cases[i].gpus);
+    }
+}
+
+/* Memory past GPU_AMOUNT_MAX would overflow the per-GPU sums: refused per
+ * field (0), the rest of the node kept. */
+static void test_node_memory_range(void **state)
+{
+    struct cluster_cache *c = *state;
+    struct node_spec *spec = spec_of("{'metadata':{'name':'m'},'status':{'capacity':{'tencent.com/vcuda-core':'400',"
+                                     "'tencent.com/vcuda-memory':'4398046511104','nvidia.com/mps-memory':'1e30'}}}");
+    assert_int_equal(spec->gpu_count, 4);
+    assert_int_equal(spec->vcuda_memory, 0);
+    assert_int_equal(spec->mps_memory, 0);
+    node_spec_free(spec);
+    spec = spec_of("{'metadata':{'name':'m'},'status':{'capacity':{'tencent.com/vcuda-core':'400',"
+                   "'tencent.com/vcuda-memory':'1099511627776'}}}");
+    assert_int_equal(spec->vcuda_memory, GPU_AMOUNT_MAX);
+    assert_int_equal(spec->gpus[0].vcuda_memory, GPU_AMOUNT_MAX / 4);
+    assert_int_equal(cache_apply_node(c, spec), 0);
+}
+
+/* Pods: an amount past GPU_AMOUNT_MAX is an invalid request (with the
+ * limit in the reason), never a charge. */
+static void test_pod_amount_range(void **state)
+{
+    struct cluster_cache *c = *state;
+    add_vcuda_node(c, "n", 2, 64);
+    cJSON *obj = json_of("{'metadata':{'name':'big','namespace':'t'},'spec':{'nodeName':'n','containers':[{'name':'c',"
+                         "'resources':{'limits':{'tencent.com/vcuda-core':'50',"
+                         "'tencent.com/vcuda-memory':'9223372036854775807'}}}]}}");
+    struct pod_info *p = pod_info_from_json(obj, NULL);
+    cJSON_Delete(obj);
+    assert_non_null(p);
+    assert_non_null(p->request_error);
+    assert_non_null(strstr(p->request_error, "out of range (at most 1099511627776)"));
+    assert_int_equal(cache_apply_pod(c, p, clock_realtime_ns()), 0);
+    expect_unattributed(c, "n", 0, 0, 0, 0);
+}
+
+/* A decision time near INT64_MAX plus the assume TTL must not overflow. */
+static void test_decision_time_saturates(void **state)
+{
+    struct cluster_cache *c = *state;
+    add_vcuda_node(c, "n", 2, 64);
+    pod(c, "far", NULL,
+        "'tencent.com/predicate-node':'n','tencent.com/predicate-time':'9223372036854775807',"
+        "'tencent.com/predicate-gpu-idx-0':'0'",
+        "{'tencent.com/vcuda-core':'50','tencent.com/vcuda-memory':'10'}", "Pending", clock_realtime_ns());
+    assert_int_equal(node_of(c, "n")->gpus[0].core_used, 50);
+    assert_int_equal(cache_find_pod(c, "t/far")->expires_ns, INT64_MAX);
+}
+
+/* One item a relist cannot use (a ConfigMap without a name) is skipped and
+ * counted; the others are applied and the relist stands. */
+static void test_relist_skips_bad_items(void **state)
+{
+    struct cluster_cache *c = *state;
+    cJSON *cms[3] = {json_of("{'metadata':{'name':'a','namespace':'kube-public'}}"),
+                     json_of("{'metadata':{'namespace':'kube-public'}}"),
+                     json_of("{'metadata':{'name':'b','namespace':'kube-public'}}")};
+    assert_int_equal(cache_replace_configmaps(c, "kube-public", NULL, cms, 3), 1);
+    assert_int_equal(dict_size(&c->configmaps), 2);
+    assert_non_null(dict_get(&c->configmaps, "kube-public/a"));
+    assert_non_null(dict_get(&c->configmaps, "kube-public/b"));
+    /* Nodes whose counts once failed the whole relist. */
+    struct node_spec *nodes[2] = {spec_of("{'metadata':{'name':'huge'},'status':{'capacity':{'nvidia.com/gpu':"
+                                          "'2147483648'}}}"),
+                                  spec_of("{'metadata':{'name':'ok'},'status':{'capacity':{'nvidia.com/gpu':'2'}}}")};
+    assert_int_equal(cache_replace_nodes(c, nodes, 2), 0);
+    assert_int_equal(c->present_nodes, 2);
+    assert_int_equal(node_of(c, "huge")->gpu_count, 64);
+    assert_int_equal(node_of(c, "ok")->gpu_count, 2);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, cache_setup, cache_teardown)
 
 int main(void)
@@ -683,6 +803,11 @@ int main(void)
         T(test_node_slot_of_minor),
         T(test_configmaps),
         T(test_apply_object),
+        T(test_node_gpu_counts_clamp),
+        T(test_node_memory_range),
+        T(test_pod_amount_range),
+        T(test_decision_time_saturates),
+        T(test_relist_skips_bad_items),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

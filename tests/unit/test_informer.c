@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "extender/feed.h"
+#include "extender/metrics.h"
 #include "kube/informer.h"
 
 struct fixture {
@@ -177,6 +178,44 @@ static void test_replace_pods(void **state)
     assert_int_equal(core_used(f, 0), 40);
 }
 
+
+/* The value of one gqa_objects_skipped_total sample in /metrics. */
+static long long skipped(struct fixture *f, const char *kind, const char *reason)
+{
+    struct strbuf sb;
+    strbuf_init(&sb);
+    metrics_render(&sb, &f->cache);
+    char key[128];
+    snprintf(key, sizeof(key), "gqa_objects_skipped_total{kind=\"%s\",reason=\"%s\"} ", kind, reason);
+    const char *at = sb.data ? strstr(sb.data, key) : NULL;
+    long long v = at ? strtoll(at + strlen(key), NULL, 10) : -1;
+    strbuf_free(&sb);
+    return v;
+}
+
+/* Issue 10, item 1: a bad watched object is skipped with a reason and
+ * counted; a node with an absurd GPU count is applied, clamped. */
+static void test_bad_objects_skipped_and_counted(void **state)
+{
+    struct fixture *f = *state;
+    long long malformed = skipped(f, "node", "malformed"), invalid = skipped(f, "configmap", "invalid");
+    assert_true(malformed >= 0 && invalid >= 0);
+    assert_int_equal(apply(f->nodes, "{\"type\":\"ADDED\",\"object\":[1,2]}"), -1);
+    assert_int_equal(apply(f->nodes, "not an event"), -1);
+    assert_int_equal(skipped(f, "node", "malformed"), malformed + 2);
+    assert_int_equal(apply(f->cms, "{\"type\":\"ADDED\",\"object\":{\"kind\":\"ConfigMap\",\"metadata\":"
+                                   "{\"namespace\":\"kube-public\",\"resourceVersion\":\"5\"}}}"),
+                     0);
+    assert_int_equal(skipped(f, "configmap", "invalid"), invalid + 1);
+    assert_int_equal(dict_size(&f->cache.configmaps), 0);
+    assert_int_equal(apply(f->nodes, "{\"type\":\"ADDED\",\"object\":{\"kind\":\"Node\",\"metadata\":"
+                                     "{\"name\":\"big\",\"resourceVersion\":\"6\"},\"status\":{\"allocatable\":"
+                                     "{\"nvidia.com/gpu\":\"2147483648\"}}}}"),
+                     0);
+    assert_int_equal(cache_find_node(&f->cache, "big")->gpu_count, 64);
+    assert_int_equal(skipped(f, "node", "invalid"), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -184,6 +223,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bookmark_and_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_configmaps_and_node_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replace_pods, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_objects_skipped_and_counted, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,17 +4,17 @@
  * here changes the state: the first byte picks the endpoint, the rest is
  * the body. The bind verb records a decision, so its body is fuzzed on its
  * own (fuzz_wire_binding). */
-#include "fuzz_common.h"
 #include "cluster/statefile.h"
 #include "extender/app.h"
 #include "extender/options.h"
 #include "extender/router.h"
+#include "fuzz_common.h"
 
 #include <stdio.h>
 
 static const char *const paths[] = {
-    "/scheduler/filter",   "/scheduler/predicates", "/scheduler/prioritize", "/scheduler/preemption",
-    "/inspect/explain",    "/admission/validate",   "/admission/mutate",
+    "/scheduler/filter", "/scheduler/predicates", "/scheduler/prioritize", "/scheduler/preemption",
+    "/inspect/explain",  "/admission/validate",   "/admission/mutate",
 };
 #define NPATHS (sizeof(paths) / sizeof(paths[0]))
 
@@ -27,8 +27,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    char *args[] = {"--state-file", GQA_SOURCE_DIR "/examples/demo-state.yaml", "--placement", "bind",
-                    "--log-level", "error"};
+    char *args[] = {"--state-file", GQA_SOURCE_DIR "/examples/demo-state.yaml", "--placement", "bind", "--log-level",
+                    "error"};
     if (options_parse(&opts, CMD_SERVE, (int)(sizeof(args) / sizeof(args[0])), args, stderr) != 0)
         abort();
     log_configure(opts.log_level, 0);
@@ -49,11 +49,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *body = fuzz_exact(data + 1, size - 1);
     if (!body)
         return 0;
-    struct http_request req = {data[0] & 0x80 ? "GET" : "POST", paths[data[0] % NPATHS], body, size - 1};
+    struct http_request req = {
+        .method = data[0] & 0x80 ? "GET" : "POST", .path = paths[data[0] % NPATHS], .body = body, .body_len = size - 1};
     struct http_response resp = {0};
     (void)router_dispatch(&app, &req, &resp);
     if (resp.status == 0 || !resp.body)
         abort(); /* every request gets an answer */
+    free(resp.pieces);
     free(resp.body);
     free(body);
     return 0;

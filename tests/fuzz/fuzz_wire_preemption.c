@@ -11,7 +11,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct preemption_args a;
     char *err = NULL;
     if (wire_parse_preemption(buf, size, &a, &err) == 0) {
-        free(wire_preemption_result(&a, NULL, NULL));
+        free(wire_preemption_result(&a, NULL));
         wire_preemption_free(&a);
     }
     free(err);

@@ -475,6 +475,7 @@ struct pod_info *pod_info_from_json(const cJSON *obj, char **err)
     pod->resource_version = dup_or_null(string_field(meta, "resourceVersion"));
     pod->node_name = (node && *node) ? strdup(node) : NULL;
     pod->terminal = phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0);
+    pod->terminating = string_field(meta, "deletionTimestamp") != NULL;
     if (!pod->ns || !pod->name || !pod->key || (node && *node && !pod->node_name))
         goto oom;
     if (parse_containers(spec, pod) != 0 || parse_decision(meta, pod->ncontainers, &pod->decision) != 0 ||
@@ -622,6 +623,7 @@ struct pod_info *pod_info_with_decision(const struct pod_info *src, const char *
     p->node_name = dup_or_null(src->node_name);
     p->request_error = dup_or_null(src->request_error);
     p->terminal = src->terminal;
+    p->terminating = src->terminating;
     p->uses_gpu = src->uses_gpu;
     p->hami = src->hami ? hami_pod_clone(src->hami) : NULL;
     if (!p->key || !p->ns || !p->name || (src->uid && !p->uid) || (src->node_name && !p->node_name) ||
@@ -696,7 +698,7 @@ static int slim_object(struct jscan *s, cJSON *parent, const char *name, slim_me
 
 static int metadata_member(struct jscan *s, const struct jscan_str *key, cJSON *into)
 {
-    static const char *const strings[] = {"name", "namespace", "uid", "resourceVersion"};
+    static const char *const strings[] = {"name", "namespace", "uid", "resourceVersion", "deletionTimestamp"};
     for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++)
         if (jscan_key_is(key, strings[i]))
             return slim_string(s, into, strings[i]);

@@ -80,6 +80,7 @@ struct pod_info {
     char *resource_version; /* metadata.resourceVersion, may be NULL */
     char *node_name;        /* spec.nodeName, NULL while unbound */
     bool terminal;          /* phase Succeeded or Failed: holds no GPU */
+    bool terminating;       /* metadata.deletionTimestamp is set: being deleted */
     int ncontainers;
     struct container_request *containers;
     bool uses_gpu;       /* at least one container has a GPU family */
@@ -89,7 +90,8 @@ struct pod_info {
 };
 
 /* From a Pod's JSON text, a cJSON object with only what the extender reads:
- * metadata (name, namespace, uid, resourceVersion, annotations), spec
+ * metadata (name, namespace, uid, resourceVersion, deletionTimestamp,
+ * annotations), spec
  * (nodeName, containers' name and resources) and status.phase. Watches
  * deliver whole pods (env, volumes, managedFields, statuses); skipping the
  * rest with the scanner instead of building a tree for it is most of the

@@ -476,12 +476,29 @@ static char *busy_message(const char *key)
     return strbuf_format("a decision for pod %s is in progress; retry", key);
 }
 
+/* Why the extender must not write a decision for or bind this pod (the
+ * cluster's copy), or NULL: it acts only on what it owns, a pending pod that
+ * asks for a GPU resource it manages. Anyone who reaches the port could
+ * otherwise bind any pod or annotate any pending pod (docs/security.md). */
+static const char *refusal(const struct pod_info *pod)
+{
+    if (pod->terminating)
+        return "is being deleted (it has a deletionTimestamp): nothing to decide";
+    if (pod->terminal)
+        return "has finished (phase Succeeded or Failed): nothing to decide";
+    if (!pod->uses_gpu)
+        return "asks for no GPU resource this extender manages (tencent.com/vcuda-core, nvidia.com/mps-core, "
+               "nvidia.com/gpu, HAMi's nvidia.com/gpumem/gpucores): the extender decides and binds only GPU pods";
+    return NULL;
+}
+
 /* What a decision may act on, judged on the cluster's copy of the pod. */
 static char *not_decidable(const struct pod_info *pod)
 {
     if (pod->node_name)
         return strbuf_format("pod %s is already bound to node %s", pod->key, pod->node_name);
-    return NULL;
+    const char *why = refusal(pod);
+    return why ? strbuf_format("pod %s %s", pod->key, why) : NULL;
 }
 
 /* The pod to decide for: what the request's copy asks for (with the
@@ -513,12 +530,13 @@ static int filter_decide(struct placement *p, const struct pod_info *request, st
     cache_expire(p->cache, clock_realtime_ns());
     struct pod_info *cluster =
         pod_lookup(p->cache, p->sink, request->ns, request->name, request->uid, request, &fetched, &err);
-    char *refusal = cluster ? not_decidable(cluster) : NULL;
-    if (!cluster || refusal) {
-        pod_info_free(cluster);
-        if (refusal)
+    bool refused = cluster && (cluster->node_name || refusal(cluster));
+    if (!cluster || refused) {
+        char *why = refused ? not_decidable(cluster) : err;
+        if (refused)
             free(err);
-        return answer_error(ev, refusal ? refusal : err);
+        pod_info_free(cluster);
+        return answer_error(ev, why);
     }
     struct pod_info *pod = request_as_of(request, cluster);
     pod_info_free(cluster);
@@ -737,6 +755,11 @@ static int bind_pod(struct placement *p, const struct pod_info *pod, const char 
         if (strcmp(pod->node_name, node) == 0)
             return 0;
         *err = strbuf_format("pod %s is already bound to %s", pod->key, pod->node_name);
+        return -1;
+    }
+    const char *refused = refusal(pod);
+    if (refused) {
+        *err = strbuf_format("pod %s %s", pod->key, refused);
         return -1;
     }
     if (assumed_on(p, pod, node))

@@ -1203,8 +1203,23 @@ class APISim:
         with self.cond:
             return [deep(o) for k, o in sorted(self._store(rt).items()) if ns is None or k[0] == ns]
 
+    def _delete_pending_finalizers(self, rt, key, cur):
+        """DELETE of an object with finalizers: it stays, marked with a
+        deletionTimestamp, until an update removes the last finalizer (as the
+        API server does). Caller holds the lock."""
+        if cur["metadata"].get("deletionTimestamp"):
+            return deep(cur)
+        new = deep(cur)
+        new["metadata"]["deletionTimestamp"] = now_rfc3339()
+        new["metadata"]["deletionGracePeriodSeconds"] = 0
+        new["metadata"]["resourceVersion"] = str(self._next_rv())
+        self._store(rt)[key] = new
+        self._record("MODIFIED", rt, key, new, cur)
+        return deep(new)
+
     def _write_update(self, rt, cur, new):
-        """Store `new` over `cur` unless nothing changed. Caller holds the lock."""
+        """Store `new` over `cur` unless nothing changed. Caller holds the lock.
+        An object being deleted goes once its last finalizer is removed."""
         a = deep(new)
         b = cur
         a["metadata"]["resourceVersion"] = b["metadata"]["resourceVersion"]
@@ -1212,6 +1227,10 @@ class APISim:
             return deep(cur), False
         a["metadata"]["resourceVersion"] = str(self._next_rv())
         key = obj_key(a)
+        if a["metadata"].get("deletionTimestamp") and not a["metadata"].get("finalizers"):
+            del self._store(rt)[key]
+            self._record("DELETED", rt, key, a, cur)
+            return deep(a), True
         self._store(rt)[key] = a
         self._record("MODIFIED", rt, key, a, cur)
         return deep(a), True
@@ -1360,6 +1379,8 @@ class APISim:
                 self._store(rt)[key] = new
                 self._record("MODIFIED", rt, key, new, cur)
                 return deep(new), 200
+            if cur["metadata"].get("finalizers"):
+                return self._delete_pending_finalizers(rt, key, cur), 200
             del self._store(rt)[key]
             gone = deep(cur)
             gone["metadata"]["resourceVersion"] = str(self._next_rv())

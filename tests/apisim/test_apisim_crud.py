@@ -460,6 +460,31 @@ def test_in_process_api():
         sim.stop()
 
 
+
+def test_delete_with_finalizers():
+    """A DELETE marks an object with finalizers (deletionTimestamp) and keeps
+    it; removing the last finalizer deletes it, as the API server does."""
+    sim, c = new_sim()
+    try:
+        p = pod("held")
+        p["metadata"]["finalizers"] = ["example.com/hold"]
+        sim.create("pods", p, ns="default")
+        body, code = sim.delete("pods", "held", ns="default")
+        assert code == 200 and body["metadata"].get("deletionTimestamp"), body
+        got = sim.get("pods", "held", "default")
+        assert got["metadata"]["deletionTimestamp"] and got["metadata"]["finalizers"] == ["example.com/hold"], got
+        again, _ = sim.delete("pods", "held", ns="default")
+        assert again["metadata"]["resourceVersion"] == got["metadata"]["resourceVersion"], "a second DELETE changes nothing"
+        sim.patch("pods", "held", "merge", {"metadata": {"finalizers": None}}, ns="default")
+        try:
+            sim.get("pods", "held", "default")
+        except apisim.ApiError as e:
+            assert e.code == 404, e
+        else:
+            raise AssertionError("the pod is gone once its last finalizer is removed")
+    finally:
+        sim.stop()
+
 if __name__ == "__main__":
     args = apisim.test_args()
     apisim.run_tests([v for k, v in list(globals().items()) if k.startswith("test_") and callable(v)], args.only)

@@ -68,6 +68,14 @@ static void test_pod_identity(void **state)
     pod_info_free(p);
     p = pod_of("{'metadata':{'name':'x'},'status':{'phase':'Pending'}}");
     assert_false(p->terminal);
+    assert_false(p->terminating);
+    pod_info_free(p);
+    /* A deletionTimestamp marks a pod being deleted, and a copy keeps it. */
+    p = pod_of("{'metadata':{'name':'x','deletionTimestamp':'2026-11-25T09:00:00Z'},'status':{'phase':'Pending'}}");
+    assert_true(p->terminating);
+    struct pod_info *copy = pod_info_clone(p);
+    assert_true(copy->terminating);
+    pod_info_free(copy);
     pod_info_free(p);
 }
 
@@ -142,7 +150,7 @@ static void test_slim_from_text(void **state)
 {
     (void)state;
     char *text = q("{'kind':'Pod','apiVersion':'v1','metadata':{'name':'p\\u0031','namespace':'ns','uid':'u',"
-                   "'resourceVersion':'7','labels':{'a':'b'},'managedFields':[{'manager':'x','fieldsV1':{'f:a':{}}}],"
+                   "'resourceVersion':'7','deletionTimestamp':'2026-11-25T09:00:00Z','labels':{'a':'b'},'managedFields':[{'manager':'x','fieldsV1':{'f:a':{}}}],"
                    "'annotations':{'tencent.com/predicate-gpu-idx-0':'1','tencent.com/predicate-node':'n'}},"
                    "'spec':{'nodeName':'n','volumes':[{'name':'v'}],'containers':[{'name':'a','image':'i',"
                    "'env':[{'name':'X','value':'1'}],'resources':{'limits':{'tencent.com/vcuda-core':'30',"
@@ -154,7 +162,7 @@ static void test_slim_from_text(void **state)
     assert_non_null(slim);
     char *printed = cJSON_PrintUnformatted(slim);
     assert_string_equal(printed, "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p1\",\"namespace\":\"ns\",\"uid\":\"u\","
-                                 "\"resourceVersion\":\"7\",\"annotations\":{\"tencent.com/predicate-gpu-idx-0\":\"1\","
+                                 "\"resourceVersion\":\"7\",\"deletionTimestamp\":\"2026-11-25T09:00:00Z\",\"annotations\":{\"tencent.com/predicate-gpu-idx-0\":\"1\","
                                  "\"tencent.com/predicate-node\":\"n\"}},\"spec\":{\"nodeName\":\"n\",\"containers\":["
                                  "{\"name\":\"a\",\"resources\":{\"limits\":{\"tencent.com/vcuda-core\":\"30\","
                                  "\"tencent.com/vcuda-memory\":\"4\"}}},{\"name\":\"b\",\"resources\":{}}]},"
@@ -162,6 +170,7 @@ static void test_slim_from_text(void **state)
     struct pod_info *a = pod_info_from_json(full, NULL), *b = pod_info_from_json(slim, NULL);
     assert_string_equal(a->key, b->key);
     assert_string_equal(b->node_name, "n");
+    assert_true(b->terminating);
     assert_int_equal(b->containers[0].cores, a->containers[0].cores);
     assert_int_equal(b->containers[0].memory, 4);
     assert_int_equal(b->decision.idx[0][0], 1);

@@ -6,15 +6,18 @@
 #
 # Install order (the same in README.md, docs/install.md, manifests/kustomization.yaml
 # and scripts/gen-certs.sh; tests/install/test_install_order.py applies it):
-#   1. scripts/gen-certs.sh --out ../gqa-certs
+#   1. scripts/gen-certs.sh --out ../gqa-certs --control-plane-cidr CIDR
 #      Offline: the webhook CA and serving certificate, the Secret, the caBundle
-#      patch, and a kustomization in ../gqa-certs that builds on manifests/.
+#      patch, who may reach port 3456 (CIDR: the control-plane nodes' addresses,
+#      where the API server's service proxy and kube-scheduler dial from; repeat
+#      the flag for more), and a kustomization in ../gqa-certs on manifests/.
 #   2. kubectl apply -k ../gqa-certs
 #      One apply, in kustomize's order: the Secret before the Deployment that
 #      mounts it, the webhook configurations last and already carrying caBundle.
 #      Upgrades re-apply the same directory.
 # Without the admission webhooks there is no certificate and no step 1:
 #   1. enable components/no-webhooks (in manifests/kustomization.yaml or an overlay)
+#      and put the control-plane CIDR in manifests/networkpolicy-sources.yaml
 #   2. kubectl apply -k manifests/   (or the overlay)
 # Never apply manifests/ with its webhooks on its own: without caBundle the CRL
 # webhook (failurePolicy Fail) refuses every CRL change, and the pods wait for a
@@ -76,6 +79,17 @@ Usage: scripts/gen-certs.sh [--out DIR] [--apply] [options]
   --days N              validity of the serving certificate (default 365)
   --ca-days N           validity of a new CA (default 3650)
   --new-ca              make a new CA even when DIR has one
+  --control-plane-cidr CIDR
+                        who may reach port 3456 (the extender verbs): the
+                        control-plane nodes' addresses, where the API server's
+                        service proxy and kube-scheduler dial from; repeat for
+                        more than one. Written to DIR/networkpolicy-sources.yaml,
+                        which the generated kustomization patches into the
+                        NetworkPolicy. Required with --out unless DIR already
+                        has that file (kept, as the CA is). docs/security.md
+  --monitoring-namespace NS
+                        the namespace of the Prometheus that scrapes /metrics,
+                        also admitted on 3456 (default monitoring; "" for none)
   --manifests DIR       the manifests the generated kustomization builds on
                         (default: manifests/ of this repository)
   --kubectl CMD         kubectl to use (default: $KUBECTL or kubectl)
@@ -91,12 +105,26 @@ die() {
     exit 2
 }
 
+# An IPv4 or IPv6 CIDR with its prefix length (what a NetworkPolicy ipBlock takes).
+valid_cidr() {
+    local addr=${1%/*} len=${1##*/} o
+    [[ "$1" == */* && "$len" =~ ^(0|[1-9][0-9]{0,2})$ ]] || return 1
+    if [[ "$addr" =~ ^([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})$ ]]; then
+        for o in "${BASH_REMATCH[@]:1}"; do ((10#$o <= 255)) || return 1; done
+        ((len <= 32))
+    else
+        [[ "$addr" == *:* && "$addr" =~ ^[0-9a-fA-F:.]+$ ]] && ((len <= 128))
+    fi
+}
+
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 manifests="$here/../manifests"
 out=""
 apply=""
 new_ca=0
 kubectl_cmd="${KUBECTL:-kubectl}"
+cidrs=()
+monitoring_ns=monitoring
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -120,6 +148,10 @@ while [ $# -gt 0 ]; do
     --new-ca) new_ca=1; shift ;;
     --manifests) [ $# -ge 2 ] || die "--manifests needs a value"; manifests="$2"; shift 2 ;;
     --manifests=*) manifests="${1#*=}"; shift ;;
+    --control-plane-cidr) [ $# -ge 2 ] || die "--control-plane-cidr needs a value"; cidrs+=("$2"); shift 2 ;;
+    --control-plane-cidr=*) cidrs+=("${1#*=}"); shift ;;
+    --monitoring-namespace) [ $# -ge 2 ] || die "--monitoring-namespace needs a value"; monitoring_ns="$2"; shift 2 ;;
+    --monitoring-namespace=*) monitoring_ns="${1#*=}"; shift ;;
     --kubectl) [ $# -ge 2 ] || die "--kubectl needs a value"; kubectl_cmd="$2"; shift 2 ;;
     --kubectl=*) kubectl_cmd="${1#*=}"; shift ;;
     -h | --help) usage; exit 0 ;;
@@ -132,8 +164,18 @@ dns1123='^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'
 [[ "$SERVICE" =~ $dns1123 ]] || die "--service \"$SERVICE\" is not a valid Service name"
 [[ "$SECRET" =~ ^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$ ]] || die "--secret \"$SECRET\" is not a valid Secret name"
 [[ "$CLUSTER_DOMAIN" =~ ^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$ ]] || die "--cluster-domain \"$CLUSTER_DOMAIN\" is not a DNS name"
+[ -z "$monitoring_ns" ] || [[ "$monitoring_ns" =~ $dns1123 ]] ||
+    die "--monitoring-namespace \"$monitoring_ns\" is not a valid namespace name"
+for c in "${cidrs[@]}"; do
+    valid_cidr "$c" || die "--control-plane-cidr \"$c\" is not a CIDR (such as 10.0.0.0/24 or fd00::/64)"
+done
 [[ "$DAYS" =~ ^[1-9][0-9]*$ ]] || die "--days must be a positive number"
 [[ "$CA_DAYS" =~ ^[1-9][0-9]*$ ]] || die "--ca-days must be a positive number"
+if [ -n "$out" ] && [ "${#cidrs[@]}" -eq 0 ] && [ ! -s "$out/networkpolicy-sources.yaml" ]; then
+    die "say who may reach port 3456, where kube-scheduler calls the extender:" \
+        "--control-plane-cidr CIDR (the control-plane nodes' addresses; repeat for more)." \
+        "Without it the NetworkPolicy admits nobody and GPU pods stay Pending (docs/security.md)"
+fi
 if [ -z "$apply" ]; then
     # Offline when a directory is given, cluster mode otherwise.
     if [ -n "$out" ]; then apply=0; else apply=1; fi
@@ -267,6 +309,28 @@ cabundle_patch ValidatingWebhookConfiguration $VALIDATING_WEBHOOKS >"$dir/cabund
 cabundle_patch MutatingWebhookConfiguration $MUTATING_WEBHOOKS >"$dir/cabundle-mutating.yaml"
 rm -f "$dir/webhook-cabundle-patch.yaml" # the two-document file of earlier versions
 
+# The sources port 3456 admits, as a patch of the NetworkPolicy (the same
+# path manifests/networkpolicy-sources.yaml patches, whose placeholder admits
+# nobody): from --control-plane-cidr, else the file DIR already has.
+write_network_sources() {
+    local c
+    [ "${#cidrs[@]}" -gt 0 ] || return 0 # checked before anything was written: DIR has the file
+    {
+        echo "# Who may reach port 3456 (made by scripts/gen-certs.sh --control-plane-cidr):"
+        echo "# a JSON patch of the NetworkPolicy gpu-quota-admission (docs/security.md)."
+        echo "- op: replace"
+        echo "  path: /spec/ingress/0/from"
+        echo "  value:"
+        for c in "${cidrs[@]}"; do
+            printf -- '  - ipBlock:\n      cidr: %s\n' "$c"
+        done
+        if [ -n "$monitoring_ns" ]; then
+            printf -- '  - namespaceSelector:\n      matchLabels:\n        kubernetes.io/metadata.name: %s\n' \
+                "$monitoring_ns"
+        fi
+    } >"$dir/networkpolicy-sources.yaml"
+}
+
 if [ -n "$out" ]; then
     manifests_abs="$(cd "$manifests" 2>/dev/null && pwd)" || die "--manifests $manifests: no such directory"
     case "$dir/" in
@@ -277,6 +341,7 @@ if [ -n "$out" ]; then
         ;;
     *)
         rel="$(realpath --relative-to="$dir" "$manifests_abs")"
+        write_network_sources
         cat >"$dir/kustomization.yaml" <<EOF
 # gpu-quota-admission with the certificates of this directory
 # (made by scripts/gen-certs.sh): kubectl apply -k $out
@@ -288,6 +353,10 @@ resources:
 patches:
 - path: cabundle-validating.yaml
 - path: cabundle-mutating.yaml
+- path: networkpolicy-sources.yaml
+  target:
+    kind: NetworkPolicy
+    name: gpu-quota-admission
 EOF
         ;;
     esac
@@ -295,7 +364,7 @@ fi
 
 echo "gen-certs.sh: $([ "$reuse_ca" = 1 ] && echo "kept the CA" || echo "made a new CA"), made a serving certificate for" \
     "$SERVICE, $SERVICE.$NAMESPACE, $fqdn and $fqdn.$CLUSTER_DOMAIN valid for $DAYS days" >&2
-[ -z "$out" ] || echo "gen-certs.sh: wrote $dir/{ca.crt,ca.key,tls.crt,tls.key,secret.yaml,cabundle-validating.yaml,cabundle-mutating.yaml${rel:+,kustomization.yaml}}" >&2
+[ -z "$out" ] || echo "gen-certs.sh: wrote $dir/{ca.crt,ca.key,tls.crt,tls.key,secret.yaml,cabundle-validating.yaml,cabundle-mutating.yaml${rel:+,networkpolicy-sources.yaml,kustomization.yaml}}" >&2
 
 if [ "$apply" != 1 ]; then
     [ -z "$rel" ] || echo "gen-certs.sh: next (install step 2): kubectl apply -k $out" >&2
@@ -319,7 +388,7 @@ for kind in validatingwebhookconfiguration mutatingwebhookconfiguration; do
 done
 if [ -z "$present" ]; then
     echo "gen-certs.sh: nothing to renew: the webhooks are not installed. Install in this order:" >&2
-    echo "  scripts/gen-certs.sh --out ../gqa-certs && kubectl apply -k ../gqa-certs" >&2
+    echo "  scripts/gen-certs.sh --out ../gqa-certs --control-plane-cidr CIDR && kubectl apply -k ../gqa-certs" >&2
     echo "  (docs/install.md; without the webhooks no certificate is needed)" >&2
     exit 2
 fi

@@ -27,7 +27,7 @@ RELOAD_WAIT_S = 30
 
 
 def gen(s, out, *args):
-    r = ic.run(["bash", s.path("scripts", "gen-certs.sh"), "--out", out] + list(args))
+    r = ic.run(["bash", s.path("scripts", "gen-certs.sh"), "--out", out, "--control-plane-cidr", "10.0.0.0/24"] + list(args))
     s.require(r.returncode == 0, "gen-certs.sh --out %s" % os.path.basename(out), r.stderr)
 
 

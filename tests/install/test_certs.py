@@ -29,12 +29,18 @@ DNS_NAMES = [SERVICE, SERVICE + "." + NAMESPACE, SERVICE + "." + NAMESPACE + ".s
              SERVICE + "." + NAMESPACE + ".svc.cluster.local"]
 
 
-def gen(s, *args, env=None):
+CIDR = "10.0.0.0/24"
+
+
+def gen(s, *args, env=None, cidr=CIDR):
+    """gen-certs.sh with args; with --out, also --control-plane-cidr cidr
+    (which --out requires) unless cidr is None."""
     e = dict(os.environ)
     e.pop("KUBECTL", None)
     if env:
         e.update(env)
-    return ic.run(["bash", s.path("scripts", "gen-certs.sh")] + list(args), env=e)
+    extra = ["--control-plane-cidr", cidr] if cidr and "--out" in args and args[-1] != "--out" else []
+    return ic.run(["bash", s.path("scripts", "gen-certs.sh")] + list(args) + extra, env=e)
 
 
 def openssl(*args, stdin=None):
@@ -219,6 +225,29 @@ def rerun_keeps_the_ca(s):
                 ["--bogus"], ["--out"]):
         r = gen(s, *bad)
         s.check_eq(r.returncode, 2, "gen-certs.sh %s is refused" % " ".join(bad))
+    # Who may reach port 3456: required with --out, checked, and kept on a re-run.
+    nocidr = os.path.join(s.tempdir("nocidr"), "certs")
+    r = gen(s, "--out", nocidr, cidr=None)
+    s.check(r.returncode == 2 and "--control-plane-cidr" in r.stderr and not os.path.exists(nocidr),
+            "--out without --control-plane-cidr is refused before anything is written", r.stderr)
+    for bad in ("10.0.0.0", "10.0.0.256/24", "10.0.0.0/33", "fd00::/129", "x/8", "10.0.0.0/24;rm"):
+        r = gen(s, "--out", s.tempdir("badcidr"), cidr=bad)
+        s.check(r.returncode == 2 and "is not a CIDR" in r.stderr, "--control-plane-cidr %s is refused" % bad,
+                r.stderr)
+    nets = s.tempdir("nets")
+    r = gen(s, "--out", nets, "--control-plane-cidr", "fd00::/64", "--monitoring-namespace", "prom")
+    s.require(r.returncode == 0, "two CIDRs and a monitoring namespace", r.stderr)
+    patch = ic.load_docs(os.path.join(nets, "networkpolicy-sources.yaml"))[0]
+    s.check_eq(patch, [{"op": "replace", "path": "/spec/ingress/0/from", "value": [
+        {"ipBlock": {"cidr": "fd00::/64"}}, {"ipBlock": {"cidr": CIDR}},
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "prom"}}}]}],
+        "the sources patch lists the CIDRs and the monitoring namespace")
+    k = ic.load_docs(os.path.join(nets, "kustomization.yaml"))[0]
+    s.check({"path": "networkpolicy-sources.yaml", "target": {"kind": "NetworkPolicy", "name": "gpu-quota-admission"}}
+            in k["patches"], "the kustomization applies it to the NetworkPolicy", k)
+    r = gen(s, "--out", nets, cidr=None)
+    s.check(r.returncode == 0 and ic.load_docs(os.path.join(nets, "networkpolicy-sources.yaml"))[0] == patch,
+            "a re-run without the flag keeps the sources", r.stderr)
     inside = os.path.join(s.tmp_root, "copy")
     # --out inside the manifests directory: no self-including kustomization.
     ic.shutil.copytree(s.path("manifests"), os.path.join(inside, "manifests"))

@@ -302,6 +302,16 @@ def install(s, kubectl, directory, label):
 # The installs
 # ---------------------------------------------------------------------------
 
+INSTALL_CIDR = "198.51.100.0/24"
+
+
+def verb_sources(np):
+    """The ipBlock CIDRs the NetworkPolicy admits on port 3456."""
+    return [src["ipBlock"]["cidr"] for r in np["spec"].get("ingress") or []
+            if any(p.get("port") == 3456 for p in r.get("ports") or [])
+            for src in r.get("from") or [] if "ipBlock" in src]
+
+
 def args_of(dep):
     return dep["spec"]["template"]["spec"]["containers"][0].get("args") or []
 
@@ -312,16 +322,26 @@ def with_webhooks(s):
     if not kubectl:
         return
     step1, step2 = documented_steps(readme_block(s))[0]
-    m1 = re.fullmatch(r"scripts/gen-certs\.sh --out (\S+)", step1)
+    m1 = re.fullmatch(r"scripts/gen-certs\.sh --out (\S+) --control-plane-cidr CIDR", step1)
     m2 = re.fullmatch(r"kubectl apply -k (\S+)", step2)
     s.require(m1 and m2 and m1.group(1) == m2.group(1),
               "step 1 writes the directory that step 2 applies", (step1, step2))
     certs = os.path.join(s.tempdir("install"), os.path.basename(m1.group(1)))
-    # Step 1, as written (the directory is a fresh one outside the repository).
+    # Step 1 without the CIDR: refused, and nothing written (the NetworkPolicy would admit nobody).
     r = ic.run(["bash", s.path("scripts", "gen-certs.sh"), "--out", certs], cwd=s.src)
+    s.check(r.returncode != 0 and "--control-plane-cidr" in r.stderr, "step 1 without a CIDR is refused, saying "
+            "which flag is missing", r.stderr)
+    s.check(not os.path.exists(certs), "and writes nothing")
+    # Step 1, as written (the directory is a fresh one outside the repository).
+    r = ic.run(["bash", s.path("scripts", "gen-certs.sh"), "--out", certs, "--control-plane-cidr", INSTALL_CIDR],
+               cwd=s.src)
     s.require(r.returncode == 0, "step 1: %s" % step1, r.stderr)
     # Step 2 against an empty cluster.
     objs, problems, state = install(s, kubectl, certs, "with webhooks")
+    np = state.get(("NetworkPolicy", "kube-system", "gpu-quota-admission"))
+    s.require(np is not None, "the NetworkPolicy is installed")
+    s.check_eq(verb_sources(np), [INSTALL_CIDR], "port 3456 admits the control-plane CIDR of step 1 (and no "
+               "placeholder)")
     s.check_eq(problems, [], "with webhooks: nothing refers to a Secret, CA or object that does not exist yet")
     kinds = [o["kind"] for o in objs]
     s.check(kinds.index("Secret") < kinds.index("Deployment"), "the Secret is created before the Deployment", kinds)
@@ -354,7 +374,16 @@ def without_webhooks(s):
     k["components"] = (k.get("components") or []) + ["components/no-webhooks"]
     with open(kfile, "w") as f:
         ic.yaml.safe_dump(k, f, sort_keys=False)
+    s.require("put the control-plane CIDR in manifests/networkpolicy-sources.yaml" in " ".join(
+        line.strip() for line in readme_block(s)), "step 1 says where the control-plane CIDR goes")
+    sfile = os.path.join(copy, "networkpolicy-sources.yaml")
+    sources = ic.load_docs(sfile)[0]
+    sources[0]["value"][0]["ipBlock"]["cidr"] = INSTALL_CIDR
+    with open(sfile, "w") as f:
+        ic.yaml.safe_dump(sources, f, sort_keys=False)
     objs, problems, state = install(s, kubectl, copy, "without webhooks")
+    s.check_eq(verb_sources(state[("NetworkPolicy", "kube-system", "gpu-quota-admission")]), [INSTALL_CIDR],
+               "without webhooks: port 3456 admits the CIDR put in networkpolicy-sources.yaml")
     s.check_eq(problems, [], "without webhooks: nothing refers to anything that does not exist yet")
     kinds = {o["kind"] for o in objs}
     s.check(not {"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"} & kinds,
@@ -410,7 +439,7 @@ def kustomize_versions_agree(s):
         s.skip("kustomize versions", "only one kubectl here")
         return
     certs = os.path.join(s.tempdir("versions"), "gqa-certs")
-    s.require(ic.run(["bash", s.path("scripts", "gen-certs.sh"), "--out", certs]).returncode == 0, "gen-certs.sh")
+    s.require(ic.run(["bash", s.path("scripts", "gen-certs.sh"), "--out", certs, "--control-plane-cidr", "10.0.0.0/24"]).returncode == 0, "gen-certs.sh")
     overlay = s.tempdir("versions-overlay")
     with open(os.path.join(overlay, "kustomization.yaml"), "w") as f:
         f.write("resources:\n- %s\ncomponents:\n- %s\n" % (

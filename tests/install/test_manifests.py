@@ -546,7 +546,7 @@ def flags_and_env_exist(s):
     s.check(default_http.endswith(":3456"), "the server's default HTTP port is 3456", default_http)
     # The Deployment's values run: the binary accepts them (on the demo state).
     tls_dir = s.tempdir("tls")
-    r = ic.run(["bash", s.path("scripts", "gen-certs.sh"), "--out", tls_dir])
+    r = ic.run(["bash", s.path("scripts", "gen-certs.sh"), "--out", tls_dir, "--control-plane-cidr", "10.0.0.0/24"])
     s.require(r.returncode == 0, "gen-certs.sh --out works", r.stderr)
     args = []
     for a in c.get("args") or []:

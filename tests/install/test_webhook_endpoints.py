@@ -75,7 +75,7 @@ def gpu_pod():
 @suite.test
 def every_webhook_answers(s):
     certs = s.tempdir("certs")
-    r = ic.run(["bash", s.path("scripts", "gen-certs.sh"), "--out", certs])
+    r = ic.run(["bash", s.path("scripts", "gen-certs.sh"), "--out", certs, "--control-plane-cidr", "10.0.0.0/24"])
     s.require(r.returncode == 0, "gen-certs.sh", r.stderr)
     ca = os.path.join(certs, "ca.crt")
     objs = ic.manifest_objects(s.src)

@@ -393,7 +393,7 @@ def cluster_mode(s):
         s.check_eq(r.returncode, 2, "cluster mode %s without webhook configurations is refused" % " ".join(args))
         s.check_eq((st["applied"], [c for c in st["calls"] if c[0] == "patch"]), ([], []),
                    "nothing is applied or patched %s" % " ".join(args))
-        s.check("--out ../gqa-certs && kubectl apply -k ../gqa-certs" in r.stderr,
+        s.check("--out ../gqa-certs --control-plane-cidr CIDR && kubectl apply -k ../gqa-certs" in r.stderr,
                 "it prints the install order", r.stderr)
 
     # Offline mode never calls kubectl.

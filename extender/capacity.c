@@ -3,6 +3,7 @@
 #include "cluster/podspec.h"
 #include "extender/metrics.h"
 #include "lib/dict.h"
+#include "lib/grow.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -148,13 +149,10 @@ static struct group *collect(struct cluster_cache *cache, size_t *n)
         strbuf_init(&key);
         strbuf_printf(&key, "%s\x1f%s", model_of(node), pool_of(node));
         uintptr_t at = key.data ? (uintptr_t)dict_get(&index, key.data) : 0;
-        if (!at && key.data && count == cap) {
-            size_t grown_cap = cap ? cap * 2 : 8;
-            struct group *grown = realloc(groups, grown_cap * sizeof(*grown));
-            if (grown) {
+        if (!at && key.data) {
+            struct group *grown = grow_array(groups, &cap, count + 1, sizeof(*grown), 8);
+            if (grown)
                 groups = grown;
-                cap = grown_cap;
-            }
         }
         if (!at && key.data && count < cap && dict_set(&index, key.data, (void *)(uintptr_t)(count + 1), NULL) == 0) {
             groups[count] = (struct group){.model = model_of(node), .pool = pool_of(node)};

@@ -1,6 +1,7 @@
 /* explainsum.c - groups, near miss and hint of an explain answer. See explainsum.h. */
 #include "extender/explainsum.h"
 #include "lib/dict.h"
+#include "lib/grow.h"
 
 #include <inttypes.h>
 #include <stdbool.h>
@@ -121,14 +122,10 @@ static struct group *make_groups(const struct evaluation *ev, const struct pod_i
         group_message(ev, pod, v, msg, sizeof(msg));
         uintptr_t at = (uintptr_t)dict_get(&index, msg);
         if (!at) {
-            if (count == cap) {
-                size_t grown_cap = cap ? cap * 2 : 8;
-                struct group *grown = realloc(groups, grown_cap * sizeof(*grown));
-                if (!grown)
-                    goto oom;
-                groups = grown;
-                cap = grown_cap;
-            }
+            struct group *grown = grow_array(groups, &cap, count + 1, sizeof(*grown), 8);
+            if (!grown)
+                goto oom;
+            groups = grown;
             groups[count] = (struct group){.why = (enum reason_class)v->why, .message = strdup(msg)};
             if (!groups[count].message || dict_set(&index, msg, (void *)(uintptr_t)(count + 1), NULL) != 0) {
                 free(groups[count].message);

@@ -2,6 +2,7 @@
 #include "extender/webhooks.h"
 #include "admission/webhook.h"
 #include "cluster/statefile.h"
+#include "lib/grow.h"
 #include "lib/log.h"
 #include "lib/strbuf.h"
 
@@ -133,13 +134,10 @@ static void collect_objects(const cJSON *v, const cJSON ***out, size_t *n, size_
     }
     if (!cJSON_IsObject(v))
         return;
-    if (*n == *cap) {
-        *cap = *cap ? *cap * 2 : 16;
-        const cJSON **p = realloc(*out, *cap * sizeof(**out));
-        if (!p)
-            return;
-        *out = p;
-    }
+    const cJSON **p = grow_array(*out, cap, *n + 1, sizeof(**out), 16);
+    if (!p)
+        return;
+    *out = p;
     (*out)[(*n)++] = v;
 }
 

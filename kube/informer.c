@@ -1,6 +1,7 @@
 /* informer.c - list+watch into a sink. See informer.h. */
 #include "kube/informer.h"
 #include "lib/clock.h"
+#include "lib/grow.h"
 #include "lib/jscan.h"
 #include "lib/log.h"
 #include "lib/strbuf.h"
@@ -210,14 +211,10 @@ struct list_items {
 
 static int push_item(struct list_items *l, void *item)
 {
-    if (l->count == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 256;
-        void **p = realloc(l->items, cap * sizeof(*p));
-        if (!p)
-            return -1;
-        l->items = p;
-        l->cap = cap;
-    }
+    void **p = grow_array(l->items, &l->cap, l->count + 1, sizeof(*p), 256);
+    if (!p)
+        return -1;
+    l->items = p;
     l->items[l->count++] = item;
     return 0;
 }

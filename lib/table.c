@@ -1,5 +1,6 @@
 /* table.c - kubectl-style text tables. See table.h. */
 #include "lib/table.h"
+#include "lib/grow.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -14,14 +15,10 @@ struct table {
 
 static int push(struct table *t, const char *s)
 {
-    if (t->ncells == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 64;
-        char **grown = realloc(t->cells, cap * sizeof(*grown));
-        if (!grown)
-            return -1;
-        t->cells = grown;
-        t->cap = cap;
-    }
+    char **grown = grow_array(t->cells, &t->cap, t->ncells + 1, sizeof(*grown), 64);
+    if (!grown)
+        return -1;
+    t->cells = grown;
     char *copy = strdup(s ? s : "");
     if (!copy)
         return -1;

@@ -32,6 +32,7 @@
  * ignored and give strings. Object members keep document order.
  */
 #include "lib/yamljson.h"
+#include "lib/grow.h"
 #include "lib/strbuf.h"
 
 #include <ctype.h>
@@ -508,14 +509,10 @@ static void reset_anchors(struct builder *b)
 /* Make room for one more anchor and index it under name; -1 when out of memory. */
 static int new_anchor_slot(struct builder *b, char *name)
 {
-    if (b->n_anchors == b->anchors_cap) {
-        size_t cap = b->anchors_cap ? b->anchors_cap * 2 : 16;
-        struct anchor *grown = realloc(b->anchors, cap * sizeof *grown);
-        if (!grown)
-            return -1;
-        b->anchors = grown;
-        b->anchors_cap = cap;
-    }
+    struct anchor *grown = grow_array(b->anchors, &b->anchors_cap, b->n_anchors + 1, sizeof(*grown), 16);
+    if (!grown)
+        return -1;
+    b->anchors = grown;
     if (strmap_put(&b->anchor_index, name, b->n_anchors) != 0)
         return -1;
     b->anchors[b->n_anchors] = (struct anchor){.name = name};
@@ -734,14 +731,10 @@ static int on_alias(struct builder *b, const yaml_event_t *ev)
 
 static int push_frame(struct builder *b, cJSON *node, char *anchor)
 {
-    if (b->depth == b->stack_cap) {
-        size_t cap = b->stack_cap ? b->stack_cap * 2 : 16;
-        struct frame *grown = realloc(b->stack, cap * sizeof *grown);
-        if (!grown)
-            return -1;
-        b->stack = grown;
-        b->stack_cap = cap;
-    }
+    struct frame *grown = grow_array(b->stack, &b->stack_cap, b->depth + 1, sizeof(*grown), 16);
+    if (!grown)
+        return -1;
+    b->stack = grown;
     b->stack[b->depth++] = (struct frame){.node = node, .anchor = anchor, .first_node = b->nodes - 1};
     return 0;
 }

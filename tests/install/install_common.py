@@ -1,127 +1,73 @@
-"""Shared helpers for the install tests (tests/install/test_*.py).
+"""Helpers for the install tests (tests/install/test_*.py): manifests,
+kustomize, the binary's --help.
 
-Every test script is standalone: `python3 SCRIPT --binary PATH --source-dir REPO`
-(Debian's /usr/bin/python3, for PyYAML from python3-yaml). A script makes a
-Suite, registers test functions with @suite.test and calls suite.main().
-Checks are soft (a failed check is recorded and the test goes on); an
-exception ends the test function that raised it and counts as one failure.
-The last line printed is "N passed, M failed"; the exit code is 0 only when
-M is 0.
+The harness itself (Suite, soft checks, Server, wait_until, free_port) is the
+one the end-to-end tests use, tests/e2e/gqa_e2e.py; this module adds what only
+the install tests need. Every test script is standalone:
+`python3 SCRIPT --binary PATH --source-dir REPO` (Debian's /usr/bin/python3,
+for PyYAML from python3-yaml). A script makes a Suite, registers test
+functions with @suite.test and calls suite.main(); the last line printed is
+"N passed, M failed" and the exit code is 0 only when M is 0.
 """
 
-import argparse
 import glob
 import json
 import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import tempfile
-import time
-import traceback
-import urllib.error
-import urllib.request
+import types
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+import gqa_e2e  # noqa: E402
+from gqa_e2e import TestFailure, free_port, wait_until  # noqa: E402,F401 - re-exported for the scripts
 
 try:
     import yaml
-except ImportError:  # pragma: no cover - reported by main()
+except ImportError:  # pragma: no cover - reported by Suite.main()
     yaml = None
 
 
-class TestFailure(Exception):
-    """A failed require(): ends the current test function."""
-
-
-class Suite:
-    def __init__(self, name):
-        self.name = name
-        self.tests = []
-        self.passed = 0
-        self.failed = 0
-        self.current = None
-        self.args = None
-        self.tmp_root = None
-        self.verbose = False
-
-    def test(self, fn):
-        self.tests.append(fn)
-        return fn
-
-    def check(self, cond, what, detail=None):
-        if cond:
-            self.passed += 1
-            if self.verbose:
-                print("  ok   %s" % what)
-        else:
-            self.failed += 1
-            msg = "  FAIL [%s] %s" % (self.current, what)
-            if detail is not None:
-                d = detail if isinstance(detail, str) else repr(detail)
-                if len(d) > 4000:
-                    d = d[:4000] + "...(truncated)"
-                msg += "\n        " + d.replace("\n", "\n        ")
-            print(msg, flush=True)
-        return bool(cond)
-
-    def check_eq(self, got, want, what):
-        return self.check(got == want, what, "got %r, want %r" % (got, want))
-
-    def require(self, cond, what, detail=None):
-        if not self.check(cond, what, detail):
-            raise TestFailure(what)
-
-    def skip(self, what, why):
-        print("  skip [%s] %s: %s" % (self.current, what, why), flush=True)
+class Suite(gqa_e2e.Suite):
+    """The e2e suite, plus what the install scripts ask of it."""
 
     @property
     def src(self):
         return self.args.source_dir
 
-    def path(self, *parts):
-        return os.path.join(self.args.source_dir, *parts)
-
-    def tempdir(self, name):
-        d = os.path.join(self.tmp_root, name)
-        os.makedirs(d, exist_ok=True)
-        return d
+    def skip(self, what, why):
+        print("  skip [%s] %s: %s" % (self.current, what, why), flush=True)
 
     def main(self):
-        ap = argparse.ArgumentParser(description=self.name)
-        ap.add_argument("--binary", required=True, help="path to gpu-quota-admission")
-        ap.add_argument("--source-dir", required=True, help="repository root")
-        ap.add_argument("-v", "--verbose", action="store_true")
-        ap.add_argument("-k", dest="only", help="run only tests whose name contains this")
-        self.args = ap.parse_args()
-        self.args.source_dir = os.path.abspath(self.args.source_dir)
-        self.args.binary = os.path.abspath(self.args.binary)
-        self.verbose = self.args.verbose
         if yaml is None:
             print("PyYAML is missing: run with Debian's /usr/bin/python3 (python3-yaml)")
             print("0 passed, 1 failed")
-            return 1
-        self.tmp_root = tempfile.mkdtemp(prefix="gqa-install-")
-        started = time.monotonic()
-        try:
-            for fn in self.tests:
-                if self.args.only and self.args.only not in fn.__name__:
-                    continue
-                self.current = fn.__name__
-                print("[%s] %s" % (self.name, fn.__name__), flush=True)
-                try:
-                    fn(self)
-                except TestFailure:
-                    pass
-                except Exception:  # noqa: BLE001 - any crash is a failure of this test
-                    self.failed += 1
-                    print("  FAIL [%s] raised:\n%s" % (fn.__name__, traceback.format_exc()), flush=True)
-        finally:
-            shutil.rmtree(self.tmp_root, ignore_errors=True)
-        print("[%s] %.1f s" % (self.name, time.monotonic() - started))
-        print("%d passed, %d failed" % (self.passed, self.failed), flush=True)
-        return 0 if self.failed == 0 else 1
+            sys.exit(1)
+        super().main()
+
+
+class Server(gqa_e2e.Server):
+    """The real binary on the bundled demo state: HTTP, and HTTPS when given a
+    certificate and key (paths, which the service re-reads when they change).
+    Stopped with SIGTERM; the exit code and sanitizer reports are checked."""
+
+    def __init__(self, suite, https_cert=None, https_key=None, extra=(), env=None):
+        tls = types.SimpleNamespace(server_cert=https_cert, server_key=https_key) if https_cert else None
+        super().__init__(suite, flags=list(extra), https=bool(https_cert), tls=tls, name="server", env=env)
+        self.start()
+
+    @property
+    def http_port(self):
+        return self.port
+
+    def call(self, method, path, body=None, timeout=10):
+        """(status, body text) of one request on the HTTP listener."""
+        data = body.encode() if isinstance(body, str) else body
+        r = self.request(method, path, data, headers={"Content-Type": "application/json"} if data else None,
+                         timeout=timeout)
+        return r.status, r.text
 
 
 # ---------------------------------------------------------------------------
@@ -218,80 +164,6 @@ def help_flags(binary):
             d = re.search(r"\(default ([^;)]+)", m.group(3))
             flags[m.group(1)] = d.group(1).strip() if d else None
     return flags
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-class Server:
-    """The real binary on the bundled demo state, HTTP (and HTTPS when given
-    a certificate), stopped with SIGTERM."""
-
-    def __init__(self, suite, https_cert=None, https_key=None, extra=()):
-        self.suite = suite
-        self.http_port = free_port()
-        self.https_port = free_port() if https_cert else None
-        args = [suite.args.binary, "--state-file", suite.path("examples", "demo-state.yaml"),
-                "--listen-http", "127.0.0.1:%d" % self.http_port, "--log-level", "warn"]
-        if https_cert:
-            args += ["--listen-https", "127.0.0.1:%d" % self.https_port, "--tls-cert", https_cert,
-                     "--tls-key", https_key]
-        args += list(extra)
-        self.log = open(os.path.join(suite.tmp_root, "server-%d.log" % self.http_port), "w+")
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GQA_")}
-        env.pop("KUBERNETES_SERVICE_HOST", None)
-        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, env=env)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError("server exited early (%d): %s" % (self.proc.returncode, self.output()))
-            try:
-                with urllib.request.urlopen("http://127.0.0.1:%d/readyz" % self.http_port, timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except (urllib.error.URLError, ConnectionError, OSError):
-                pass
-            time.sleep(0.05)
-        self.stop()
-        raise RuntimeError("server did not become ready: %s" % self.output())
-
-    def output(self):
-        self.log.flush()
-        self.log.seek(0)
-        return self.log.read()
-
-    def request(self, method, path, body=None, timeout=10):
-        data = body.encode() if isinstance(body, str) else body
-        req = urllib.request.Request("http://127.0.0.1:%d%s" % (self.http_port, path), data=data, method=method)
-        if data is not None:
-            req.add_header("Content-Type", "application/json")
-        try:
-            with urllib.request.urlopen(req, timeout=timeout) as r:
-                return r.status, r.read().decode("utf-8", "replace")
-        except urllib.error.HTTPError as e:
-            return e.code, e.read().decode("utf-8", "replace")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=40)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
-        return self.proc.returncode
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.stop()
 
 
 def run(cmd, **kw):

@@ -105,12 +105,21 @@ def symlink_swap_is_picked_up(s):
         if ok:
             print("  reloaded after %.1f s" % (time.monotonic() - t0))
         s.check(srv.proc.poll() is None and srv.proc.pid == pid, "without restarting")
-        status, _ = srv.request("GET", "/healthz")
+        status, _ = srv.call("GET", "/healthz")
         s.check_eq(status, 200, "the plain listener kept serving")
 
         # A broken replacement (key of another certificate) keeps the current one.
         vol.publish({"tls.crt": read(os.path.join(a, "tls.crt")), "tls.key": read(os.path.join(b, "tls.key"))})
-        time.sleep(5)
+
+        def refused():
+            """A handshake makes the service look at the files; has it refused the pair?"""
+            try:
+                served(srv.https_port, os.path.join(b, "ca.crt"))
+            except (ssl.SSLError, OSError):
+                pass
+            return "TLS certificate not reloaded" in srv.stderr()
+        s.check(ic.wait_until(refused, RELOAD_WAIT_S, interval=0.2),
+                "the broken pair is seen and refused within %d s (logged)" % RELOAD_WAIT_S, srv.stderr()[-2000:])
         try:
             got = served(srv.https_port, os.path.join(b, "ca.crt"))
             s.check_eq(got, der(os.path.join(b, "tls.crt")), "a mismatched key/certificate pair is not loaded")

@@ -256,17 +256,17 @@ def names_ports_and_paths_match(s):
     }
     with ic.Server(s, extra=["--placement", "bind"]) as srv:
         for k, path in sorted(verbs):
-            status, body = srv.request("POST", path, bodies[k])
+            status, body = srv.call("POST", path, bodies[k])
             s.check_eq(status, 200, "POST %s (%s) is served" % (path, k))
             try:
                 json.loads(body)
                 s.check(True, "POST %s answers JSON" % path)
             except ValueError:
                 s.check(False, "POST %s answers JSON" % path, body)
-        status, _ = srv.request("POST", "/scheduler/no-such-verb", "{}")
+        status, _ = srv.call("POST", "/scheduler/no-such-verb", "{}")
         s.check_eq(status, 404, "an unknown verb is 404 (so the checks above mean something)")
         for probe in ("/livez", "/readyz", "/metrics"):
-            status, _ = srv.request("GET", probe)
+            status, _ = srv.call("GET", probe)
             s.check_eq(status, 200, "GET %s (probes, scrapes) is served" % probe)
     s.check({k for k, _ in verbs} == {"filterVerb", "prioritizeVerb", "bindVerb", "preemptVerb"}, "all verbs were tried")
 

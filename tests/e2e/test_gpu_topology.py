@@ -213,13 +213,7 @@ def import_apisim(s):
     return apisim
 
 
-def wait_until(fn, timeout=10.0, interval=0.05):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = fn()
-        if value or time.monotonic() >= deadline:
-            return value
-        time.sleep(interval)
+wait_until = g.wait_until
 
 
 class Cluster:
@@ -789,7 +783,10 @@ esac
             want = annotation_of(s, "dgx-a100")[0]
             s.check(wait_until(lambda: node_annotation(c, "gpu-node-4") == want, timeout=15),
                     "interval: the new value is published")
-            time.sleep(0.8)
+            # Two more rounds (each GETs the node) after the second PATCH: neither patches again.
+            second = patches(c.requests_since(seq), "gpu-node-4")[-1]
+            s.check(wait_until(lambda: len(gets(c.requests_since(second["seq"]), "gpu-node-4")) >= 2, timeout=15),
+                    "interval: rounds go on after the change", text_of(err))
             s.check_eq(len(patches(c.requests_since(seq), "gpu-node-4")), 2, "interval: one PATCH per change")
         finally:
             stop(s, p, "interval")
@@ -801,9 +798,9 @@ esac
 
 @suite.test
 def interval_stops_while_nvidia_smi_hangs(s):
-    smi, _ = fake_smi(s, fixture(s, "t4x4", "topo.txt"), fixture(s, "t4x4", "query.csv"), extra="sleep 60")
+    smi, calls = fake_smi(s, fixture(s, "t4x4", "topo.txt"), fixture(s, "t4x4", "query.csv"), extra="sleep 60")
     p, out, err = start(s, ["--nvidia-smi", smi, "--interval", "1s", "--timeout", "60s", "--proc-dir", ""])
-    time.sleep(1.0)
+    s.check(wait_until(lambda: read_log(calls), timeout=15), "hanging nvidia-smi: it has been started")
     s.check(p.poll() is None, "hanging nvidia-smi: still running")
     stop(s, p, "hanging nvidia-smi", within=5.0)
     s.check_in("received", text_of(err), "hanging nvidia-smi: the stop is logged")

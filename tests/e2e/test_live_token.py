@@ -102,10 +102,12 @@ def test_token_rotation(s):
             want[int(c.annotations("pending")["tencent.com/predicate-gpu-idx-0"])] += 30
             s.check(g.wait_until(lambda: srv.cores()["n1"] == want, 5),
                     "occupancy: before, after, late and pending", (srv.cores()["n1"], want))
-            time.sleep(0.3)
-            after = users_after(c, t_fix + 0.05)
-            s.check(after and all(u == "token:cccc..." for u, _st, _m, _p in after),
-                    "requests after the file was replaced use the third token", after)
+
+            def third_token_only():
+                after = users_after(c, t_fix + 0.05)
+                return after and all(u == "token:cccc..." for u, _st, _m, _p in after)
+            s.check(g.wait_until(third_token_only, SETTLE_S),
+                    "requests after the file was replaced use the third token", users_after(c, t_fix + 0.05))
 
 
 if __name__ == "__main__":

@@ -23,6 +23,17 @@ def head(port, path, length):
             "Content-Length: %d\r\n\r\n" % (path, port, length)).encode()
 
 
+def body_in_flight(srv):
+    """True once the server holds part of a request body."""
+    samples, _, _ = g.parse_metrics(srv.metrics().text)
+    return (g.metric(samples, "gqa_request_body_bytes") or 0) > 0
+
+
+def draining(srv):
+    """True once the server has logged that it is finishing in-flight requests."""
+    return "finishing in-flight requests" in srv.stderr()
+
+
 def connect_refused(port):
     try:
         c = socket.create_connection(("127.0.0.1", port), timeout=2)
@@ -47,11 +58,12 @@ def sigterm_during_slow_request(s):
             body = json.dumps({"Pod": g.demo_pod("vcuda-share"), "NodeNames": g.DEMO_ARGS_ORDER}).encode()
             sock = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
             sock.sendall(head(srv.port, "/scheduler/filter", len(body)) + body[:50])
-            time.sleep(0.3)                      # the server has the headers: the request is in flight
+            s.require(g.wait_until(lambda: body_in_flight(srv)), "%s: the request is in flight" % sig.name)
             srv.signal(sig)
-            time.sleep(0.5)
+            s.check(g.wait_until(lambda: draining(srv)), "%s: the drain starts (logged)" % sig.name, srv.stderr())
+            s.check(g.wait_until(lambda: connect_refused(srv.port)),
+                    "%s: new connections are not served while draining" % sig.name)
             s.check(srv.proc.poll() is None, "%s: the process waits for the in-flight request" % sig.name)
-            s.check(connect_refused(srv.port), "%s: new connections are not served while draining" % sig.name)
             for i in range(50, len(body), 40):   # trickle the rest
                 sock.sendall(body[i:i + 40])
                 time.sleep(0.01)
@@ -147,9 +159,9 @@ def readiness_drops_while_draining(s):
         hold.sendall(head(srv.port, "/scheduler/filter", len(body)) + body[:10])
         # A second, idle-but-open connection that asks /readyz during the drain.
         probe = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
-        time.sleep(0.3)
+        s.require(g.wait_until(lambda: body_in_flight(srv)), "the held request is in flight")
         srv.signal(signal.SIGTERM)
-        time.sleep(0.3)
+        s.check(g.wait_until(lambda: draining(srv)), "the drain starts (logged)", srv.stderr())
         probe.sendall(b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         try:
             r = g.read_http_response(probe)

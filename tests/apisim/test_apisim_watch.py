@@ -68,7 +68,6 @@ def test_replay_from_resource_version():
         # a watch from the current RV sees only what follows
         now = c.get(P).json["metadata"]["resourceVersion"]
         w = c.watch(P, resourceVersion=now, timeoutSeconds="2")
-        time.sleep(0.2)
         cnew = c.post(P, pod("c")).json
         ev = w.next(3)
         assert ev["type"] == "ADDED" and ev["object"]["metadata"]["name"] == "c" and rv_of(ev["object"]) == rv_of(cnew)

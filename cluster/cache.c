@@ -1,6 +1,7 @@
 /* cache.c - cluster cache and per-GPU occupancy index. See cache.h. */
 #include "cluster/cache.h"
 #include "lib/log.h"
+#include "lib/strbuf.h"
 
 #include <assert.h>
 #include <stddef.h>
@@ -233,11 +234,7 @@ int64_t pod_quota_cores(const struct pod_info *p, const struct node_state *n)
 
 static char *usage_key(const char *ns, const char *model)
 {
-    size_t n = strlen(ns) + strlen(model) + 2;
-    char *key = malloc(n);
-    if (key)
-        snprintf(key, n, "%s\x1f%s", ns, model);
-    return key;
+    return strbuf_format("%s\x1f%s", ns, model);
 }
 
 int64_t cache_usage(const struct cluster_cache *c, const char *ns, const char *model)

@@ -434,11 +434,7 @@ static int read_hami(const cJSON *meta, struct pod_info *pod)
 
 static char *make_key(const char *ns, const char *name)
 {
-    size_t n = strlen(ns) + strlen(name) + 2;
-    char *key = malloc(n);
-    if (key)
-        snprintf(key, n, "%s/%s", ns, name);
-    return key;
+    return strbuf_format("%s/%s", ns, name);
 }
 
 static void set_error(char **err, const char *msg)

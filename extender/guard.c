@@ -1,5 +1,6 @@
 /* guard.c - connection, time, memory and path limits. See guard.h. */
 #include "extender/guard.h"
+#include "lib/ascii.h"
 #include "lib/clock.h"
 #include "lib/log.h"
 
@@ -153,30 +154,14 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     atomic_fetch_sub(&open_connections, 1);
 }
 
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-static bool is_control(unsigned char c)
-{
-    return c < 0x20 || c == 0x7F;
-}
-
 bool guard_path_has_control(const char *uri)
 {
     for (const char *p = uri; *p && *p != '?'; p++) {
-        if (is_control((unsigned char)*p))
+        if (ascii_is_control((unsigned char)*p))
             return true;
         if (*p == '%') {
-            int hi = hex_value(p[1]), lo = hi >= 0 ? hex_value(p[2]) : -1;
-            if (lo >= 0 && is_control((unsigned char)(hi * 16 + lo)))
+            int hi = ascii_hex_value(p[1]), lo = hi >= 0 ? ascii_hex_value(p[2]) : -1;
+            if (lo >= 0 && ascii_is_control((unsigned char)(hi * 16 + lo)))
                 return true;
         }
     }

@@ -32,6 +32,7 @@
  * ignored and give strings. Object members keep document order.
  */
 #include "lib/yamljson.h"
+#include "lib/ascii.h"
 #include "lib/grow.h"
 #include "lib/strbuf.h"
 
@@ -205,17 +206,6 @@ static int word_in(const char *s, size_t n, const char *const *words)
     return 0;
 }
 
-static int digit_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Accumulate s[i..n) as digits of base into *mag; *overflow when it passes
  * 64 bits (the value then only matters as "too big"). 0 on a bad digit. */
 static int accumulate(const char *s, size_t i, size_t n, unsigned base, uint64_t *mag, int *overflow)
@@ -223,7 +213,7 @@ static int accumulate(const char *s, size_t i, size_t n, unsigned base, uint64_t
     if (i == n)
         return 0;
     for (; i < n; i++) {
-        int d = digit_value(s[i]);
+        int d = ascii_hex_value(s[i]);
         if (d < 0 || (unsigned)d >= base)
             return 0;
         if (*mag > (UINT64_MAX - (unsigned)d) / base)

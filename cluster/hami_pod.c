@@ -453,7 +453,7 @@ void hami_pod_clear_alloc(struct hami_pod *p)
 
 int hami_pod_keep_alloc(struct hami_pod *to, const struct hami_pod *from)
 {
-    if (to->has_alloc || !from->has_alloc)
+    if (!from->has_alloc)
         return 0;
     struct hami_alloc copy;
     if (hami_alloc_copy(&copy, &from->alloc) != 0)

@@ -144,7 +144,8 @@ void hami_pod_set_alloc(struct hami_pod *p, struct hami_alloc *alloc);
  * whose containers no HAMi device serves: an earlier attempt's is void). */
 void hami_pod_clear_alloc(struct hami_pod *p);
 /* A decision's allocation survives an update that does not know of it yet:
- * when `to` holds none, it gets a copy of `from`'s. 0, or -1 (out of memory). */
+ * `to` gets a copy of `from`'s (what `to` read from its annotations is an
+ * earlier attempt's); nothing when `from` holds none. 0, or -1 (out of memory). */
 int hami_pod_keep_alloc(struct hami_pod *to, const struct hami_pod *from);
 
 /* Device checks of the pod's annotations (HAMi's semantics: a type matches

@@ -409,8 +409,8 @@ static char *lock_refusal(struct kube_client *client, const char *node, const ch
                      lock.name);
             return NULL;
         }
-        return strbuf_format("node %s is locked for HAMi (hami.io/mutex.lock: \"%s\"); retry once HAMi's device "
-                             "plugin has allocated that pod",
+        return strbuf_format("node %s is locked for HAMi (hami.io/mutex.lock: \"%.200s\"); retry once HAMi's "
+                             "device plugin has allocated that pod",
                              node, value);
     case HAMI_LOCK_UNREADABLE:
         return strbuf_format("node %s carries a hami.io/mutex.lock that does not read as \"TIME,NAMESPACE,NAME\"; "

@@ -592,7 +592,25 @@ static void add_hami_node(struct cluster_cache *c, const char *name)
     assert_int_equal(cache_apply_node(c, spec), 0);
 }
 
-/* A vGPU container (3000 MiB, 30% cores) and a container without GPUs. */
+/* A vGPU container (3000 MiB, 30% cores) and a container without GPUs,
+ * with these annotations (a JSON object's members, may be ""). */
+static struct pod_info *vgpu_pod_annotated(const char *name, const char *uid, const char *annotations)
+{
+    char buf[1024];
+    fmt(buf, sizeof(buf),
+        "{'kind':'Pod','metadata':{'name':'%s','namespace':'t','uid':'%s','resourceVersion':'7','annotations':{%s}},"
+        "'spec':{'containers':[{'name':'gpu','resources':{'limits':{'nvidia.com/gpu':'1',"
+        "'nvidia.com/gpumem':'3000','nvidia.com/gpucores':'30'}}},{'name':'side'}]},'status':{'phase':'Pending'}}",
+        name, uid, annotations);
+    cJSON *obj = json_of(buf);
+    char *err = NULL;
+    struct pod_info *p = pod_info_from_json(obj, &err);
+    cJSON_Delete(obj);
+    if (!p)
+        fail_msg("pod_info_from_json: %s", err ? err : "(null)");
+    return p;
+}
+
 static struct pod_info *vgpu_pod(struct world *w, const char *name, const char *uid)
 {
     char buf[1024];
@@ -626,6 +644,8 @@ static int hami_tasks(struct world *w, int64_t *memory0)
     cache_unlock(&w->cache);
     return tasks;
 }
+
+#define STALE_ALLOCATION "'hami.io/vgpu-devices-allocated':'GPU-b,NVIDIA,3000,30:;;'"
 
 static void reset_steps(struct world *w)
 {
@@ -728,6 +748,33 @@ static void test_hami_filter_then_bind(void **state)
     pod_info_free(c);
 }
 
+/* The watch delivers the pod again while its decision is being written,
+ * still with an earlier attempt's allocation (GPU-b) and without the
+ * decision: the reservation keeps the devices this decision chose (GPU-a). */
+static void redeliver_stale(struct world *w)
+{
+    watch_apply(&w->cache, vgpu_pod_annotated("s", "uid-s", STALE_ALLOCATION));
+}
+
+static void test_hami_reservation_survives_update(void **state)
+{
+    struct world *w = *state;
+    add_hami_node(&w->cache, "h1");
+    struct pod_info *p = vgpu_pod_annotated("s", "uid-s", STALE_ALLOCATION);
+    watch_apply(&w->cache, pod_info_clone(p));
+    w->during_record = redeliver_stale;
+    const char *const names[] = {"h1"};
+    struct evaluation ev;
+    assert_int_equal(placement_filter(&w->p, p, names, 1, &ev), 0);
+    expect_chosen(&ev, true);
+    evaluation_free(&ev);
+    assert_string_equal(w->allocation, "GPU-a,NVIDIA,3000,30:;;");
+    int64_t mem0 = 0;
+    assert_int_equal(hami_tasks(w, &mem0), 1);
+    assert_int_equal(mem0, 3000);
+    pod_info_free(p);
+}
+
 /* Cancelling a reservation of a pod the cache did not hold removes it; a
  * token that no longer matches (the watch delivered the written decision)
  * changes nothing. */
@@ -780,6 +827,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_hami_bind, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hami_bind_failures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hami_filter_then_bind, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hami_reservation_survives_update, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

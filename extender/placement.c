@@ -2,6 +2,7 @@
 #include "extender/placement.h"
 #include "admission/policy.h"
 #include "extender/hamibind.h"
+#include "extender/metrics.h"
 #include "extender/podlookup.h"
 #include "lib/log.h"
 
@@ -783,6 +784,8 @@ static int record_and_bind(struct placement *p, const struct pod_info *pod, cons
 out:
     if (rc != 0 && hami)
         hamibind_abort(p->sink, subject, node, phase);
+    if (hamibind_wanted(p->sink, subject, node))
+        metrics_count_hami_bind(rc == 0 ? HAMI_BIND_BOUND : locked > 0 ? HAMI_BIND_LOCKED : HAMI_BIND_FAILED);
     free(why);
     return rc;
 }

@@ -143,6 +143,10 @@ class Env:
         suite.check_eq(result, "success", "the plugin accepts %s (%s)" % (name, reason))
         return result == "success"
 
+    def hami_binds(self):
+        samples, _, _ = g.parse_metrics(self.srv.metrics().text)
+        return {r: g.metric(samples, "gqa_hami_binds_total", result=r) for r in ("bound", "locked", "failed")}
+
     def plugins_log(self):
         return {n: p.decisions for n, p in self.plugins.items()}
 
@@ -322,6 +326,9 @@ def racing_binds(_s):
                 writes.append(None if ann[LOCK] is None else ann[LOCK].rsplit(",", 1)[-1])
         suite.check_eq(writes, [winner, None, loser, None], "lock writes never interleave", writes)
         suite.check_eq(env.tasks("hami-0"), 2, "both pods hold their vGPU")
+        binds = env.hami_binds()
+        suite.check(binds["bound"] == 2 and binds["locked"] >= 1 and binds["failed"] == 0,
+                    "gqa_hami_binds_total counts two binds and the refusal", binds)
 
 
 @suite.test
@@ -352,6 +359,7 @@ def decisions_match_the_plugin(_s):
         failed = [d for p in env.plugins.values() for d in p.decisions if d[1] != "success"]
         suite.check_eq(failed, [], "the plugin accepted every decision")
         for node, plugin in env.plugins.items():
+            plugin.stop()  # its client is one connection: no second user while its thread runs
             use = plugin._in_use(plugin._pods_here())
             ok = g.wait_until(lambda: {d["uuid"]: [d["tasks"], d["memoryUsedMiB"], d["coreUsed"]]
                                        for d in env.devices(node)} == use, 15)
@@ -377,6 +385,8 @@ def failed_binding(_s):
         suite.check(rule is not None, "the fault was armed")
         env.bind_retrying("fb", "hami-0")
         env.accepted("fb")
+        suite.check_eq(env.hami_binds(), {"bound": 1, "locked": 0, "failed": 1},
+                       "gqa_hami_binds_total counts the failure and the bind")
 
 
 @suite.test

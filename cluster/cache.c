@@ -639,6 +639,11 @@ static struct pod_info *keep_reservation(struct pod_entry *old, struct pod_info 
     const struct pod_decision *d = &old->info->decision;
     bool unaware = same_uid(old->info, pod) && !pod->node_name && !pod->terminal && !pod->decision.node;
     struct pod_info *merged = unaware ? pod_info_with_decision(pod, d->node, d->time_ns, d->idx, d->idx_count) : NULL;
+    /* ... and the HAMi devices the decision chose. */
+    if (merged && merged->hami && old->info->hami && hami_pod_keep_alloc(merged->hami, old->info->hami) != 0) {
+        pod_info_free(merged);
+        merged = NULL;
+    }
     if (!merged) {
         drop_reservation(old);
         return pod;

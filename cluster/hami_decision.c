@@ -152,7 +152,10 @@ int64_t hami_parse_rfc3339(const char *s)
         return -1;
     struct tm tm = {.tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d, .tm_hour = h, .tm_min = mi, .tm_sec = sec};
     time_t t = timegm(&tm);
-    return t < 0 ? -1 : ((int64_t)t - offset) * NS_PER_S;
+    /* Years far ahead would overflow nanoseconds (2262); no lock lives that long. */
+    if (t < 0 || (int64_t)t - offset < 0 || (int64_t)t - offset > INT64_MAX / NS_PER_S)
+        return -1;
+    return ((int64_t)t - offset) * NS_PER_S;
 }
 
 int hami_lock_parse(const char *value, struct hami_lock *out)

@@ -31,6 +31,7 @@ void hami_config_defaults(struct hami_config *cfg)
         .default_cores = 0,
         .handshake = HAMI_HANDSHAKE_OBSERVE,
         .handshake_timeout_ns = 60 * NS_PER_S,
+        .handshake_interval_ns = 15 * NS_PER_S,
         .lock_timeout_ns = 300 * NS_PER_S,
     };
 }

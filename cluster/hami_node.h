@@ -48,7 +48,8 @@ enum hami_handshake {
 };
 
 /* --hami-handshake: ignore the annotations, honour them, or also write the
- * requests (phase 2; only where HAMi's own scheduler no longer runs). */
+ * requests (only where HAMi's own scheduler process no longer runs;
+ * extender/hamihandshake.h). */
 enum hami_handshake_mode { HAMI_HANDSHAKE_OFF = 0, HAMI_HANDSHAKE_OBSERVE, HAMI_HANDSHAKE_WRITE };
 
 struct hami_config {
@@ -57,12 +58,14 @@ struct hami_config {
     int64_t default_memory_mib; /* per vGPU without gpumem/gpumem-percentage; 0: the whole GPU */
     int default_cores;          /* gpucores when not given */
     enum hami_handshake_mode handshake;
-    int64_t handshake_timeout_ns; /* an unanswered Requesting_ older than this drops the devices */
-    int64_t lock_timeout_ns;      /* a hami.io/mutex.lock older than this may be taken over */
+    int64_t handshake_timeout_ns;  /* an unanswered Requesting_ older than this drops the devices */
+    int64_t handshake_interval_ns; /* write mode: how often requests are written */
+    int64_t lock_timeout_ns;       /* a hami.io/mutex.lock older than this may be taken over */
 };
 
 /* HAMi's documented defaults: scaling 1, split 10, whole-GPU memory, 0
- * cores, observe, 60 s handshake timeout, 5 min node lock timeout. */
+ * cores, observe, 60 s handshake timeout, requests every 15 s, 5 min node
+ * lock timeout. */
 void hami_config_defaults(struct hami_config *cfg);
 void hami_set_config(const struct hami_config *cfg);
 const struct hami_config *hami_get_config(void);

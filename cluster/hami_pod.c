@@ -442,6 +442,27 @@ void hami_pod_set_alloc(struct hami_pod *p, struct hami_alloc *alloc)
     p->alloc_error = NULL;
 }
 
+void hami_pod_clear_alloc(struct hami_pod *p)
+{
+    hami_alloc_free(&p->alloc);
+    p->has_alloc = false;
+    p->alloc_done = false;
+    free(p->alloc_error);
+    p->alloc_error = NULL;
+}
+
+int hami_pod_keep_alloc(struct hami_pod *to, const struct hami_pod *from)
+{
+    if (!from->has_alloc)
+        return 0;
+    struct hami_alloc copy;
+    if (hami_alloc_copy(&copy, &from->alloc) != 0)
+        return -1;
+    hami_pod_set_alloc(to, &copy);
+    to->alloc_done = from->alloc_done;
+    return 0;
+}
+
 /* ---- device checks --------------------------------------------------------------------- */
 
 static bool list_has_exact(const struct hami_list *l, const char *s)

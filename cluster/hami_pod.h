@@ -140,6 +140,13 @@ struct hami_pod *hami_pod_clone(const struct hami_pod *p);
 /* A decision's allocation becomes what the pod holds (as if read from
  * -allocated): the previous one is freed, *alloc is moved in and zeroed. */
 void hami_pod_set_alloc(struct hami_pod *p, struct hami_alloc *alloc);
+/* The pod holds no allocation (a decision on a node that is not HAMi's, or
+ * whose containers no HAMi device serves: an earlier attempt's is void). */
+void hami_pod_clear_alloc(struct hami_pod *p);
+/* A decision's allocation survives an update that does not know of it yet:
+ * `to` gets a copy of `from`'s (what `to` read from its annotations is an
+ * earlier attempt's); nothing when `from` holds none. 0, or -1 (out of memory). */
+int hami_pod_keep_alloc(struct hami_pod *to, const struct hami_pod *from);
 
 /* Device checks of the pod's annotations (HAMi's semantics: a type matches
  * when the upper-cased device type contains an upper-cased list entry; UUIDs

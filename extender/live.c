@@ -1,6 +1,7 @@
 /* live.c - live mode: informers, recorder, leader election. See live.h. */
 #include "extender/live.h"
 #include "extender/feed.h"
+#include "extender/hamihandshake.h"
 #include "extender/leaderlabel.h"
 #include "extender/recorder.h"
 #include "kube/informer.h"
@@ -23,7 +24,8 @@ struct live {
     struct feed *feeds[NINFORMERS]; /* informers[i] feeds the cache through feeds[i] */
     struct recorder *recorder;
     struct leader_elector *leader;
-    struct leader_label *label; /* with --leader-elect in a pod (POD_NAME, POD_NAMESPACE) */
+    struct leader_label *label;         /* with --leader-elect in a pod (POD_NAME, POD_NAMESPACE) */
+    struct hami_handshaker *handshaker; /* with --hami-handshake write */
     char identity[128];
 };
 
@@ -135,6 +137,10 @@ struct live *live_start(struct app *app, const struct options *o, char **err)
         *err = strdup("cannot start the informers (out of memory or threads)");
         goto fail;
     }
+    if (o->hami.handshake == HAMI_HANDSHAKE_WRITE &&
+        !(l->handshaker = hami_handshaker_start(l->kube, &app->cache, o->leader_elect ? &app->is_leader : NULL,
+                                                o->hami.handshake_interval_ns, err)))
+        goto fail;
     return l;
 fail:
     live_stop(l);
@@ -145,6 +151,7 @@ void live_stop(struct live *l)
 {
     if (!l)
         return;
+    hami_handshaker_stop(l->handshaker);
     leader_stop(l->leader); /* a leader takes its label off, then releases the Lease */
     leader_label_free(l->label);
     for (int i = 0; i < NINFORMERS; i++) {

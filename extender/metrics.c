@@ -32,6 +32,7 @@ static const char *const skip_reasons[] = {"malformed", "invalid", "out_of_memor
 #define NSKIP_REASONS (sizeof(skip_reasons) / sizeof(skip_reasons[0]))
 static atomic_uint_fast64_t skipped_objects[NSKIP_KINDS][NSKIP_REASONS];
 static atomic_uint_fast64_t filter_nodes_fit, filter_nodes_failed, decisions;
+static atomic_uint_fast64_t hami_binds[HAMI_BIND_RESULTS];
 
 void metrics_observe_request(enum metric_verb verb, int status, double seconds, uint64_t body_bytes)
 {
@@ -54,6 +55,22 @@ void metrics_count_filter(uint64_t fit, uint64_t failed, int decided)
     atomic_fetch_add_explicit(&filter_nodes_failed, failed, memory_order_relaxed);
     if (decided)
         atomic_fetch_add_explicit(&decisions, 1, memory_order_relaxed);
+}
+
+void metrics_count_hami_bind(enum hami_bind_result result)
+{
+    if (result < HAMI_BIND_RESULTS)
+        atomic_fetch_add_explicit(&hami_binds[result], 1, memory_order_relaxed);
+}
+
+static void render_hami_binds(struct strbuf *out)
+{
+    static const char *const names[HAMI_BIND_RESULTS] = {"bound", "locked", "failed"};
+    strbuf_puts(out, "# HELP gqa_hami_binds_total Binds of HAMi pods: bound (HAMi's plugin allocates next), locked "
+                     "(another pod held the node lock), failed.\n# TYPE gqa_hami_binds_total counter\n");
+    for (int i = 0; i < HAMI_BIND_RESULTS; i++)
+        strbuf_printf(out, "gqa_hami_binds_total{result=\"%s\"} %llu\n", names[i],
+                      (unsigned long long)atomic_load_explicit(&hami_binds[i], memory_order_relaxed));
 }
 
 static size_t index_of(const char *const *names, size_t n, const char *name, size_t fallback)
@@ -163,6 +180,7 @@ void metrics_render(struct strbuf *out, struct cluster_cache *cache)
                   "# TYPE gqa_decisions_total counter\ngqa_decisions_total %llu\n",
                   (unsigned long long)load(&filter_nodes_fit), (unsigned long long)load(&filter_nodes_failed),
                   (unsigned long long)load(&decisions));
+    render_hami_binds(out);
     render_cache(out, cache);
     render_skipped(out);
     guard_render_metrics(out);

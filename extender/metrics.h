@@ -35,6 +35,11 @@ void metrics_count_filter(uint64_t nodes_fit, uint64_t nodes_failed, int decided
  * "configmap"; reason "malformed", "invalid", "out_of_memory" or
  * "not_applied" (anything else is counted as "invalid"). */
 void metrics_count_skipped(const char *kind, const char *reason);
+
+/* A bind of a HAMi pod (hamibind.h), by how it ended. */
+enum hami_bind_result { HAMI_BIND_BOUND = 0, HAMI_BIND_LOCKED, HAMI_BIND_FAILED, HAMI_BIND_RESULTS };
+
+void metrics_count_hami_bind(enum hami_bind_result result);
 /* Append the exposition text; reads cache gauges under the read lock. */
 void metrics_render(struct strbuf *out, struct cluster_cache *cache);
 /* Append s as a Prometheus label value: quoted, with \\, \" and \n

@@ -2,6 +2,7 @@
 #include "extender/options.h"
 #include "extender/tlspolicy.h"
 #include "extender/workers.h"
+#include "lib/clock.h"
 #include "lib/duration.h"
 #include "lib/flags.h"
 #include "lib/quantity.h"
@@ -192,13 +193,11 @@ static int set_hami_default_cores(void *target, const char *v)
     return 0;
 }
 
-/* "write" (the extender writing Requesting_ itself) comes with the HAMi
- * decision path; until then only off and observe are offered. */
 static int set_hami_handshake(void *target, const char *v)
 {
     struct options *o = target;
     enum hami_handshake_mode m;
-    if (hami_handshake_mode_parse(v, &m) != 0 || m == HAMI_HANDSHAKE_WRITE)
+    if (hami_handshake_mode_parse(v, &m) != 0)
         return 1;
     o->hami.handshake = m;
     return 0;
@@ -211,6 +210,16 @@ static int set_hami_handshake_timeout(void *target, const char *v)
     if (ns <= 0)
         return 1;
     o->hami.handshake_timeout_ns = ns;
+    return 0;
+}
+
+static int set_hami_handshake_interval(void *target, const char *v)
+{
+    struct options *o = target;
+    int64_t ns = parse_duration_ns(v);
+    if (ns < NS_PER_S / 10 || ns > 3600 * NS_PER_S)
+        return 1;
+    o->hami.handshake_interval_ns = ns;
     return 0;
 }
 
@@ -388,12 +397,15 @@ static const struct flag_spec flags[] = {
      BOTH},
     {"hami-default-cores", "PERCENT", set_hami_default_cores,
      "gpucores of a vGPU that names none, 0..100 (default 0, as HAMi's defaultCores)", BOTH},
-    {"hami-handshake", "off|observe", set_hami_handshake,
+    {"hami-handshake", "off|observe|write", set_hami_handshake,
      "observe: drop a HAMi node's devices while its plugin leaves hami.io/node-handshake unanswered past the timeout "
-     "and the node advertises no nvidia.com/gpu (default); off: ignore the handshake",
+     "and the node advertises no nvidia.com/gpu (default); write: also write the Requesting_ requests (only where "
+     "no HAMi scheduler process runs); off: ignore the handshake",
      BOTH},
     {"hami-handshake-timeout", "DURATION", set_hami_handshake_timeout,
      "how long a Requesting_ handshake may stay unanswered (default 60s)", BOTH},
+    {"hami-handshake-interval", "DURATION", set_hami_handshake_interval,
+     "with --hami-handshake write: how often requests are written, 100ms..1h (default 15s, as HAMi's scheduler)", BOTH},
     {"crl-namespace", "NAMESPACE", set_crl_namespace,
      "namespace of the CustomResourceLimitation ConfigMaps (default kube-public)", BOTH},
     {"quota-configmap", "NAMESPACE/NAME", set_quota_configmap,

@@ -1,6 +1,8 @@
 /* placement.c - evaluate a pod over nodes; filter-mode decisions. See placement.h. */
 #include "extender/placement.h"
 #include "admission/policy.h"
+#include "extender/hamibind.h"
+#include "extender/metrics.h"
 #include "extender/podlookup.h"
 #include "lib/log.h"
 
@@ -343,6 +345,17 @@ static uint64_t reserve(struct placement *p, const struct pod_info *decided)
     return copy ? cache_reserve_pod_locked(p->cache, copy, clock_realtime_ns()) : 0;
 }
 
+/* The HAMi devices of the fit go with the decision (hamibind.h). 0 or -1. */
+static int attach_hami(const struct node_state *n, struct pod_info *decided, const uint64_t *hami_masks)
+{
+    char *err = NULL;
+    int rc = hamibind_attach(n, decided, hami_masks, &err);
+    if (rc != 0)
+        log_error("pod %s on %s: %s", decided->key, n->name, err ? err : "out of memory");
+    free(err);
+    return rc;
+}
+
 /* Fit the pod again on verdict `chosen` under the write lock (the watch and
  * other decisions may have changed the node since the snapshot; of two pods
  * racing for the last GPU only the first re-fit succeeds) and reserve the
@@ -355,10 +368,11 @@ static int commit(struct placement *p, const struct pod_info *pod, struct evalua
     int **idx = calloc(n, sizeof(*idx));
     int *count = calloc(n, sizeof(*count));
     uint64_t *masks = calloc(n, sizeof(*masks));
-    struct fit_result fit = {.masks = masks};
+    uint64_t *hami_masks = calloc(n, sizeof(*hami_masks));
+    struct fit_result fit = {.masks = masks, .hami_masks = hami_masks};
     int rc = -1;
     char *quota = NULL;
-    if (!idx || !count || !masks)
+    if (!idx || !count || !masks || !hami_masks)
         goto out;
     cache_write_lock(p->cache);
     const struct node_state *node = cache_find_node(p->cache, chosen->name);
@@ -382,7 +396,9 @@ static int commit(struct placement *p, const struct pod_info *pod, struct evalua
     } else if (record_gpus(ev, chosen, node, masks) == 0) {
         decision_indices(ev, chosen, idx, count);
         *decided_out = pod_info_with_decision(pod, chosen->name, clock_realtime_ns(), idx, count);
-        rc = *decided_out && (*token = reserve(p, *decided_out)) ? 0 : -1;
+        rc = *decided_out && attach_hami(node, *decided_out, hami_masks) == 0 && (*token = reserve(p, *decided_out))
+                 ? 0
+                 : -1;
     }
     cache_unlock(p->cache);
 out:
@@ -390,6 +406,7 @@ out:
     free(idx);
     free(count);
     free(masks);
+    free(hami_masks);
     return rc;
 }
 
@@ -660,15 +677,16 @@ static struct pod_info *assume_on(struct placement *p, const struct pod_info *po
 {
     size_t nc = (size_t)(pod->ncontainers ? pod->ncontainers : 1);
     uint64_t *masks = calloc(nc, sizeof(*masks));
+    uint64_t *hami_masks = calloc(nc, sizeof(*hami_masks));
     int **idx = calloc(nc, sizeof(*idx));
     int *count = calloc(nc, sizeof(*count));
     struct pod_info *decided = NULL;
     char *quota = NULL;
-    if (!masks || !idx || !count) {
+    if (!masks || !hami_masks || !idx || !count) {
         *err = strdup("out of memory");
         goto out;
     }
-    struct fit_result fit = {.masks = masks};
+    struct fit_result fit = {.masks = masks, .hami_masks = hami_masks};
     cache_write_lock(p->cache);
     const struct node_state *n = cache_find_node(p->cache, node);
     const struct pod_entry *self = own_entry(p->cache, pod);
@@ -680,7 +698,7 @@ static struct pod_info *assume_on(struct placement *p, const struct pod_info *po
         *err = strbuf_format("node %s cannot take pod %s: %s", node, pod->key, quota);
     } else if (masks_to_minors(n, pod->ncontainers, masks, idx, count) != 0 ||
                !(decided = pod_info_with_decision(pod, node, clock_realtime_ns(), idx, count)) ||
-               !(*token = reserve(p, decided))) {
+               attach_hami(n, decided, hami_masks) != 0 || !(*token = reserve(p, decided))) {
         pod_info_free(decided);
         decided = NULL;
         *err = strdup("out of memory");
@@ -693,6 +711,7 @@ out:
     free(idx);
     free(count);
     free(masks);
+    free(hami_masks);
     return decided;
 }
 
@@ -720,27 +739,71 @@ static int mark_bound(struct placement *p, const struct pod_info *pod, const cha
     return cache_apply_pod(p->cache, bound, clock_realtime_ns());
 }
 
+static void clear_decision(struct placement *p, const struct pod_info *pod)
+{
+    char *why = NULL;
+    if (p->sink->clear(p->sink->ctx, pod, &why) != 0)
+        log_error("pod %s: could not remove the decision annotations: %s", pod->key, why ? why : "unknown error");
+    free(why);
+}
+
+/* The Binding; when it fails the annotations written here come off. */
+static int bind_or_clear(struct placement *p, const struct pod_info *pod, const struct pod_info *decided,
+                         const char *node, char **err)
+{
+    char *why = NULL;
+    if (p->sink->bind(p->sink->ctx, decided ? decided : pod, node, &why) == 0)
+        return 0;
+    *err = strbuf_format("binding pod %s to %s failed: %s", pod->key, node, why ? why : "unknown error");
+    free(why);
+    if (decided)
+        clear_decision(p, pod);
+    return -1;
+}
+
 /* Annotations first, Binding second (GPU-Manager reads a pod once it is
  * bound); when the Binding fails the annotations written here come off.
- * No lock is held. */
+ * A HAMi pod takes the node lock first and is marked for HAMi's plugin
+ * just before the Binding; after a failure it is marked failed and the
+ * lock released (hamibind.h). No lock of ours is held. */
 static int record_and_bind(struct placement *p, const struct pod_info *pod, const struct pod_info *decided,
                            const char *node, char **err)
 {
+    const struct pod_info *subject = decided ? decided : pod;
+    bool hami = hamibind_wanted(p->sink, subject, node), phase = false;
     char *why = NULL;
     int rc = -1;
+    int locked = hami ? hamibind_lock(p->sink, subject, node, &why) : 0;
+    if (locked != 0) {
+        *err = strbuf_format("binding pod %s to %s: %s", pod->key, node, why ? why : "unknown error");
+        hami = locked < 0; /* an API failure may have left our lock; another holder's stays */
+        goto out;
+    }
     if (decided && p->sink && p->sink->record(p->sink->ctx, decided, &why) != 0) {
         *err = strbuf_format("recording the decision on pod %s failed: %s", pod->key, why ? why : "unknown error");
-    } else if (p->sink && p->sink->bind(p->sink->ctx, decided ? decided : pod, node, &why) != 0) {
-        *err = strbuf_format("binding pod %s to %s failed: %s", pod->key, node, why ? why : "unknown error");
-        free(why);
-        why = NULL;
-        if (decided && p->sink->clear(p->sink->ctx, pod, &why) != 0)
-            log_error("pod %s: could not remove the decision annotations: %s", pod->key, why ? why : "unknown error");
-    } else {
-        rc = mark_bound(p, decided ? decided : pod, node);
-        if (rc != 0)
-            *err = strdup("out of memory");
+        goto out;
     }
+    if (hami) {
+        phase = true; /* even a failed write may have landed: "failed" then corrects it */
+        if (hamibind_allocating(p->sink, subject, &why) != 0) {
+            *err = strbuf_format("marking pod %s for HAMi's device plugin (hami.io/bind-phase) failed: %s", pod->key,
+                                 why ? why : "unknown error");
+            if (decided)
+                clear_decision(p, pod);
+            goto out;
+        }
+    }
+    if (p->sink && bind_or_clear(p, pod, decided, node, err) != 0)
+        goto out;
+    hami = false; /* bound: HAMi's plugin allocates it and releases the lock */
+    rc = mark_bound(p, subject, node);
+    if (rc != 0)
+        *err = strdup("out of memory");
+out:
+    if (rc != 0 && hami)
+        hamibind_abort(p->sink, subject, node, phase);
+    if (hamibind_wanted(p->sink, subject, node))
+        metrics_count_hami_bind(rc == 0 ? HAMI_BIND_BOUND : locked > 0 ? HAMI_BIND_LOCKED : HAMI_BIND_FAILED);
     free(why);
     return rc;
 }

@@ -74,6 +74,15 @@ struct decision_sink {
      * 0 when the API server has no such pod, -1 with *err. */
     int (*fetch)(void *ctx, const char *ns, const char *name, cJSON **pod, char **err);
     void *ctx;
+    /* HAMi binds (hamibind.h); NULL where the sink cannot write them. */
+    /* Take node's lock hami.io/mutex.lock for pod, respecting another
+     * holder's unexpired lock: 0 taken; 1 with *err held by another (or
+     * unreadable), nothing written; -1 with *err the API server failed. */
+    int (*lock_node)(void *ctx, const char *node, const struct pod_info *pod, char **err);
+    /* Remove the lock when it still names pod: 0, or -1 with *err. */
+    int (*unlock_node)(void *ctx, const char *node, const struct pod_info *pod, char **err);
+    /* Merge these annotations (a cJSON object, always taken) into the pod's. */
+    int (*annotate)(void *ctx, const struct pod_info *pod, cJSON *annotations, char **err);
 };
 
 struct placement {

@@ -1,5 +1,7 @@
 /* recorder.c - decisions written to the API server. See recorder.h. */
 #include "extender/recorder.h"
+#include "cluster/hami_decision.h"
+#include "lib/clock.h"
 #include "lib/log.h"
 #include "lib/strbuf.h"
 
@@ -79,11 +81,38 @@ static char *patch_with(cJSON *annotations, const char *resource_version)
     return text;
 }
 
+/* HAMi's decision keys set to null: a merge patch then removes them. */
+static int null_hami_decision(cJSON *ann)
+{
+    static const char *const keys[] = {HAMI_TO_ALLOCATE_ANNOTATION, HAMI_ALLOCATED_ANNOTATION, HAMI_NODE_ANNOTATION,
+                                       HAMI_TIME_ANNOTATION};
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+        if (!cJSON_AddNullToObject(ann, keys[i]))
+            return -1;
+    return 0;
+}
+
+/* A pod HAMi could serve gets HAMi's decision annotations with the devices
+ * chosen, or (decided elsewhere) loses an earlier attempt's. */
+static int hami_part(cJSON *ann, const struct pod_info *d)
+{
+    if (!d->hami)
+        return 0;
+    if (!d->hami->has_alloc)
+        return null_hami_decision(ann);
+    char *allocation = hami_alloc_encode(&d->hami->alloc);
+    int rc = allocation ? hami_decision_annotations(ann, d->decision.node, d->decision.time_ns, allocation) : -1;
+    free(allocation);
+    return rc;
+}
+
 static char *patch_body(const struct pod_info *d, const char *resource_version)
 {
     cJSON *ann = cJSON_CreateObject();
-    if (!ann || decision_annotations(ann, d->decision.node, d->decision.time_ns, d->decision.nidx, d->decision.idx,
-                                     d->decision.idx_count, uses_vcuda(d)) != 0) {
+    if (!ann ||
+        decision_annotations(ann, d->decision.node, d->decision.time_ns, d->decision.nidx, d->decision.idx,
+                             d->decision.idx_count, uses_vcuda(d)) != 0 ||
+        hami_part(ann, d) != 0) {
         cJSON_Delete(ann);
         return NULL;
     }
@@ -106,6 +135,7 @@ static char *clear_body(const struct pod_info *pod)
         snprintf(key, sizeof(key), ANN_GQA_IDX_PREFIX "%d", i);
         ok = ok && cJSON_AddNullToObject(ann, key) != NULL;
     }
+    ok = ok && (!pod->hami || null_hami_decision(ann) == 0);
     if (!ok) {
         cJSON_Delete(ann);
         return NULL;
@@ -272,6 +302,191 @@ static int fetch(void *ctx, const char *ns, const char *name, cJSON **pod, char 
     return found;
 }
 
+/* ---- HAMi: the node lock and bind-phase annotations ----------------------------------- */
+
+/* Any merge patch of the pod's annotations (no precondition). */
+static int annotate(void *ctx, const struct pod_info *pod, cJSON *annotations, char **err)
+{
+    struct recorder *r = ctx;
+    char *body = patch_with(annotations, NULL);
+    struct kube_client *client = body ? take_client(r, err) : NULL;
+    int rc = client ? patch_pod(client, pod, body, err) : (set_err(err, "out of memory"), -1);
+    if (rc == 1)
+        set_err(err, "409 Conflict");
+    give_client(r, client);
+    free(body);
+    return rc == 0 ? 0 : -1;
+}
+
+static char *node_path(const char *node)
+{
+    char *name = kube_escape(node);
+    char *path = name ? strbuf_format("/api/v1/nodes/%s", name) : NULL;
+    free(name);
+    return path;
+}
+
+/* The node's resourceVersion and lock value (NULL: none), both malloc'd. 0 or -1. */
+static int read_lock(struct kube_client *client, const char *path, char **rv, char **value, char **err)
+{
+    struct kube_response resp = {0};
+    int rc = -1;
+    *rv = *value = NULL;
+    if (kube_request(client, "GET", path, NULL, NULL, 0, RECORDER_TIMEOUT_MS, &resp) != 0 || resp.status != 200) {
+        set_err(err, resp.error);
+    } else {
+        cJSON *node = cJSON_Parse(resp.body);
+        const cJSON *meta = cJSON_GetObjectItemCaseSensitive(node, "metadata");
+        const cJSON *version = cJSON_GetObjectItemCaseSensitive(meta, "resourceVersion");
+        const cJSON *ann = cJSON_GetObjectItemCaseSensitive(meta, "annotations");
+        const cJSON *lock = cJSON_GetObjectItemCaseSensitive(ann, HAMI_NODE_LOCK_ANNOTATION);
+        if (!cJSON_IsString(version))
+            set_err(err, "the API server answered a Node without metadata.resourceVersion");
+        else if (!(*rv = strdup(version->valuestring)) ||
+                 (cJSON_IsString(lock) && !(*value = strdup(lock->valuestring))))
+            set_err(err, "out of memory");
+        else
+            rc = 0;
+        cJSON_Delete(node);
+    }
+    kube_response_free(&resp);
+    if (rc != 0) {
+        free(*rv);
+        free(*value);
+        *rv = *value = NULL;
+    }
+    return rc;
+}
+
+/* Set (value) or remove (NULL) the lock, conditional on rv: 0, 1 on 409, -1. */
+static int write_lock(struct kube_client *client, const char *path, const char *rv, const char *value, char **err)
+{
+    cJSON *ann = cJSON_CreateObject();
+    if (ann && !(value ? cJSON_AddStringToObject(ann, HAMI_NODE_LOCK_ANNOTATION, value)
+                       : cJSON_AddNullToObject(ann, HAMI_NODE_LOCK_ANNOTATION))) {
+        cJSON_Delete(ann);
+        ann = NULL;
+    }
+    char *body = ann ? patch_with(ann, rv) : NULL;
+    struct kube_response resp = {0};
+    int rc = -1;
+    if (!body)
+        set_err(err, "out of memory");
+    else if (kube_request(client, "PATCH", path, "application/merge-patch+json", body, strlen(body),
+                          RECORDER_TIMEOUT_MS, &resp) != 0)
+        set_err(err, resp.error);
+    else
+        rc = resp.status == 200 ? 0 : resp.status == 409 ? 1 : (set_err(err, resp.error), -1);
+    kube_response_free(&resp);
+    free(body);
+    return rc;
+}
+
+/* Does the pod a lock names still exist? HAMi takes over a lock whose
+ * owner is gone. Only a clear 404 says it is gone. */
+static bool owner_gone(struct kube_client *client, const struct hami_lock *lock)
+{
+    struct pod_info probe = {.ns = (char *)lock->ns, .name = (char *)lock->name};
+    char *path = lock->has_owner ? pod_path(&probe, "") : NULL;
+    struct kube_response resp = {0};
+    bool gone =
+        path && kube_request(client, "GET", path, NULL, NULL, 0, RECORDER_TIMEOUT_MS, &resp) == 0 && resp.status == 404;
+    kube_response_free(&resp);
+    free(path);
+    return gone;
+}
+
+/* Why the found lock is not ours to take (NULL: it may be taken). */
+static char *lock_refusal(struct kube_client *client, const char *node, const char *value, const struct pod_info *pod,
+                          int64_t now)
+{
+    struct hami_lock lock;
+    switch (hami_lock_check(value, now, hami_get_config()->lock_timeout_ns, pod->ns, pod->name)) {
+    case HAMI_LOCK_HELD:
+        hami_lock_parse(value, &lock);
+        if (owner_gone(client, &lock)) {
+            log_info("node %s: taking over the HAMi node lock of %s/%s, which no longer exists", node, lock.ns,
+                     lock.name);
+            return NULL;
+        }
+        return strbuf_format("node %s is locked for HAMi (hami.io/mutex.lock: \"%.200s\"); retry once HAMi's "
+                             "device plugin has allocated that pod",
+                             node, value);
+    case HAMI_LOCK_UNREADABLE:
+        return strbuf_format("node %s carries a hami.io/mutex.lock that does not read as \"TIME,NAMESPACE,NAME\"; "
+                             "it is not taken over (remove it if no HAMi scheduler holds it)",
+                             node);
+    default:
+        return NULL;
+    }
+}
+
+static int lock_node(void *ctx, const char *node, const struct pod_info *pod, char **err)
+{
+    struct recorder *r = ctx;
+    char *path = node_path(node);
+    struct kube_client *client = path ? take_client(r, err) : NULL;
+    int rc = -1;
+    if (!path)
+        set_err(err, "out of memory");
+    for (int attempt = 0; client && attempt <= RECORDER_CONFLICT_RETRIES; attempt++) {
+        char *rv = NULL, *value = NULL, *refusal = NULL;
+        int64_t now = clock_realtime_ns();
+        char mine[600];
+        if (read_lock(client, path, &rv, &value, err) != 0) {
+            rc = -1;
+        } else if (value && hami_lock_check(value, now, INT64_MAX, pod->ns, pod->name) == HAMI_LOCK_OURS) {
+            rc = 0; /* a retried bind: the lock is already ours */
+        } else if ((refusal = lock_refusal(client, node, value, pod, now))) {
+            set_err(err, refusal);
+            rc = 1;
+        } else if (hami_lock_value(mine, sizeof(mine), now, pod->ns, pod->name) != 0) {
+            set_err(err, "the pod's name is too long for a node lock");
+            rc = -1;
+        } else {
+            rc = write_lock(client, path, rv, mine, err);
+        }
+        free(refusal);
+        free(rv);
+        free(value);
+        if (rc != 1 || *err) /* a 409 leaves no message: read again */
+            break;
+    }
+    if (rc == 1 && !*err)
+        set_err(err, "the node kept changing (409 Conflict on every attempt to lock it)");
+    give_client(r, client);
+    free(path);
+    return rc;
+}
+
+static int unlock_node(void *ctx, const char *node, const struct pod_info *pod, char **err)
+{
+    struct recorder *r = ctx;
+    char *path = node_path(node);
+    struct kube_client *client = path ? take_client(r, err) : NULL;
+    int rc = -1;
+    if (!path)
+        set_err(err, "out of memory");
+    for (int attempt = 0; client && attempt <= RECORDER_CONFLICT_RETRIES; attempt++) {
+        char *rv = NULL, *value = NULL;
+        if (read_lock(client, path, &rv, &value, err) != 0)
+            rc = -1;
+        else if (!value || hami_lock_check(value, 0, INT64_MAX, pod->ns, pod->name) != HAMI_LOCK_OURS)
+            rc = 0; /* gone, or another holder's now: not ours to remove */
+        else
+            rc = write_lock(client, path, rv, NULL, err);
+        free(rv);
+        free(value);
+        if (rc != 1)
+            break;
+    }
+    if (rc == 1)
+        set_err(err, "the node kept changing (409 Conflict on every attempt to unlock it)");
+    give_client(r, client);
+    free(path);
+    return rc == 0 ? 0 : -1;
+}
+
 struct recorder *recorder_new(const struct kube_config *cfg, char **err)
 {
     struct recorder *r = calloc(1, sizeof(*r));
@@ -288,7 +503,7 @@ struct recorder *recorder_new(const struct kube_config *cfg, char **err)
         return NULL;
     }
     give_client(r, first);
-    r->sink = (struct decision_sink){record, clear, bind, fetch, r};
+    r->sink = (struct decision_sink){record, clear, bind, fetch, r, lock_node, unlock_node, annotate};
     return r;
 }
 

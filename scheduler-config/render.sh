@@ -15,8 +15,9 @@ Usage: scheduler-config/render.sh [options]
 
   --api-version V       v1 (Kubernetes 1.25+, default), v1beta3 (1.23-1.28), v1beta2 (1.22-1.27)
   --variant NAME        drop-in (default: the documented tkestack blocks, filter only,
-                        for --placement filter) or recommended (filter + prioritize + bind +
-                        preemption, nodeCacheCapable, for --placement bind)
+                        for --placement filter), recommended (filter + prioritize + bind +
+                        preemption, nodeCacheCapable, for --placement bind) or hami
+                        (recommended plus HAMi's vGPU resources, for --placement bind)
   --endpoint [NAME=]HOST:PORT
                         an API server endpoint (repeatable); NAME names the output
                         directory (default: HOST). Without it, the endpoints of the
@@ -70,8 +71,8 @@ v1 | v1beta3 | v1beta2) ;;
 *) die "--api-version must be v1, v1beta3 or v1beta2, not \"$api_version\"" ;;
 esac
 case "$variant" in
-drop-in | recommended) ;;
-*) die "--variant must be drop-in or recommended, not \"$variant\"" ;;
+drop-in | recommended | hami) ;;
+*) die "--variant must be drop-in, recommended or hami, not \"$variant\"" ;;
 esac
 template="$here/$api_version/$variant.yaml"
 [ -f "$template" ] || die "missing template $template"

@@ -12,6 +12,8 @@ with a malformed registration beside GPU-Manager resources):
 Live, against the API simulator with the stand-in for HAMi's device plugin
 (tests/hamisim) registering a node:
   - the registration, a pod's allocation and its end reach /inspect/nodes;
+  - with --hami-handshake write, the service writes the requests, and a
+    plugin that leaves them unanswered loses its devices;
   - a handshake left unanswered past --hami-handshake-timeout with no
     nvidia.com/gpu advertised takes the devices away (unresolvable filter
     answer with the reason) until the plugin answers again.
@@ -143,7 +145,8 @@ def flags(_s):
         suite.check("hami-0" in (a["NodeNames"] or []), "--hami-default-memory 2000: 2 vGPUs of 2000 MiB fit")
     for flag, value in (("--hami-gpu-policy", "fullest"), ("--hami-memory-scaling", "0"),
                         ("--hami-split-count", "0"), ("--hami-default-cores", "101"),
-                        ("--hami-handshake", "write"), ("--hami-handshake-timeout", "soon")):
+                        ("--hami-handshake", "sometimes"), ("--hami-handshake-timeout", "soon"),
+                        ("--hami-handshake-interval", "1ms"), ("--hami-handshake-interval", "2h")):
         r = g.run_binary(suite, ["--state-file", state, flag, value])
         suite.check_eq(r.code, 2, "%s %s is refused" % (flag, value), r)
         suite.check(flag in r.err, "the error names %s" % flag, r)
@@ -199,6 +202,54 @@ def live_registration_and_handshake(_s):
             r = srv.filter(g.pod("new", vgpu(1, 1000), namespace="t"), ["hami-live"])
             suite.check_eq(r["NodeNames"], ["hami-live"], "and the node fits again")
         client.close()
+
+
+@suite.test
+def live_handshake_write(_s):
+    """--hami-handshake write: the service writes Requesting_ where no request is pending; a plugin that
+    answers keeps its devices, one that stays silent loses them once the node advertises no vGPUs."""
+    hp = import_hamiplugin()
+    with g.Cluster(suite) as c:
+        clients = [c.apisim.Client(c.sim.url, token=c.tokens[0], ca=c.ca_file) for _ in range(2)]
+        live = hp.Plugin(clients[0], "hs-live", [hp.Device(U[0], 16384, index=0)])
+        mute = hp.Plugin(clients[1], "hs-mute", [hp.Device(U[1], 16384, index=0)], allocatable=0)
+        live.start()  # answers every request
+        mute.register()  # registers once, never answers
+        flags = ["--placement", "bind", "--hami-handshake", "write", "--hami-handshake-interval", "200ms",
+                 "--hami-handshake-timeout", "2s"]
+        with g.LiveServer(suite, c.kubeconfig(), flags) as srv:
+            def hami(node):
+                n = [x for x in srv.inspect() if x["node"] == node]
+                return n[0].get("hami") if n else None
+
+            def annotation(node):
+                return (c.sim.get("nodes", node)["metadata"].get("annotations") or {}).get(hp.HANDSHAKE, "")
+
+            got = g.wait_until(lambda: annotation("hs-mute").startswith("Requesting_"), 15)
+            suite.require(got, "the service writes a Requesting_ request", annotation("hs-mute"))
+            when = annotation("hs-mute")[len("Requesting_"):]
+            suite.check(time.strptime(when, "%Y-%m-%d %H:%M:%S") is not None, "in HAMi's time layout", when)
+            got = g.wait_until(lambda: live.handshakes_answered >= 2, 15)
+            suite.check(got, "requests keep coming to a plugin that answers them", live.handshakes_answered)
+            got = g.wait_until(lambda: (hami("hs-mute") or {}).get("usable") is False, 15)
+            suite.require(got, "an unanswered request takes the silent node's devices away", hami("hs-mute"))
+            suite.check("has not answered the handshake" in hami("hs-mute")["reason"], "with the reason",
+                        hami("hs-mute"))
+            suite.check_eq((hami("hs-live") or {}).get("usable"), True, "the answering node keeps its devices",
+                           hami("hs-live"))
+            # The live node's answered requests clock the passes: two more passes write nothing to the
+            # silent node, whose request is still pending.
+            writes = lambda: [r for r in c.sim.requests(0) if r["method"] == "PATCH"  # noqa: E731
+                              and r["path"] == "/api/v1/nodes/hs-mute" and "Requesting_" in (r["body"] or "")]
+            before, answered = len(writes()), live.handshakes_answered
+            g.wait_until(lambda: live.handshakes_answered >= answered + 2, 15)
+            suite.check_eq(len(writes()), before, "a pending request is not rewritten")
+            mute.answer_handshake()
+            got = g.wait_until(lambda: (hami("hs-mute") or {}).get("usable") is True, 15)
+            suite.check(got, "the answer brings the devices back", hami("hs-mute"))
+        live.stop()
+        for client in clients:
+            client.close()
 
 
 if __name__ == "__main__":

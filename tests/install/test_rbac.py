@@ -10,7 +10,8 @@ the comparison catches each of them.
 
 Expected (namespaces and names follow the Deployment's flags and the server's
 defaults):
-  gpu-quota-admission: nodes get/list/watch; pods get/list/watch/patch;
+  gpu-quota-admission: nodes get/list/watch/patch (HAMi's node lock);
+    pods get/list/watch/patch;
     pods/binding create (cluster-wide); configmaps get/list/watch in the CRL
     namespace; the quota ConfigMap get/list/watch in the quota namespace;
     leases create, and get/update of its Lease, in the lease namespace.
@@ -61,7 +62,7 @@ def expected(cfg):
     sa = "kube-system/gpu-quota-admission"
     topo = "kube-system/gpu-topology"
     out = set()
-    for v in ("get", "list", "watch"):
+    for v in ("get", "list", "watch", "patch"):
         out.add((sa, CLUSTER, "", "nodes", v, ANY))
     for v in ("get", "list", "watch", "patch"):
         out.add((sa, CLUSTER, "", "pods", v, ANY))

@@ -4,7 +4,9 @@ and v1beta2 are valid for their API version (known fields, kube-scheduler's
 own validation rules for extenders); the drop-in variant is semantically equal
 to the documented blocks (../shared/reference/scheduler-config-documented.yaml)
 apart from the filled-in endpoint; the recommended variant has every verb,
-every resource of DESIGN section 3 and sane timeouts; the Services, ports and
+every resource of DESIGN section 3 and sane timeouts; the hami variant is
+the recommended one plus HAMi's per-vGPU resources, ignored by kube-scheduler's
+own fit check (no node advertises them); the Services, ports and
 paths the urlPrefixes name exist in manifests/ and the real server answers
 every verb there; and render.sh writes the documented urlPrefix for given and
 discovered endpoints (discovery through a stand-in kubectl)."""
@@ -22,7 +24,8 @@ import install_common as ic  # noqa: E402
 suite = ic.Suite("test_scheduler_config")
 
 VERSIONS = ("v1", "v1beta3", "v1beta2")
-VARIANTS = ("drop-in", "recommended")
+VARIANTS = ("drop-in", "recommended", "hami")
+HAMI_RESOURCES = ["nvidia.com/gpumem", "nvidia.com/gpumem-percentage", "nvidia.com/gpucores"]
 PLACEHOLDER = "${kube-apiserver}"
 DESIGN_RESOURCES = ["tencent.com/vcuda-core", "tencent.com/vcuda-memory", "nvidia.com/mps-core",
                     "nvidia.com/mps-memory", "nvidia.com/gpu"]
@@ -207,6 +210,21 @@ def recommended_variant(s):
     s.check("GQA_PLACEMENT" in str(comp) and "bind" in str(comp), "components/placement-bind sets placement bind")
     flags = ic.help_flags(s.args.binary)
     s.check("placement" in flags, "the server has --placement")
+
+
+@suite.test
+def hami_variant(s):
+    for v in VERSIONS:
+        rec = load(template(s, v, "recommended"), "h:1")["extenders"][0]
+        cfg = load(template(s, v, "hami"), "h:1")
+        s.require(len(cfg["extenders"]) == 1, "%s hami: one extender" % v)
+        e = cfg["extenders"][0]
+        managed = {m["name"]: m.get("ignoredByScheduler") for m in e.get("managedResources") or []}
+        s.check_eq(managed, dict({m["name"]: False for m in rec["managedResources"]},
+                                 **{r: True for r in HAMI_RESOURCES}),
+                   "%s hami: recommended's resources, plus HAMi's ignored by kube-scheduler's fit check" % v)
+        e = dict(e, managedResources=None)
+        s.check_eq(e, dict(rec, managedResources=None), "%s hami: otherwise the recommended extender" % v)
 
 
 @suite.test

@@ -1071,6 +1071,9 @@ static void test_node_lock(void **state)
     assert_int_equal(hami_parse_rfc3339("2026-06-14T10:05:03-05:00"), t);
     assert_int_equal(hami_parse_rfc3339("2026-06-14 15:05:03Z"), -1);
     assert_int_equal(hami_parse_rfc3339("2026-06-14T15:05:03"), -1);
+    /* Past 2262 nanoseconds overflow: unreadable, never a wrapped time. */
+    assert_int_equal(hami_parse_rfc3339("9999-12-31T23:59:59Z"), -1);
+    assert_true(hami_parse_rfc3339("2262-01-01T00:00:00Z") > 0);
     assert_int_equal(hami_lock_parse("2026-06-14T15:05:03Z,default", &l), -1);
     assert_int_equal(hami_lock_parse("2026-06-14T15:05:03Z,a,b,c", &l), -1);
     assert_int_equal(hami_lock_parse("soon,default,p", &l), -1);
@@ -1082,6 +1085,7 @@ static void test_node_lock(void **state)
     assert_int_equal(hami_lock_check(v, t + five + SEC, five, "default", "p"), HAMI_LOCK_EXPIRED);
     assert_int_equal(hami_lock_check("2026-06-14T15:05:03Z", t + SEC, five, "default", "p"), HAMI_LOCK_HELD);
     assert_int_equal(hami_lock_check("locked", t, five, "default", "p"), HAMI_LOCK_UNREADABLE);
+    assert_int_equal(hami_lock_check("9999-12-31T23:59:59Z,default,p", t, five, "default", "q"), HAMI_LOCK_UNREADABLE);
 }
 
 /* ---- CRL defaults on HAMi resources -------------------------------------------------------------------- */

@@ -17,6 +17,7 @@
 #include "cluster/cache.h"
 #include "cluster/nodespec.h"
 #include "cluster/podspec.h"
+#include "cluster/hami_occupancy.h"
 #include "extender/placement.h"
 
 #define SEC 1000000000LL
@@ -117,12 +118,37 @@ struct world {
     bool fail_record, fail_bind;
     cJSON *api_pod; /* what a GET finds (owned), or NULL: 404 */
     hook_fn during_record;
+    /* HAMi binds: the steps in order ("lock record allocating bind"), the
+     * allocation and phases written, and what the lock answers */
+    char steps[256];
+    char allocation[256];
+    char phase[32];
+    int lock_answer; /* 0 taken, 1 held by another, -1 API failure */
+    bool locked, fail_annotate;
 };
+
+static void step(struct world *w, const char *name)
+{
+    size_t len = strlen(w->steps);
+    snprintf(w->steps + len, sizeof(w->steps) - len, "%s%s", len ? " " : "", name);
+}
+
+/* What the recorder would write for a HAMi pod: its allocation. */
+static void note_allocation(struct world *w, const struct pod_info *decided)
+{
+    w->allocation[0] = '\0';
+    char *text = decided->hami && decided->hami->has_alloc ? hami_alloc_encode(&decided->hami->alloc) : NULL;
+    if (text)
+        snprintf(w->allocation, sizeof(w->allocation), "%s", text);
+    free(text);
+}
 
 static int fake_record(void *ctx, const struct pod_info *decided, char **err)
 {
     struct world *w = ctx;
     w->records++;
+    step(w, "record");
+    note_allocation(w, decided);
     snprintf(w->last_node, sizeof(w->last_node), "%s", decided->decision.node ? decided->decision.node : "");
     w->last_minor = decided->decision.idx_count && decided->decision.idx_count[0] ? decided->decision.idx[0][0] : -1;
     if (w->during_record) {
@@ -142,6 +168,7 @@ static int fake_clear(void *ctx, const struct pod_info *pod, char **err)
     (void)pod;
     (void)err;
     ((struct world *)ctx)->clears++;
+    step(ctx, "clear");
     return 0;
 }
 
@@ -151,6 +178,7 @@ static int fake_bind(void *ctx, const struct pod_info *pod, const char *node, ch
     (void)pod;
     (void)node;
     w->binds++;
+    step(w, "bind");
     if (w->fail_bind) {
         *err = strdup("binding refused");
         return -1;
@@ -169,6 +197,45 @@ static int fake_fetch(void *ctx, const char *ns, const char *name, cJSON **pod, 
     return w->api_pod ? 1 : 0;
 }
 
+static int fake_lock(void *ctx, const char *node, const struct pod_info *pod, char **err)
+{
+    struct world *w = ctx;
+    (void)node;
+    (void)pod;
+    step(w, w->lock_answer == 0 ? "lock" : "lock-refused");
+    if (w->lock_answer != 0)
+        *err = strdup(w->lock_answer > 0 ? "node is locked for HAMi" : "API server down");
+    w->locked = w->lock_answer == 0;
+    return w->lock_answer;
+}
+
+static int fake_unlock(void *ctx, const char *node, const struct pod_info *pod, char **err)
+{
+    struct world *w = ctx;
+    (void)node;
+    (void)pod;
+    (void)err;
+    step(w, "unlock");
+    w->locked = false;
+    return 0;
+}
+
+static int fake_annotate(void *ctx, const struct pod_info *pod, cJSON *annotations, char **err)
+{
+    struct world *w = ctx;
+    (void)pod;
+    const cJSON *phase = cJSON_GetObjectItemCaseSensitive(annotations, HAMI_BIND_PHASE_ANNOTATION);
+    snprintf(w->phase, sizeof(w->phase), "%s", cJSON_IsString(phase) ? phase->valuestring : "?");
+    bool timed = cJSON_GetObjectItemCaseSensitive(annotations, HAMI_BIND_TIME_ANNOTATION) != NULL;
+    step(w, strcmp(w->phase, HAMI_PHASE_ALLOCATING) == 0 && timed ? "allocating" : w->phase);
+    cJSON_Delete(annotations);
+    if (w->fail_annotate && strcmp(w->phase, HAMI_PHASE_ALLOCATING) == 0) {
+        *err = strdup("patch refused");
+        return -1;
+    }
+    return 0;
+}
+
 static int setup(void **state)
 {
     struct world *w = calloc(1, sizeof(*w));
@@ -178,7 +245,8 @@ static int setup(void **state)
         return -1;
     if (placement_init(&w->p, &w->cache, &pc) != 0)
         return -1;
-    w->sink = (struct decision_sink){fake_record, fake_clear, fake_bind, fake_fetch, w};
+    w->sink = (struct decision_sink){fake_record, fake_clear, fake_bind,  fake_fetch,
+                                     w,           fake_lock,  fake_unlock, fake_annotate};
     placement_set_sink(&w->p, &w->sink);
     add_vcuda_node(&w->cache, "n1", 2);
     *state = w;
@@ -506,6 +574,207 @@ static void test_bind(void **state)
     pod_info_free(a);
 }
 
+/* ---- HAMi ------------------------------------------------------------------------------ */
+
+static void add_hami_node(struct cluster_cache *c, const char *name)
+{
+    char buf[1024];
+    fmt(buf, sizeof(buf),
+        "{'kind':'Node','metadata':{'name':'%s','annotations':{'hami.io/node-nvidia-register':"
+        "'GPU-a,10,32768,100,NVIDIA-V100,0,true,0,hami-core:GPU-b,10,32768,100,NVIDIA-V100,0,true,1,hami-core:'}},"
+        "'status':{'allocatable':{'nvidia.com/gpu':'20'}}}",
+        name);
+    cJSON *obj = json_of(buf);
+    char *err = NULL;
+    struct node_spec *spec = node_spec_from_json(obj, &err);
+    assert_non_null(spec);
+    cJSON_Delete(obj);
+    assert_int_equal(cache_apply_node(c, spec), 0);
+}
+
+/* A vGPU container (3000 MiB, 30% cores) and a container without GPUs,
+ * with these annotations (a JSON object's members, may be ""). */
+static struct pod_info *vgpu_pod_annotated(const char *name, const char *uid, const char *annotations)
+{
+    char buf[1024];
+    fmt(buf, sizeof(buf),
+        "{'kind':'Pod','metadata':{'name':'%s','namespace':'t','uid':'%s','resourceVersion':'7','annotations':{%s}},"
+        "'spec':{'containers':[{'name':'gpu','resources':{'limits':{'nvidia.com/gpu':'1',"
+        "'nvidia.com/gpumem':'3000','nvidia.com/gpucores':'30'}}},{'name':'side'}]},'status':{'phase':'Pending'}}",
+        name, uid, annotations);
+    cJSON *obj = json_of(buf);
+    char *err = NULL;
+    struct pod_info *p = pod_info_from_json(obj, &err);
+    cJSON_Delete(obj);
+    if (!p)
+        fail_msg("pod_info_from_json: %s", err ? err : "(null)");
+    return p;
+}
+
+static struct pod_info *vgpu_pod(struct world *w, const char *name, const char *uid)
+{
+    char buf[1024];
+    fmt(buf, sizeof(buf),
+        "{'kind':'Pod','metadata':{'name':'%s','namespace':'t','uid':'%s','resourceVersion':'7'},"
+        "'spec':{'containers':[{'name':'gpu','resources':{'limits':{'nvidia.com/gpu':'1',"
+        "'nvidia.com/gpumem':'3000','nvidia.com/gpucores':'30'}}},{'name':'side'}]},'status':{'phase':'Pending'}}",
+        name, uid);
+    cJSON *obj = json_of(buf);
+    char *err = NULL;
+    struct pod_info *p = pod_info_from_json(obj, &err);
+    cJSON_Delete(obj);
+    if (!p)
+        fail_msg("pod_info_from_json: %s", err ? err : "(null)");
+    watch_apply(&w->cache, pod_info_clone(p));
+    return p;
+}
+
+/* Tasks on h1's HAMi devices, and MiB used on the first. */
+static int hami_tasks(struct world *w, int64_t *memory0)
+{
+    cache_read_lock(&w->cache);
+    const struct node_state *n = cache_find_node(&w->cache, "h1");
+    assert_non_null(n);
+    assert_non_null(n->hami);
+    int tasks = 0;
+    for (int i = 0; i < n->hami->count; i++)
+        tasks += n->hami->gpus[i].tasks;
+    *memory0 = n->hami->gpus[0].memory_used;
+    assert_int_equal(n->hami->unattributed.vgpus, 0);
+    cache_unlock(&w->cache);
+    return tasks;
+}
+
+#define STALE_ALLOCATION "'hami.io/vgpu-devices-allocated':'GPU-b,NVIDIA,3000,30:;;'"
+
+static void reset_steps(struct world *w)
+{
+    w->steps[0] = w->allocation[0] = w->phase[0] = '\0';
+}
+
+/* Bind mode on a HAMi node: lock, decision with the devices, bind-phase
+ * allocating, Binding, in that order; the reservation charges the chosen
+ * device. The lock stays (HAMi's plugin releases it). */
+static void test_hami_bind(void **state)
+{
+    struct world *w = *state;
+    w->p.cfg.mode = PLACEMENT_BIND;
+    add_hami_node(&w->cache, "h1");
+    struct pod_info *a = vgpu_pod(w, "a", "uid-a");
+    char *err = NULL;
+    int64_t mem0 = 0;
+    assert_int_equal(placement_bind(&w->p, "t", "a", "uid-a", "h1", &err), 0);
+    assert_string_equal(w->steps, "lock record allocating bind");
+    assert_string_equal(w->allocation, "GPU-a,NVIDIA,3000,30:;;");
+    assert_true(w->locked);
+    assert_int_equal(hami_tasks(w, &mem0), 1);
+    assert_int_equal(mem0, 3000);
+    pod_info_free(a);
+}
+
+/* Every failure after the lock marks the pod failed, releases the lock and
+ * takes the reservation back; a lock held by another pod is respected and
+ * nothing is written. */
+static void test_hami_bind_failures(void **state)
+{
+    struct world *w = *state;
+    w->p.cfg.mode = PLACEMENT_BIND;
+    add_hami_node(&w->cache, "h1");
+    struct pod_info *b = vgpu_pod(w, "b", "uid-b");
+    char *err = NULL;
+    int64_t mem0 = 0;
+
+    w->lock_answer = 1;
+    assert_int_equal(placement_bind(&w->p, "t", "b", "uid-b", "h1", &err), -1);
+    assert_non_null(strstr(err, "node is locked for HAMi"));
+    assert_string_equal(w->steps, "lock-refused");
+    assert_int_equal(hami_tasks(w, &mem0), 0);
+    free(err);
+    err = NULL;
+
+    w->lock_answer = -1;
+    reset_steps(w);
+    assert_int_equal(placement_bind(&w->p, "t", "b", "uid-b", "h1", &err), -1);
+    assert_string_equal(w->steps, "lock-refused unlock");
+    assert_int_equal(hami_tasks(w, &mem0), 0);
+    free(err);
+    err = NULL;
+
+    w->lock_answer = 0;
+    w->fail_annotate = true;
+    reset_steps(w);
+    assert_int_equal(placement_bind(&w->p, "t", "b", "uid-b", "h1", &err), -1);
+    assert_non_null(strstr(err, "hami.io/bind-phase"));
+    assert_string_equal(w->steps, "lock record allocating clear failed unlock");
+    assert_false(w->locked);
+    assert_int_equal(hami_tasks(w, &mem0), 0);
+    free(err);
+    err = NULL;
+
+    w->fail_annotate = false;
+    w->fail_bind = true;
+    reset_steps(w);
+    assert_int_equal(placement_bind(&w->p, "t", "b", "uid-b", "h1", &err), -1);
+    assert_non_null(strstr(err, "binding refused"));
+    assert_string_equal(w->steps, "lock record allocating bind clear failed unlock");
+    assert_false(w->locked);
+    assert_int_equal(hami_tasks(w, &mem0), 0);
+    free(err);
+    pod_info_free(b);
+}
+
+/* Filter mode: the filter's decision carries the devices and charges them;
+ * the bind of that assumption then takes the lock and marks the pod, and
+ * writes no second decision. A vGPU pod decided on a whole-GPU node
+ * carries no allocation. */
+static void test_hami_filter_then_bind(void **state)
+{
+    struct world *w = *state;
+    add_hami_node(&w->cache, "h1");
+    struct pod_info *c = vgpu_pod(w, "c", "uid-c");
+    const char *const names[] = {"h1"};
+    struct evaluation ev;
+    assert_int_equal(placement_filter(&w->p, c, names, 1, &ev), 0);
+    expect_chosen(&ev, true);
+    evaluation_free(&ev);
+    assert_string_equal(w->allocation, "GPU-a,NVIDIA,3000,30:;;");
+    int64_t mem0 = 0;
+    assert_int_equal(hami_tasks(w, &mem0), 1);
+    reset_steps(w);
+    char *err = NULL;
+    assert_int_equal(placement_bind(&w->p, "t", "c", "uid-c", "h1", &err), 0);
+    assert_string_equal(w->steps, "lock allocating bind");
+    assert_int_equal(hami_tasks(w, &mem0), 1);
+    pod_info_free(c);
+}
+
+/* The watch delivers the pod again while its decision is being written,
+ * still with an earlier attempt's allocation (GPU-b) and without the
+ * decision: the reservation keeps the devices this decision chose (GPU-a). */
+static void redeliver_stale(struct world *w)
+{
+    watch_apply(&w->cache, vgpu_pod_annotated("s", "uid-s", STALE_ALLOCATION));
+}
+
+static void test_hami_reservation_survives_update(void **state)
+{
+    struct world *w = *state;
+    add_hami_node(&w->cache, "h1");
+    struct pod_info *p = vgpu_pod_annotated("s", "uid-s", STALE_ALLOCATION);
+    watch_apply(&w->cache, pod_info_clone(p));
+    w->during_record = redeliver_stale;
+    const char *const names[] = {"h1"};
+    struct evaluation ev;
+    assert_int_equal(placement_filter(&w->p, p, names, 1, &ev), 0);
+    expect_chosen(&ev, true);
+    evaluation_free(&ev);
+    assert_string_equal(w->allocation, "GPU-a,NVIDIA,3000,30:;;");
+    int64_t mem0 = 0;
+    assert_int_equal(hami_tasks(w, &mem0), 1);
+    assert_int_equal(mem0, 3000);
+    pod_info_free(p);
+}
+
 /* Cancelling a reservation of a pod the cache did not hold removes it; a
  * token that no longer matches (the watch delivered the written decision)
  * changes nothing. */
@@ -555,6 +824,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_in_flight_and_race, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bind, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_reservation_exact, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hami_bind, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hami_bind_failures, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hami_filter_then_bind, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hami_reservation_survives_update, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

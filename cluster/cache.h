@@ -193,6 +193,12 @@ int64_t pod_total_cores(const struct pod_info *pod);
  * count as hami_quota_cores says; elsewhere pod_total_cores). */
 int64_t pod_quota_cores(const struct pod_info *pod, const struct node_state *n);
 
+/* Append to sb the JSON array of the keys of the pods charged on n for which
+ * holds(e, which) is true (/inspect/nodes lists a GPU's pods this way).
+ * Caller holds the cache's lock. */
+void cache_put_charged_keys(struct strbuf *sb, const struct node_state *n,
+                            bool (*holds)(const struct pod_entry *e, int which), int which);
+
 /* The GPU slot of a device minor on a node, or -1. */
 int node_slot_of_minor(const struct node_state *n, int minor);
 

@@ -1,6 +1,7 @@
 /* hami_decision.c - HAMi decisions as annotations; the node lock. See hami_decision.h. */
 #include "cluster/hami_decision.h"
 #include "lib/clock.h"
+#include "lib/jsonset.h"
 #include "lib/strbuf.h"
 
 #include <inttypes.h>
@@ -57,23 +58,13 @@ int hami_alloc_from_fit(const struct hami_node *h, const struct pod_info *pod, c
     return 0;
 }
 
-static int set_string(cJSON *obj, const char *key, const char *value)
-{
-    cJSON *v = cJSON_CreateString(value);
-    if (!v)
-        return -1;
-    if (cJSON_GetObjectItemCaseSensitive(obj, key))
-        return cJSON_ReplaceItemInObjectCaseSensitive(obj, key, v) ? 0 : (cJSON_Delete(v), -1);
-    return cJSON_AddItemToObject(obj, key, v) ? 0 : (cJSON_Delete(v), -1);
-}
-
 int hami_decision_annotations(cJSON *ann, const char *node, int64_t now_ns, const char *allocation)
 {
     char secs[24];
     snprintf(secs, sizeof(secs), "%" PRId64, (int64_t)(now_ns / NS_PER_S));
-    if (set_string(ann, HAMI_TO_ALLOCATE_ANNOTATION, allocation) ||
-        set_string(ann, HAMI_ALLOCATED_ANNOTATION, allocation) || set_string(ann, HAMI_NODE_ANNOTATION, node) ||
-        set_string(ann, HAMI_TIME_ANNOTATION, secs))
+    if (json_set_string(ann, HAMI_TO_ALLOCATE_ANNOTATION, allocation) ||
+        json_set_string(ann, HAMI_ALLOCATED_ANNOTATION, allocation) ||
+        json_set_string(ann, HAMI_NODE_ANNOTATION, node) || json_set_string(ann, HAMI_TIME_ANNOTATION, secs))
         return -1;
     return 0;
 }
@@ -82,15 +73,15 @@ int hami_bind_annotations(cJSON *ann, int64_t now_ns)
 {
     char secs[24];
     snprintf(secs, sizeof(secs), "%" PRId64, (int64_t)(now_ns / NS_PER_S));
-    return set_string(ann, HAMI_BIND_PHASE_ANNOTATION, HAMI_PHASE_ALLOCATING) ||
-                   set_string(ann, HAMI_BIND_TIME_ANNOTATION, secs)
+    return json_set_string(ann, HAMI_BIND_PHASE_ANNOTATION, HAMI_PHASE_ALLOCATING) ||
+                   json_set_string(ann, HAMI_BIND_TIME_ANNOTATION, secs)
                ? -1
                : 0;
 }
 
 int hami_bind_failed_annotation(cJSON *ann)
 {
-    return set_string(ann, HAMI_BIND_PHASE_ANNOTATION, HAMI_PHASE_FAILED);
+    return json_set_string(ann, HAMI_BIND_PHASE_ANNOTATION, HAMI_PHASE_FAILED);
 }
 
 /* ---- the node lock -------------------------------------------------------------- */

@@ -214,23 +214,19 @@ int64_t hami_quota_cores(const struct pod_info *p, const struct node_state *n)
 
 /* ---- /inspect/nodes --------------------------------------------------------------- */
 
+/* Does the pod use HAMi device dev (-1: unattributed HAMi use)? */
+static bool uses_device(const struct pod_entry *e, int dev)
+{
+    const struct hami_pod_charge *pc = e->hami_charge;
+    bool hit = pc && dev < 0 && pc->unattributed.pods > 0;
+    for (int i = 0; pc && i < pc->nslots && !hit; i++)
+        hit = pc->slots[i].dev == dev;
+    return hit;
+}
+
 static void put_pods(struct strbuf *sb, const struct node_state *n, int dev)
 {
-    bool first = true;
-    strbuf_putc(sb, '[');
-    for (const struct pod_entry *e = n->charged; e; e = e->node_next) {
-        const struct hami_pod_charge *pc = e->hami_charge;
-        bool hit = pc && dev < 0 && pc->unattributed.pods > 0;
-        for (int i = 0; pc && i < pc->nslots && !hit; i++)
-            hit = pc->slots[i].dev == dev;
-        if (!hit)
-            continue;
-        if (!first)
-            strbuf_putc(sb, ',');
-        strbuf_json_string(sb, e->info->key);
-        first = false;
-    }
-    strbuf_putc(sb, ']');
+    cache_put_charged_keys(sb, n, uses_device, dev);
 }
 
 static void put_device(struct strbuf *sb, const struct node_state *n, int i)

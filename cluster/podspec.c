@@ -1,6 +1,7 @@
 /* podspec.c - Pod object -> pod_info; decision annotations. See podspec.h. */
 #include "cluster/podspec.h"
 #include "lib/jscan.h"
+#include "lib/jsonset.h"
 #include "lib/quantity.h"
 #include "lib/strbuf.h"
 
@@ -512,16 +513,6 @@ void pod_info_free(struct pod_info *pod)
     free(pod);
 }
 
-static int set_string(cJSON *obj, const char *key, const char *value)
-{
-    cJSON *v = cJSON_CreateString(value);
-    if (!v)
-        return -1;
-    if (cJSON_GetObjectItemCaseSensitive(obj, key))
-        return cJSON_ReplaceItemInObjectCaseSensitive(obj, key, v) ? 0 : (cJSON_Delete(v), -1);
-    return cJSON_AddItemToObject(obj, key, v) ? 0 : (cJSON_Delete(v), -1);
-}
-
 static int set_indices(cJSON *ann, int i, const int *idx, int count, bool vcuda)
 {
     struct strbuf list;
@@ -535,11 +526,11 @@ static int set_indices(cJSON *ann, int i, const int *idx, int count, bool vcuda)
     int rc = strbuf_failed(&list) ? -1 : 0;
     if (rc == 0 && vcuda) {
         snprintf(key, sizeof(key), ANN_TENCENT_IDX_PREFIX "%d", i);
-        rc = set_string(ann, key, list.data);
+        rc = json_set_string(ann, key, list.data);
     }
     if (rc == 0) {
         snprintf(key, sizeof(key), ANN_GQA_IDX_PREFIX "%d", i);
-        rc = set_string(ann, key, list.data);
+        rc = json_set_string(ann, key, list.data);
     }
     strbuf_free(&list);
     return rc;
@@ -550,10 +541,10 @@ int decision_annotations(cJSON *ann, const char *node, int64_t time_ns, int ncon
 {
     char when[24];
     snprintf(when, sizeof(when), "%" PRId64, time_ns);
-    if (vcuda && (set_string(ann, ANN_TENCENT_NODE, node) || set_string(ann, ANN_TENCENT_ASSIGNED, "false") ||
-                  set_string(ann, ANN_TENCENT_TIME, when)))
+    if (vcuda && (json_set_string(ann, ANN_TENCENT_NODE, node) || json_set_string(ann, ANN_TENCENT_ASSIGNED, "false") ||
+                  json_set_string(ann, ANN_TENCENT_TIME, when)))
         return -1;
-    if (set_string(ann, ANN_GQA_NODE, node) || set_string(ann, ANN_GQA_TIME, when))
+    if (json_set_string(ann, ANN_GQA_NODE, node) || json_set_string(ann, ANN_GQA_TIME, when))
         return -1;
     for (int i = 0; i < ncontainers; i++)
         if (idx[i] && set_indices(ann, i, idx[i], idx_count[i], vcuda) != 0)

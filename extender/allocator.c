@@ -126,15 +126,21 @@ static void classify(struct fit_state *st, enum reason_class why, int container,
 
 static bool fail(struct fit_state *st, bool unresolvable, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+bool fit_vrefuse(struct fit_result *fit, bool unresolvable, const char *fmt, va_list ap)
+{
+    vsnprintf(fit->reason, sizeof(fit->reason), fmt, ap);
+    fit->fits = false;
+    fit->unresolvable = unresolvable;
+    fit->score = 0;
+    return false;
+}
+
 static bool fail(struct fit_state *st, bool unresolvable, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(st->fit->reason, sizeof(st->fit->reason), fmt, ap);
+    fit_vrefuse(st->fit, unresolvable, fmt, ap);
     va_end(ap);
-    st->fit->fits = false;
-    st->fit->unresolvable = unresolvable;
-    st->fit->score = 0;
     return false;
 }
 

@@ -12,6 +12,7 @@
 #ifndef GQA_ALLOCATOR_H
 #define GQA_ALLOCATOR_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -89,6 +90,11 @@ bool allocator_fit(const struct node_state *n, const struct pod_info *pod, const
 bool allocator_fit_excluding(const struct node_state *n, const struct pod_info *pod,
                              const struct pod_entry *const *excluded, size_t nexcluded,
                              const struct alloc_policy *policy, struct fit_result *fit);
+
+/* Record on fit that the pod does not fit (reason printf-formatted, score 0);
+ * returns false, so a fit function may `return fit_refuse(...)`. */
+bool fit_vrefuse(struct fit_result *fit, bool unresolvable, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 
 /* Does the pod use vcuda shared containers (GPU-Manager's binpack order is then mandatory)? */
 bool pod_has_vcuda_share(const struct pod_info *pod);

@@ -46,11 +46,8 @@ static bool fail(struct hstate *st, bool unresolvable, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(st->fit->reason, sizeof(st->fit->reason), fmt, ap);
+    fit_vrefuse(st->fit, unresolvable, fmt, ap);
     va_end(ap);
-    st->fit->fits = false;
-    st->fit->unresolvable = unresolvable;
-    st->fit->score = 0;
     return false;
 }
 

@@ -281,24 +281,20 @@ static bool primary_is_mps(const struct node_state *n)
     return n->spec && n->spec->vcuda_core == 0 && n->spec->mps_core > 0;
 }
 
+/* Does the pod hold GPU slot (-1: unattributed use)? */
+static bool uses_slot(const struct pod_entry *e, int slot)
+{
+    if (slot < 0)
+        return e->unattributed.pods > 0;
+    for (int i = 0; i < e->nslots; i++)
+        if (e->slots[i].slot == slot)
+            return true;
+    return false;
+}
+
 static void put_pod_list(struct strbuf *sb, const struct node_state *n, int slot)
 {
-    bool first = true;
-    strbuf_putc(sb, '[');
-    for (const struct pod_entry *e = n->charged; e; e = e->node_next) {
-        bool hit = false;
-        for (int i = 0; i < e->nslots && !hit; i++)
-            hit = slot < 0 ? false : e->slots[i].slot == slot;
-        if (slot < 0)
-            hit = e->unattributed.pods > 0;
-        if (!hit)
-            continue;
-        if (!first)
-            strbuf_putc(sb, ',');
-        strbuf_json_string(sb, e->info->key);
-        first = false;
-    }
-    strbuf_putc(sb, ']');
+    cache_put_charged_keys(sb, n, uses_slot, slot);
 }
 
 static void put_resources(struct strbuf *sb, const struct node_spec *s)

@@ -497,7 +497,7 @@ static char *busy_message(const char *key)
  * cluster's copy), or NULL: it acts only on what it owns, a pending pod that
  * asks for a GPU resource it manages. Anyone who reaches the port could
  * otherwise bind any pod or annotate any pending pod (docs/security.md). */
-static const char *refusal(const struct pod_info *pod)
+static const char *refusal_of(const struct pod_info *pod)
 {
     if (pod->terminating)
         return "is being deleted (it has a deletionTimestamp): nothing to decide";
@@ -514,7 +514,7 @@ static char *not_decidable(const struct pod_info *pod)
 {
     if (pod->node_name)
         return strbuf_format("pod %s is already bound to node %s", pod->key, pod->node_name);
-    const char *why = refusal(pod);
+    const char *why = refusal_of(pod);
     return why ? strbuf_format("pod %s %s", pod->key, why) : NULL;
 }
 
@@ -547,7 +547,7 @@ static int filter_decide(struct placement *p, const struct pod_info *request, st
     cache_expire(p->cache, clock_realtime_ns());
     struct pod_info *cluster =
         pod_lookup(p->cache, p->sink, request->ns, request->name, request->uid, request, &fetched, &err);
-    bool refused = cluster && (cluster->node_name || refusal(cluster));
+    bool refused = cluster && (cluster->node_name || refusal_of(cluster));
     if (!cluster || refused) {
         char *why = refused ? not_decidable(cluster) : err;
         if (refused)
@@ -820,7 +820,7 @@ static int bind_pod(struct placement *p, const struct pod_info *pod, const char 
         *err = strbuf_format("pod %s is already bound to %s", pod->key, pod->node_name);
         return -1;
     }
-    const char *refused = refusal(pod);
+    const char *refused = refusal_of(pod);
     if (refused) {
         *err = strbuf_format("pod %s %s", pod->key, refused);
         return -1;

@@ -358,8 +358,17 @@ static int read_lock(struct kube_client *client, const char *path, char **rv, ch
     return rc;
 }
 
-/* Set (value) or remove (NULL) the lock, conditional on rv: 0, 1 on 409, -1. */
-static int write_lock(struct kube_client *client, const char *path, const char *rv, const char *value, char **err)
+/* What one attempt at changing a node's lock decided. */
+enum lock_step {
+    LOCK_DONE = 0,     /* written, or nothing to write */
+    LOCK_CONFLICT = 1, /* the Node changed under the write (409): read again */
+    LOCK_REFUSED = 2,  /* another holder's lock stays: *err says whose */
+    LOCK_FAILED = -1,  /* *err says why */
+};
+
+/* Set (value) or remove (NULL) the lock, conditional on rv: done, a conflict (409), or failed. */
+static enum lock_step write_lock(struct kube_client *client, const char *path, const char *rv, const char *value,
+                                 char **err)
 {
     cJSON *ann = cJSON_CreateObject();
     if (ann && !(value ? cJSON_AddStringToObject(ann, HAMI_NODE_LOCK_ANNOTATION, value)
@@ -369,14 +378,16 @@ static int write_lock(struct kube_client *client, const char *path, const char *
     }
     char *body = ann ? patch_with(ann, rv) : NULL;
     struct kube_response resp = {0};
-    int rc = -1;
+    enum lock_step rc = LOCK_FAILED;
     if (!body)
         set_err(err, "out of memory");
     else if (kube_request(client, "PATCH", path, "application/merge-patch+json", body, strlen(body),
                           RECORDER_TIMEOUT_MS, &resp) != 0)
         set_err(err, resp.error);
+    else if (resp.status == 200 || resp.status == 409)
+        rc = resp.status == 200 ? LOCK_DONE : LOCK_CONFLICT;
     else
-        rc = resp.status == 200 ? 0 : resp.status == 409 ? 1 : (set_err(err, resp.error), -1);
+        set_err(err, resp.error);
     kube_response_free(&resp);
     free(body);
     return rc;
@@ -421,70 +432,76 @@ static char *lock_refusal(struct kube_client *client, const char *node, const ch
     }
 }
 
-static int lock_node(void *ctx, const char *node, const struct pod_info *pod, char **err)
-{
-    struct recorder *r = ctx;
-    char *path = node_path(node);
-    struct kube_client *client = path ? take_client(r, err) : NULL;
-    int rc = -1;
-    if (!path)
-        set_err(err, "out of memory");
-    for (int attempt = 0; client && attempt <= RECORDER_CONFLICT_RETRIES; attempt++) {
-        char *rv = NULL, *value = NULL, *refusal = NULL;
-        int64_t now = clock_realtime_ns();
-        char mine[600];
-        if (read_lock(client, path, &rv, &value, err) != 0) {
-            rc = -1;
-        } else if (value && hami_lock_check(value, now, INT64_MAX, pod->ns, pod->name) == HAMI_LOCK_OURS) {
-            rc = 0; /* a retried bind: the lock is already ours */
-        } else if ((refusal = lock_refusal(client, node, value, pod, now))) {
-            set_err(err, refusal);
-            rc = 1;
-        } else if (hami_lock_value(mine, sizeof(mine), now, pod->ns, pod->name) != 0) {
-            set_err(err, "the pod's name is too long for a node lock");
-            rc = -1;
-        } else {
-            rc = write_lock(client, path, rv, mine, err);
-        }
-        free(refusal);
-        free(rv);
-        free(value);
-        if (rc != 1 || *err) /* a 409 leaves no message: read again */
-            break;
-    }
-    if (rc == 1 && !*err)
-        set_err(err, "the node kept changing (409 Conflict on every attempt to lock it)");
-    give_client(r, client);
-    free(path);
-    return rc;
-}
+/* Given the lock as read (value, NULL when there is none, at the Node's
+ * resourceVersion rv), decide and write it for pod. */
+typedef enum lock_step (*lock_change)(struct kube_client *client, const char *path, const char *node, const char *rv,
+                                      const char *value, const struct pod_info *pod, char **err);
 
-static int unlock_node(void *ctx, const char *node, const struct pod_info *pod, char **err)
+/* Read the node's lock and apply change, again after every 409 up to the
+ * retry limit. No lock of ours is held: the API server's resourceVersion
+ * precondition is what keeps two writers apart. */
+static enum lock_step change_node_lock(struct recorder *r, const char *node, const struct pod_info *pod,
+                                       lock_change change, const char *verb, char **err)
 {
-    struct recorder *r = ctx;
     char *path = node_path(node);
     struct kube_client *client = path ? take_client(r, err) : NULL;
-    int rc = -1;
+    enum lock_step step = LOCK_FAILED;
     if (!path)
         set_err(err, "out of memory");
     for (int attempt = 0; client && attempt <= RECORDER_CONFLICT_RETRIES; attempt++) {
         char *rv = NULL, *value = NULL;
-        if (read_lock(client, path, &rv, &value, err) != 0)
-            rc = -1;
-        else if (!value || hami_lock_check(value, 0, INT64_MAX, pod->ns, pod->name) != HAMI_LOCK_OURS)
-            rc = 0; /* gone, or another holder's now: not ours to remove */
-        else
-            rc = write_lock(client, path, rv, NULL, err);
+        step = read_lock(client, path, &rv, &value, err) == 0 ? change(client, path, node, rv, value, pod, err)
+                                                              : LOCK_FAILED;
         free(rv);
         free(value);
-        if (rc != 1)
+        if (step != LOCK_CONFLICT)
             break;
     }
-    if (rc == 1)
-        set_err(err, "the node kept changing (409 Conflict on every attempt to unlock it)");
+    if (step == LOCK_CONFLICT && err && !*err)
+        *err = strbuf_format("the node kept changing (409 Conflict on every attempt to %s it)", verb);
     give_client(r, client);
     free(path);
-    return rc == 0 ? 0 : -1;
+    return step;
+}
+
+static enum lock_step take_lock(struct kube_client *client, const char *path, const char *node, const char *rv,
+                                const char *value, const struct pod_info *pod, char **err)
+{
+    int64_t now = clock_realtime_ns();
+    char mine[600];
+    if (value && hami_lock_check(value, now, INT64_MAX, pod->ns, pod->name) == HAMI_LOCK_OURS)
+        return LOCK_DONE; /* a retried bind: the lock is already ours */
+    char *refusal = lock_refusal(client, node, value, pod, now);
+    if (refusal) {
+        set_err(err, refusal);
+        free(refusal);
+        return LOCK_REFUSED;
+    }
+    if (hami_lock_value(mine, sizeof(mine), now, pod->ns, pod->name) != 0) {
+        set_err(err, "the pod's name is too long for a node lock");
+        return LOCK_FAILED;
+    }
+    return write_lock(client, path, rv, mine, err);
+}
+
+static enum lock_step release_lock(struct kube_client *client, const char *path, const char *node, const char *rv,
+                                   const char *value, const struct pod_info *pod, char **err)
+{
+    (void)node;
+    if (!value || hami_lock_check(value, 0, INT64_MAX, pod->ns, pod->name) != HAMI_LOCK_OURS)
+        return LOCK_DONE; /* gone, or another holder's now: not ours to remove */
+    return write_lock(client, path, rv, NULL, err);
+}
+
+static int lock_node(void *ctx, const char *node, const struct pod_info *pod, char **err)
+{
+    enum lock_step step = change_node_lock(ctx, node, pod, take_lock, "lock", err);
+    return step == LOCK_DONE ? 0 : step == LOCK_FAILED ? -1 : 1;
+}
+
+static int unlock_node(void *ctx, const char *node, const struct pod_info *pod, char **err)
+{
+    return change_node_lock(ctx, node, pod, release_lock, "unlock", err) == LOCK_DONE ? 0 : -1;
 }
 
 struct recorder *recorder_new(const struct kube_config *cfg, char **err)

@@ -26,6 +26,7 @@
  */
 #include "kube/leader.h"
 #include "lib/clock.h"
+#include "lib/jsonset.h"
 #include "lib/log.h"
 #include "lib/strbuf.h"
 
@@ -368,22 +369,13 @@ struct spec_values {
     int new_term; /* acquireTime = now (else keep it) */
 };
 
-static int set_field(cJSON *obj, const char *key, cJSON *val)
-{
-    if (!val)
-        return -1;
-    if (cJSON_GetObjectItemCaseSensitive(obj, key))
-        return cJSON_ReplaceItemInObjectCaseSensitive(obj, key, val) ? 0 : (cJSON_Delete(val), -1);
-    return cJSON_AddItemToObject(obj, key, val) ? 0 : (cJSON_Delete(val), -1);
-}
-
 /* Set our election fields in lease's spec, keeping any others (labels,
  * annotations and newer spec fields survive, as with client-go's LeaseLock). */
 static int fill_spec(cJSON *lease, const struct spec_values *sv)
 {
     cJSON *spec = cJSON_GetObjectItemCaseSensitive(lease, "spec");
     if (!cJSON_IsObject(spec)) {
-        if (set_field(lease, "spec", cJSON_CreateObject()))
+        if (json_set_item(lease, "spec", cJSON_CreateObject()))
             return -1;
         spec = cJSON_GetObjectItemCaseSensitive(lease, "spec");
     }
@@ -391,12 +383,12 @@ static int fill_spec(cJSON *lease, const struct spec_values *sv)
     if (leader_format_microtime(real_us(), now, sizeof now))
         return -1;
     int keep_acquire = !sv->new_term && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(spec, "acquireTime"));
-    if (set_field(spec, "holderIdentity", cJSON_CreateString(sv->holder)) ||
-        set_field(spec, "leaseDurationSeconds", cJSON_CreateNumber((double)sv->duration_s)) ||
-        set_field(spec, "renewTime", cJSON_CreateString(now)) ||
-        set_field(spec, "leaseTransitions", cJSON_CreateNumber((double)sv->transitions)))
+    if (json_set_item(spec, "holderIdentity", cJSON_CreateString(sv->holder)) ||
+        json_set_item(spec, "leaseDurationSeconds", cJSON_CreateNumber((double)sv->duration_s)) ||
+        json_set_item(spec, "renewTime", cJSON_CreateString(now)) ||
+        json_set_item(spec, "leaseTransitions", cJSON_CreateNumber((double)sv->transitions)))
         return -1;
-    return keep_acquire ? 0 : set_field(spec, "acquireTime", cJSON_CreateString(now));
+    return keep_acquire ? 0 : json_set_item(spec, "acquireTime", cJSON_CreateString(now));
 }
 
 /* A fresh Lease naming us as holder, for the create. */
@@ -404,15 +396,15 @@ static cJSON *new_lease(const struct leader_elector *le)
 {
     cJSON *lease = cJSON_CreateObject();
     cJSON *meta = cJSON_CreateObject();
-    if (!lease || !meta || set_field(lease, "apiVersion", cJSON_CreateString("coordination.k8s.io/v1")) ||
-        set_field(lease, "kind", cJSON_CreateString("Lease")) ||
-        set_field(meta, "name", cJSON_CreateString(le->name)) ||
-        set_field(meta, "namespace", cJSON_CreateString(le->ns))) {
+    if (!lease || !meta || json_set_item(lease, "apiVersion", cJSON_CreateString("coordination.k8s.io/v1")) ||
+        json_set_item(lease, "kind", cJSON_CreateString("Lease")) ||
+        json_set_item(meta, "name", cJSON_CreateString(le->name)) ||
+        json_set_item(meta, "namespace", cJSON_CreateString(le->ns))) {
         cJSON_Delete(lease);
         cJSON_Delete(meta);
         return NULL;
     }
-    if (set_field(lease, "metadata", meta)) { /* set_field freed meta */
+    if (json_set_item(lease, "metadata", meta)) { /* set_field freed meta */
         cJSON_Delete(lease);
         return NULL;
     }

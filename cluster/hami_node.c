@@ -199,6 +199,18 @@ static int field_error(char **err, int entry, const char *what, struct span f, c
     return -1;
 }
 
+/* The numeric fields of a device, range-checked by the parser of either
+ * registration form; a split count of 0 takes --hami-default-split. */
+static void set_numbers(struct hami_device *d, int64_t split, int64_t mem, int64_t cores, int64_t numa, int64_t index)
+{
+    d->split = split > 0 ? (int)split : config.default_split;
+    d->memory_mib = scaled_memory(mem, d->mode);
+    d->cores = (int)cores;
+    d->numa = (int)numa;
+    d->index = (int)index;
+    d->topo = -1;
+}
+
 static int parse_colon_entry(const char *s, size_t len, int entry, struct hami_device *d, char **err)
 {
     struct span f[10];
@@ -229,12 +241,7 @@ static int parse_colon_entry(const char *s, size_t len, int entry, struct hami_d
         return field_error(err, entry, "index", f[7], "an integer in 0..4095");
     if (n == 9 && parse_mode(f[8].p, f[8].n, &d->mode) != 0)
         return field_error(err, entry, "mode", f[8], "hami-core, mig or mps");
-    d->split = split > 0 ? (int)split : config.default_split;
-    d->memory_mib = scaled_memory(mem, d->mode);
-    d->cores = (int)cores;
-    d->numa = (int)numa;
-    d->index = (int)index;
-    d->topo = -1;
+    set_numbers(d, split, mem, cores, numa, index);
     return set_strings(d, f[0].p, f[0].n, f[4].p, f[4].n) == 0 ? 0 : (*err = NULL, -1);
 }
 
@@ -323,12 +330,7 @@ static int json_entry(const cJSON *e, int entry, struct hami_device *d, char **e
         (!cJSON_IsString(mode) || parse_mode(mode->valuestring, strlen(mode->valuestring), &d->mode) != 0))
         return strbuf_set_error(err, "entry %d: mode must be hami-core, mig or mps", entry);
     d->healthy = cJSON_IsTrue(health); /* absent reads as false, as Go's decoder does */
-    d->split = split > 0 ? (int)split : config.default_split;
-    d->memory_mib = scaled_memory(mem, d->mode);
-    d->cores = (int)cores;
-    d->numa = (int)numa;
-    d->index = (int)index;
-    d->topo = -1;
+    set_numbers(d, split, mem, cores, numa, index);
     if (set_strings(d, id->valuestring, strlen(id->valuestring), type->valuestring, strlen(type->valuestring)) != 0)
         return (*err = NULL), -1;
     return 0;

@@ -38,7 +38,7 @@ def pod_annotations(c, name):
     return c.get(P + "/" + name).json["metadata"].get("annotations") or {}
 
 
-def wait_for(pred, what, timeout=5.0):
+def wait_for(pred, what, timeout=20.0):
     deadline = time.time() + timeout
     while time.time() < deadline:
         v = pred()

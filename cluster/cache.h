@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "cluster/hami_occupancy.h"
+#include "cluster/nodefit.h"
 #include "cluster/nodespec.h"
 #include "cluster/podspec.h"
 #include "lib/clock.h"
@@ -56,6 +57,9 @@ struct node_usage {
 struct pod_entry;
 
 struct node_state {
+    /* First, on a line of its own: what a filter reads of most nodes
+     * (nodefit.h), kept equal to the GPU table below by every change. */
+    struct node_fit fit;
     char *name;
     bool present;           /* false: a placeholder for pods that name a node not (yet) seen */
     struct node_spec *spec; /* NULL for placeholders */

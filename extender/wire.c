@@ -3,6 +3,7 @@
 #include "lib/strbuf.h"
 
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -400,9 +401,22 @@ static void put_kept_nodes(struct answer *an, const struct extender_args *a, con
     strbuf_puts(sb, "],");
 }
 
+/* Append sb's own bytes [from, from + len) (a reason escaped before). */
+static void repeat_bytes(struct strbuf *sb, size_t from, size_t len)
+{
+    if (strbuf_reserve(sb, len) != 0)
+        return;
+    memcpy(sb->data + sb->len, sb->data + from, len);
+    sb->len += len;
+    sb->data[sb->len] = '\0';
+}
+
 static void put_failed(struct strbuf *sb, const char *field, const struct evaluation *ev, bool unresolvable)
 {
     bool first = true;
+    /* Nodes refused for the same reason share its text (placement.c):
+     * it is escaped once and copied after that. */
+    size_t escaped_at = 0, escaped_len = 0, escaped_off = SIZE_MAX;
     strbuf_printf(sb, "\"%s\":{", field);
     for (size_t i = 0; i < ev->count; i++) {
         const struct verdict *v = &ev->verdicts[i];
@@ -412,7 +426,14 @@ static void put_failed(struct strbuf *sb, const char *field, const struct evalua
             strbuf_putc(sb, ',');
         strbuf_json_string(sb, v->name);
         strbuf_putc(sb, ':');
-        strbuf_json_string_n(sb, verdict_reason(ev, v), v->reason_len);
+        if (v->reason_len && v->reason_off == escaped_off) {
+            repeat_bytes(sb, escaped_at, escaped_len);
+        } else {
+            escaped_at = sb->len;
+            strbuf_json_string_n(sb, verdict_reason(ev, v), v->reason_len);
+            escaped_len = sb->len - escaped_at;
+            escaped_off = v->reason_len ? v->reason_off : SIZE_MAX;
+        }
         first = false;
     }
     strbuf_puts(sb, "},");

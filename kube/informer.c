@@ -196,8 +196,7 @@ static cJSON *parse_object(const struct informer *inf, const char *text, size_t 
 
 /* ERROR and BOOKMARK objects are read here, not by the sink. The object
  * parsed in place (split_event) is used when the type is still a change. */
-static cJSON *event_object(const struct informer *inf, const char *type, const struct jscan_span *object,
-                           cJSON *parsed)
+static cJSON *event_object(const struct informer *inf, const char *type, const struct jscan_span *object, cJSON *parsed)
 {
     if (parsed && change_event(type))
         return parsed;

@@ -209,6 +209,7 @@ static void drop_placeholder_if_unused(struct cluster_cache *c, struct node_stat
         return;
     dict_del(&c->nodes, n->name);
     node_state_free(n);
+    c->nodes_epoch++;
 }
 
 int64_t pod_total_cores(const struct pod_info *p)
@@ -456,6 +457,7 @@ static struct node_state *node_get_or_placeholder(struct cluster_cache *c, const
     n = aligned_alloc(_Alignof(struct node_state), sizeof(*n));
     if (n)
         memset(n, 0, sizeof(*n));
+    c->nodes_epoch++;
     if (!n || !(n->name = strdup(name)) || dict_set(&c->nodes, name, n, NULL) != 0) {
         node_state_free(n);
         return NULL;
@@ -613,6 +615,7 @@ static int delete_node_locked(struct cluster_cache *c, const char *name)
         } else {
             dict_del(&c->nodes, name);
             node_state_free(n);
+            c->nodes_epoch++;
         }
         c->generation++;
     }

@@ -122,6 +122,7 @@ struct cluster_cache {
     struct pod_entry *assumed; /* pods whose charge is an assumption (expires) */
     int64_t next_expiry_ns;    /* earliest assumed-charge expiry, INT64_MAX if none */
     uint64_t generation;       /* bumped by every change */
+    uint64_t nodes_epoch;      /* bumped whenever a node_state is created or freed (resolved names stay valid) */
 };
 
 int cache_init(struct cluster_cache *c, const struct cache_config *cfg);

@@ -19,6 +19,12 @@
  * Every answer is checked (the first of each kind in full with cJSON, the
  * rest against it or cheaply); a wrong answer, a server that does not start
  * or does not stop cleanly makes the run exit 1.
+ *
+ * Then (issue 15) the server's own share of a request (round trip minus the
+ * /healthz round trip on the same connection) for vcuda, MPS and whole-GPU
+ * pods under both --gpu-policy values, the Nodes form against cJSON, a
+ * 20,000-node cluster synced from the API simulator, watch events applied
+ * in-process, and one summary table (README.md).
  */
 #include "lib/strbuf.h"
 #include "tests/bench/events_core.h"
@@ -1940,6 +1946,7 @@ struct share_result {
     double p50, p99, healthz_p50; /* round trips, ms */
     double share_p50, share_p99;  /* minus healthz_p50 */
     size_t request_len, answer_len;
+    double cpu_ms; /* the server's CPU time (user + system) per request and its /healthz, mean */
 };
 
 /* Everything the closing table prints. */
@@ -1957,6 +1964,23 @@ struct summary {
     int event_pods;
     struct events_figure events;
 };
+
+/* User + system CPU time of pid so far, in ms (-1 when unreadable). */
+static double cpu_ms(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* the command name may hold spaces */
+    unsigned long utime = 0, stime = 0;
+    if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) != 2)
+        return -1;
+    return (double)(utime + stime) * 1e3 / (double)sysconf(_SC_CLK_TCK);
+}
 
 static int healthz_one(struct client *c, double *ms)
 {
@@ -1979,6 +2003,7 @@ static int run_share(struct run *r, struct phase *ph, struct share_result *res)
     double *hz = ms + ph->count;
     strbuf_init(&ph->reference);
     int rc = warm_up(r, ph);
+    double cpu0 = cpu_ms(r->srv.pid);
     for (int i = 0; rc == 0 && i < ph->count; i++) {
         rc = g_interrupted ? fail("interrupted") : healthz_one(&r->clients[0], &hz[i]);
         if (rc == 0)
@@ -1997,9 +2022,11 @@ static int run_share(struct run *r, struct phase *ph, struct share_result *res)
                                      0,
                                      0,
                                      ph->bodies[0]->text.len,
-                                     r->clients[0].answer.len};
+                                     r->clients[0].answer.len,
+                                     0};
         res->share_p50 = res->p50 - res->healthz_p50;
         res->share_p99 = res->p99 - res->healthz_p50;
+        res->cpu_ms = (cpu_ms(r->srv.pid) - cpu0) / ph->count;
     }
     strbuf_free(&ph->reference);
     free(ms);
@@ -2008,8 +2035,8 @@ static int run_share(struct run *r, struct phase *ph, struct share_result *res)
 
 static void print_share_header(void)
 {
-    printf("    %-8s %-6s %-10s %-9s %9s %9s %5s %8s %8s %9s %9s %9s\n", "policy", "pod", "verb", "form", "request",
-           "answer", "reqs", "p50 ms", "p99 ms", "healthz", "share p50", "share p99");
+    printf("    %-8s %-6s %-10s %-9s %9s %9s %5s %8s %8s %9s %9s %9s %8s\n", "policy", "pod", "verb", "form",
+           "request", "answer", "reqs", "p50 ms", "p99 ms", "healthz", "share p50", "share p99", "cpu/req");
 }
 
 static void print_share_row(const char *policy, enum pod_kind kind, enum verb verb, enum form form,
@@ -2018,9 +2045,9 @@ static void print_share_row(const char *policy, enum pod_kind kind, enum verb ve
     char req[24], ans[24];
     format_bytes(req, sizeof(req), (double)res->request_len);
     format_bytes(ans, sizeof(ans), (double)res->answer_len);
-    printf("    %-8s %-6s %-10s %-9s %9s %9s %5d %8.3f %8.3f %9.3f %9.3f %9.3f\n", policy, KIND_NAME[kind],
+    printf("    %-8s %-6s %-10s %-9s %9s %9s %5d %8.3f %8.3f %9.3f %9.3f %9.3f %8.3f\n", policy, KIND_NAME[kind],
            VERB_NAME[verb], FORM_NAME[form], req, ans, res->count, res->p50, res->p99, res->healthz_p50,
-           res->share_p50, res->share_p99);
+           res->share_p50, res->share_p99, res->cpu_ms);
     fflush(stdout);
 }
 
@@ -2135,23 +2162,6 @@ static int scale_measure(const struct bench_opts *o, const struct dataset *d, st
         printf("    server memory: VmRSS %.1f MB, VmHWM %.1f MB\n", sum->scale_rss_kb / 1e3, hwm / 1e3);
     strbuf_free(&b.text);
     return rc;
-}
-
-/* User + system CPU time of pid so far, in ms (-1 when unreadable). */
-static double cpu_ms(pid_t pid)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-    if (f)
-        fclose(f);
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')'); /* the command name may hold spaces */
-    unsigned long utime = 0, stime = 0;
-    if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) != 2)
-        return -1;
-    return (double)(utime + stime) * 1e3 / (double)sysconf(_SC_CLK_TCK);
 }
 
 static int bench_scale(const struct bench_opts *o, const char *dir, struct summary *sum)

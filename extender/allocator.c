@@ -443,7 +443,8 @@ static bool line_better(const struct node_fit *f, enum gpu_family fam, bool spre
  * node policy's score (policy_score with the share placed). Undecided
  * when it does not fit: the full path explains. */
 static enum line_outcome line_shared(const struct node_fit *f, const struct container_request *r,
-                                     const struct alloc_policy *policy, struct fit_result *fit)
+                                     const struct alloc_policy *policy, enum pack_policy node_policy,
+                                     struct fit_result *fit)
 {
     int best = -1;
     bool spread = policy->gpu == POLICY_SPREAD;
@@ -460,7 +461,7 @@ static enum line_outcome line_shared(const struct node_fit *f, const struct cont
         used = capacity;
     int util = (int)(used * FIT_SCORE_MAX / capacity);
     fit->masks[0] = 1ULL << best;
-    fit->score = policy->node == POLICY_SPREAD ? FIT_SCORE_MAX - util : util;
+    fit->score = node_policy == POLICY_SPREAD ? FIT_SCORE_MAX - util : util;
     return LINE_DECIDED;
 }
 
@@ -490,14 +491,14 @@ static enum line_outcome line_whole_refused(const struct node_fit *f, const stru
     return LINE_DECIDED;
 }
 
-/* May the line decide this pod on this node? One GPU container, not HAMi,
- * on a node whose line is exact (hence a known node with a spec and not a
- * HAMi node) and that offers the family, with no excluded charge on the
- * node (the line holds them). */
+/* May the line decide this pod on this node? One GPU container on a node
+ * whose line is exact (hence a known node with a spec and not a HAMi node:
+ * no container is served by HAMi devices there) and that offers the
+ * family, with no excluded charge on the node (the line holds them). */
 static bool line_applies(const struct node_state *n, const struct pod_info *pod,
                          const struct pod_entry *const *excluded, size_t nexcluded)
 {
-    if (!n->fit.usable || pod->hami || pod->ncontainers != 1)
+    if (!n->fit.usable || pod->ncontainers != 1)
         return false;
     const struct container_request *r = &pod->containers[0];
     bool shared = r->whole_gpus == 0 && (r->family == GPU_FAMILY_VCUDA || r->family == GPU_FAMILY_MPS);
@@ -520,7 +521,11 @@ static enum line_outcome fit_by_line(const struct node_state *n, const struct po
         fit->hami_masks[0] = 0;
     if (r->whole_gpus > 0)
         return line_whole_refused(&n->fit, r, fit);
-    if (line_shared(&n->fit, r, policy, fit) != LINE_DECIDED)
+    /* A HAMi pod's hami.io/node-scheduler-policy shapes its scores, as in the full path. */
+    enum pack_policy node_policy = policy->node;
+    if (pod->hami && pod->hami->node_policy != HAMI_PACK_DEFAULT)
+        node_policy = pod->hami->node_policy == HAMI_PACK_SPREAD ? POLICY_SPREAD : POLICY_BINPACK;
+    if (line_shared(&n->fit, r, policy, node_policy, fit) != LINE_DECIDED)
         return LINE_UNDECIDED;
     fit->reason[0] = '\0';
     fit->fits = true;

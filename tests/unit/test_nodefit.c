@@ -144,12 +144,21 @@ static void fit_both(const struct node_state *n, const struct pod_info *p, const
     assert_int_equal(line->r.set_score, full->r.set_score);
 }
 
+static struct pod_info *request_with(const char *limits, const char *node_policy)
+{
+    char buf[1024], ann[128] = "";
+    if (node_policy)
+        fmt(ann, sizeof(ann), ",'annotations':{'hami.io/node-scheduler-policy':'%s'}", node_policy);
+    fmt(buf, sizeof(buf),
+        "{'metadata':{'name':'new','namespace':'t'%s},'spec':{'containers':[{'name':'main',"
+        "'resources':{'limits':%s}}]}}",
+        ann, limits);
+    return pod_of(buf);
+}
+
 static struct pod_info *request(const char *limits)
 {
-    char buf[1024];
-    fmt(buf, sizeof(buf), "{'metadata':{'name':'new','namespace':'t'},'spec':{'containers':[{'name':'main',"
-                          "'resources':{'limits':%s}}]}}", limits);
-    return pod_of(buf);
+    return request_with(limits, NULL);
 }
 
 /* Random occupancy, random shared and whole requests, both GPU and node
@@ -182,7 +191,9 @@ static void test_line_decides_like_the_full_path(void **state)
             fmt(limits, sizeof(limits), kinds[k], 1 + (int)(rand_r(&seed) % 9));
         else
             fmt(limits, sizeof(limits), kinds[k], cores, mem);
-        struct pod_info *p = request(limits);
+        /* Some pods carry HAMi's node policy, which overrides --node-policy. */
+        const char *node_policies[] = {NULL, "spread", "binpack", NULL};
+        struct pod_info *p = request_with(limits, node_policies[round / 3 % 4]);
         for (int pol = 0; pol < 4; pol++) {
             struct alloc_policy ap = {.gpu = pol & 1 ? POLICY_SPREAD : POLICY_BINPACK,
                                       .node = pol & 2 ? POLICY_SPREAD : POLICY_BINPACK};

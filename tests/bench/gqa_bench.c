@@ -2215,7 +2215,7 @@ static int bench_events(const struct bench_opts *o, struct summary *sum)
 
 static void summary_row(const char *label, const char *value, const char *target, bool pass)
 {
-    printf("  %-58s %20s  %-12s %s\n", label, value, target, pass ? "PASS" : "MISS");
+    printf("  %-58s %20s  %-12s %s\n", label, value, target, !*target ? "" : pass ? "PASS" : "MISS");
 }
 
 static void summary_share_rows(const struct summary *sum)

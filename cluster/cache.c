@@ -165,6 +165,7 @@ static void check_node_charges(const struct node_state *n)
     for (int s = 0; s < n->gpu_count; s++)
         check_gpu_charges(n, s);
     hami_occupancy_check(n);
+    assert(node_fit_agrees(n));
 }
 
 #define CHECK_NODE_CHARGES(n) check_node_charges(n)
@@ -192,6 +193,7 @@ static void apply_slots(struct node_state *n, const struct pod_entry *e, int sig
     }
     add_usage(&n->unattributed, &e->unattributed, sign);
     hami_occupancy_apply(n, e, sign);
+    node_fit_refresh(n);
 }
 
 static void assumed_link(struct cluster_cache *c, struct pod_entry *e)
@@ -224,6 +226,7 @@ static void drop_placeholder_if_unused(struct cluster_cache *c, struct node_stat
         return;
     dict_del(&c->nodes, n->name);
     node_state_free(n);
+    c->nodes_epoch++;
 }
 
 int64_t pod_total_cores(const struct pod_info *p)
@@ -463,7 +466,11 @@ static struct node_state *node_get_or_placeholder(struct cluster_cache *c, const
     struct node_state *n = dict_get(&c->nodes, name);
     if (n)
         return n;
-    n = calloc(1, sizeof(*n));
+    /* node_state starts with a cache line of its own (node_fit). */
+    n = aligned_alloc(_Alignof(struct node_state), sizeof(*n));
+    if (n)
+        memset(n, 0, sizeof(*n));
+    c->nodes_epoch++;
     if (!n || !(n->name = strdup(name)) || dict_set(&c->nodes, name, n, NULL) != 0) {
         node_state_free(n);
         return NULL;
@@ -526,6 +533,7 @@ static int rebuild_gpus(struct node_state *n)
         n->gpus = NULL;
         n->gpu_count = 0;
         memset(&n->unattributed, 0, sizeof(n->unattributed));
+        node_fit_refresh(n);
         return -1;
     }
     for (int i = 0; i < count; i++) {
@@ -536,12 +544,14 @@ static int rebuild_gpus(struct node_state *n)
     }
     if (hami_occupancy_reset(n) != 0) {
         free(gpus);
+        node_fit_refresh(n);
         return -1;
     }
     free(n->gpus);
     n->gpus = gpus;
     n->gpu_count = count;
     memset(&n->unattributed, 0, sizeof(n->unattributed));
+    node_fit_refresh(n);
     return 0;
 }
 
@@ -618,6 +628,7 @@ static int delete_node_locked(struct cluster_cache *c, const char *name)
         } else {
             dict_del(&c->nodes, name);
             node_state_free(n);
+            c->nodes_epoch++;
         }
         c->generation++;
     }

@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "cluster/hami_occupancy.h"
+#include "cluster/nodefit.h"
 #include "cluster/nodespec.h"
 #include "cluster/podspec.h"
 #include "lib/clock.h"
@@ -56,6 +57,9 @@ struct node_usage {
 struct pod_entry;
 
 struct node_state {
+    /* First, on a line of its own: what a filter reads of most nodes
+     * (nodefit.h), kept equal to the GPU table below by every change. */
+    struct node_fit fit;
     char *name;
     bool present;           /* false: a placeholder for pods that name a node not (yet) seen */
     struct node_spec *spec; /* NULL for placeholders */
@@ -118,6 +122,7 @@ struct cluster_cache {
     struct pod_entry *assumed; /* pods whose charge is an assumption (expires) */
     int64_t next_expiry_ns;    /* earliest assumed-charge expiry, INT64_MAX if none */
     uint64_t generation;       /* bumped by every change */
+    uint64_t nodes_epoch;      /* bumped whenever a node_state is created or freed (resolved names stay valid) */
 };
 
 int cache_init(struct cluster_cache *c, const struct cache_config *cfg);

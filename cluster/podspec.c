@@ -751,13 +751,30 @@ static int pod_member(struct jscan *s, const struct jscan_str *key, cJSON *into)
     return jscan_skip_value(s);
 }
 
+/* The slim Pod at s's position; whole: nothing but whitespace may follow. */
+static cJSON *slim_pod(struct jscan *s, bool whole)
+{
+    cJSON *holder = cJSON_CreateObject();
+    int rc = holder && jscan_peek(s) == JSCAN_OBJECT ? slim_object(s, holder, "pod", pod_member) : -1;
+    if (rc == 0 && whole)
+        rc = jscan_finish(s);
+    cJSON *pod = rc == 0 ? cJSON_DetachItemFromObjectCaseSensitive(holder, "pod") : NULL;
+    cJSON_Delete(holder);
+    return pod;
+}
+
 cJSON *pod_slim_from_text(const char *text, size_t len)
 {
     struct jscan s;
     jscan_init(&s, text, len);
-    cJSON *holder = cJSON_CreateObject();
-    int rc = holder && jscan_peek(&s) == JSCAN_OBJECT ? slim_object(&s, holder, "pod", pod_member) : -1;
-    cJSON *pod = rc == 0 && jscan_finish(&s) == 0 ? cJSON_DetachItemFromObjectCaseSensitive(holder, "pod") : NULL;
-    cJSON_Delete(holder);
+    return slim_pod(&s, true);
+}
+
+cJSON *pod_slim_from_prefix(const char *text, size_t len, size_t *used)
+{
+    struct jscan s;
+    jscan_init(&s, text, len);
+    cJSON *pod = slim_pod(&s, false);
+    *used = pod ? (size_t)(s.pos - text) : 0;
     return pod;
 }

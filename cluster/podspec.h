@@ -98,6 +98,10 @@ struct pod_info {
  * cost of applying an event. NULL when the text is not a JSON object or on
  * allocation failure. */
 cJSON *pod_slim_from_text(const char *text, size_t len);
+/* The same for a Pod object at the start of text (whitespace before it
+ * allowed) that need not end the text: *used is set to the bytes up to and
+ * including its closing brace. */
+cJSON *pod_slim_from_prefix(const char *text, size_t len, size_t *used);
 
 /* Parse a Pod object. Returns NULL only when the object is not a usable Pod
  * (no metadata.name, wrong types) or on allocation failure, with *err set to a

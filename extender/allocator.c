@@ -274,20 +274,19 @@ static bool place_whole(struct fit_state *st, int ci)
 {
     const struct container_request *r = &st->pod->containers[ci];
     int idle = 0;
-    char list[256] = "";
-    size_t used = 0;
-    for (int s = 0; s < st->node->gpu_count; s++) {
-        if (!gpu_idle(&st->gpus[s]))
-            continue;
-        if (used < sizeof(list))
-            used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%d", idle ? "," : "", s);
-        idle++;
-    }
+    for (int s = 0; s < st->node->gpu_count; s++)
+        idle += gpu_idle(&st->gpus[s]);
     int held = reserved_whole(st);
     if (idle - held >= r->whole_gpus) {
         choose_whole(st, ci, r->whole_gpus);
         return true;
     }
+    /* Refused: the free GPUs are listed (only now: formatting is dearer than deciding). */
+    char list[256] = "";
+    size_t used = 0;
+    for (int s = 0, listed = 0; s < st->node->gpu_count; s++)
+        if (gpu_idle(&st->gpus[s]) && used < sizeof(list))
+            used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%d", listed++ ? "," : "", s);
     classify(st, REASON_WHOLE_GPUS, ci, -1, r->whole_gpus - (idle - held));
     char held_note[160] = "";
     if (held > 0)
@@ -410,9 +409,149 @@ bool allocator_fit(const struct node_state *n, const struct pod_info *pod, const
     return allocator_fit_excluding(n, pod, &self, self ? 1 : 0, policy, fit);
 }
 
+/* ---- the summary-line shortcut (cluster/nodefit.h) ---------------------- */
+
+enum line_outcome { LINE_UNDECIDED = 0, LINE_DECIDED };
+
+static int64_t line_mem_free(const struct node_fit *f, int s, enum gpu_family fam)
+{
+    return fam == GPU_FAMILY_VCUDA ? f->vmem_free[s] : fam == GPU_FAMILY_MPS ? f->mmem_free[s] : 0;
+}
+
+static bool line_offers(const struct node_fit *f, enum gpu_family fam)
+{
+    switch (fam) {
+    case GPU_FAMILY_VCUDA:
+        return f->offers & NODE_FIT_OFFERS_VCUDA;
+    case GPU_FAMILY_MPS:
+        return f->offers & NODE_FIT_OFFERS_MPS;
+    case GPU_FAMILY_PGPU:
+        return f->offers & NODE_FIT_OFFERS_PGPU;
+    default:
+        return false;
+    }
+}
+
+/* better_shared, on the line. */
+static bool line_better(const struct node_fit *f, enum gpu_family fam, bool spread, int a, int b)
+{
+    if (f->cores_free[a] != f->cores_free[b])
+        return spread ? f->cores_free[a] > f->cores_free[b] : f->cores_free[a] < f->cores_free[b];
+    int64_t ma = line_mem_free(f, a, fam), mb = line_mem_free(f, b, fam);
+    if (ma != mb)
+        return spread ? ma > mb : ma < mb;
+    if (f->pods[a] != f->pods[b])
+        return f->pods[a] < f->pods[b];
+    return f->minor[a] < f->minor[b];
+}
+
+/* A shared container that fits: the GPU place_shared would take and the
+ * node policy's score (policy_score with the share placed). Undecided
+ * when it does not fit: the full path explains. */
+static enum line_outcome line_shared(const struct node_fit *f, const struct container_request *r,
+                                     const struct alloc_policy *policy, enum pack_policy node_policy,
+                                     struct fit_result *fit)
+{
+    int best = -1;
+    bool spread = policy->gpu == POLICY_SPREAD;
+    for (int s = 0; s < f->count; s++) {
+        if (f->cores_free[s] < r->cores || line_mem_free(f, s, r->family) < r->memory)
+            continue;
+        if (best < 0 || line_better(f, r->family, spread, s, best))
+            best = s;
+    }
+    if (best < 0)
+        return LINE_UNDECIDED;
+    int64_t capacity = 100LL * f->count, used = (int64_t)f->cores_used + r->cores;
+    if (used > capacity)
+        used = capacity;
+    int util = (int)(used * FIT_SCORE_MAX / capacity);
+    fit->masks[0] = 1ULL << best;
+    fit->score = node_policy == POLICY_SPREAD ? FIT_SCORE_MAX - util : util;
+    return LINE_DECIDED;
+}
+
+/* Whole GPUs refused because none is completely free (place_whole's text
+ * for that case); formatted once and reused while the request repeats. */
+static enum line_outcome line_whole_refused(const struct node_fit *f, const struct container_request *r,
+                                            struct fit_result *fit)
+{
+    if (f->idle != 0)
+        return LINE_UNDECIDED; /* fits, or the refusal lists the free GPUs */
+    if (fit->memo_request != r) {
+        int len = snprintf(fit->memo, sizeof(fit->memo),
+                           "container \"%s\" needs %d whole GPUs (%s %" PRId64 "); 0 are completely free", r->name,
+                           r->whole_gpus, gpu_family_resource(r->family),
+                           r->family == GPU_FAMILY_PGPU ? (int64_t)r->whole_gpus : r->cores);
+        fit->memo_len = len < 0 ? 0 : (size_t)len < sizeof(fit->memo) ? (size_t)len : sizeof(fit->memo) - 1;
+        fit->memo_request = r;
+    }
+    memcpy(fit->reason, fit->memo, fit->memo_len + 1);
+    fit->fits = false;
+    fit->unresolvable = r->whole_gpus > f->count;
+    fit->score = 0;
+    fit->why = REASON_WHOLE_GPUS;
+    fit->why_container = 0;
+    fit->why_gpu = -1;
+    fit->short_by = r->whole_gpus;
+    return LINE_DECIDED;
+}
+
+/* May the line decide this pod on this node? One GPU container on a node
+ * whose line is exact (hence a known node with a spec and not a HAMi node:
+ * no container is served by HAMi devices there) and that offers the
+ * family, with no excluded charge on the node (the line holds them). */
+static bool line_applies(const struct node_state *n, const struct pod_info *pod,
+                         const struct pod_entry *const *excluded, size_t nexcluded)
+{
+    if (!n->fit.usable || pod->ncontainers != 1)
+        return false;
+    const struct container_request *r = &pod->containers[0];
+    bool shared = r->whole_gpus == 0 && (r->family == GPU_FAMILY_VCUDA || r->family == GPU_FAMILY_MPS);
+    if (!(shared || r->whole_gpus > 0) || !line_offers(&n->fit, r->family))
+        return false;
+    for (size_t i = 0; i < nexcluded; i++)
+        if (excluded[i] && excluded[i]->node == n)
+            return false;
+    return true;
+}
+
+static enum line_outcome fit_by_line(const struct node_state *n, const struct pod_info *pod,
+                                     const struct alloc_policy *policy, struct fit_result *fit)
+{
+    const struct container_request *r = &pod->containers[0];
+    fit->set_score = fit->set_best = 0;
+    fit->unresolvable = false;
+    fit->masks[0] = 0;
+    if (fit->hami_masks)
+        fit->hami_masks[0] = 0;
+    if (r->whole_gpus > 0)
+        return line_whole_refused(&n->fit, r, fit);
+    /* A HAMi pod's hami.io/node-scheduler-policy shapes its scores, as in the full path. */
+    enum pack_policy node_policy = policy->node;
+    if (pod->hami && pod->hami->node_policy != HAMI_PACK_DEFAULT)
+        node_policy = pod->hami->node_policy == HAMI_PACK_SPREAD ? POLICY_SPREAD : POLICY_BINPACK;
+    if (line_shared(&n->fit, r, policy, node_policy, fit) != LINE_DECIDED)
+        return LINE_UNDECIDED;
+    fit->reason[0] = '\0';
+    fit->fits = true;
+    fit->why = REASON_NONE;
+    fit->why_container = fit->why_gpu = -1;
+    fit->short_by = 0;
+    return LINE_DECIDED;
+}
+
 bool allocator_fit_excluding(const struct node_state *n, const struct pod_info *pod,
                              const struct pod_entry *const *excluded, size_t nexcluded,
                              const struct alloc_policy *policy, struct fit_result *fit)
+{
+    if (line_applies(n, pod, excluded, nexcluded) && fit_by_line(n, pod, policy, fit) == LINE_DECIDED)
+        return fit->fits;
+    return allocator_fit_full(n, pod, excluded, nexcluded, policy, fit);
+}
+
+bool allocator_fit_full(const struct node_state *n, const struct pod_info *pod, const struct pod_entry *const *excluded,
+                        size_t nexcluded, const struct alloc_policy *policy, struct fit_result *fit)
 {
     /* Only the fields used are set: the GPU table (3 KB) is filled by
      * load_free for the node's GPUs, and zeroing it per node would cost a

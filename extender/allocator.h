@@ -77,6 +77,12 @@ struct fit_result {
      * container i on a HAMi node (bit s = node->spec->hami->devices[s]).
      * Containers served by HAMi devices have no bits in masks. */
     uint64_t *hami_masks;
+    /* The allocator's own memo (zero it with the rest): the text of the last
+     * whole-GPU refusal decided on the node's summary line, reused while the
+     * same container is refused the same way on node after node. */
+    const struct container_request *memo_request;
+    size_t memo_len;
+    char memo[FIT_REASON_MAX];
 };
 
 /* Fit `pod` on node `n`. `self` is the pod's own cache entry, if any: its
@@ -84,6 +90,11 @@ struct fit_result {
  * pod must not collide with itself). Returns fit->fits. */
 bool allocator_fit(const struct node_state *n, const struct pod_info *pod, const struct pod_entry *self,
                    const struct alloc_policy *policy, struct fit_result *fit);
+
+/* The common request (one shared vcuda or MPS container, or a refused
+ * whole-GPU one, on a node with a usable summary line, cluster/nodefit.h)
+ * is decided from the node's summary line alone; everything else reads the
+ * per-GPU table. Both give the same result, byte for byte. */
 
 /* The same, with the charges of several pods on n not counted (the pod's own
  * entry and, for preemption, the proposed victims). */
@@ -95,6 +106,10 @@ bool allocator_fit_excluding(const struct node_state *n, const struct pod_info *
  * returns false, so a fit function may `return fit_refuse(...)`. */
 bool fit_vrefuse(struct fit_result *fit, bool unresolvable, const char *fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));
+
+/* allocator_fit_excluding without the summary-line shortcut (tests compare the two). */
+bool allocator_fit_full(const struct node_state *n, const struct pod_info *pod, const struct pod_entry *const *excluded,
+                        size_t nexcluded, const struct alloc_policy *policy, struct fit_result *fit);
 
 /* Does the pod use vcuda shared containers (GPU-Manager's binpack order is then mandatory)? */
 bool pod_has_vcuda_share(const struct pod_info *pod);

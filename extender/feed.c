@@ -163,7 +163,8 @@ static int cm_remove(void *ctx, const cJSON *obj)
 static const struct informer_sink sinks[] = {
     [FEED_NODES] = {NULL, node_convert, node_free, node_replace, node_apply, node_remove, NULL, count_skipped},
     /* Pods keep only the fields the extender reads (podspec's slim form). */
-    [FEED_PODS] = {pod_slim_from_text, pod_convert, pod_free, pod_replace, pod_apply, pod_remove, NULL, count_skipped},
+    [FEED_PODS] = {pod_slim_from_text, pod_convert, pod_free, pod_replace, pod_apply, pod_remove, NULL, count_skipped,
+                   pod_slim_from_prefix},
     [FEED_CONFIGMAPS] = {NULL, cm_convert, cm_free, cm_replace, cm_apply, cm_remove, NULL, count_skipped},
 };
 

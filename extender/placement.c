@@ -15,7 +15,13 @@ int placement_init(struct placement *p, struct cluster_cache *cache, const struc
     memset(p, 0, sizeof(*p));
     p->cache = cache;
     p->cfg = *cfg;
-    return inflight_init(&p->inflight);
+    if (pthread_mutex_init(&p->memo.lock, NULL) != 0)
+        return -1;
+    if (inflight_init(&p->inflight) != 0) {
+        pthread_mutex_destroy(&p->memo.lock);
+        return -1;
+    }
+    return 0;
 }
 
 void placement_set_sink(struct placement *p, const struct decision_sink *sink)
@@ -40,6 +46,9 @@ static bool leading(const struct placement *p)
 void placement_destroy(struct placement *p)
 {
     inflight_destroy(&p->inflight);
+    pthread_mutex_destroy(&p->memo.lock);
+    free(p->memo.names);
+    free(p->memo.nodes);
 }
 
 void evaluation_free(struct evaluation *ev)
@@ -103,8 +112,8 @@ static int record_gpus(struct evaluation *ev, struct verdict *v, const struct no
     for (int i = 0; i < ev->ncontainers; i++) {
         if (push_gpus(ev, __builtin_popcountll(masks[i])) != 0)
             return -1;
-        for (int s = 0; s < n->gpu_count; s++)
-            if ((masks[i] >> s & 1) && push_gpus(ev, n->gpus[s].minor) != 0)
+        for (int s = 0; s < 64 && masks[i] >> s; s++) /* masks hold the node's slots only */
+            if ((masks[i] >> s & 1) && push_gpus(ev, n->fit.usable ? n->fit.minor[s] : n->gpus[s].minor) != 0)
                 return -1;
     }
     return 0;
@@ -156,7 +165,29 @@ static const char unknown_node_reason[] = "node is not in the extender's cache (
  * keys and values, compare, fetch what fitting reads) so the cache misses
  * of 32 nodes overlap; one node at a time they add up to most of a large
  * request's time. */
-static void lookup_chunk(const struct cluster_cache *c, const struct verdict *v, size_t n,
+/* What fitting reads of each node, fetched ahead. A shared request on a
+ * node with a usable summary line (cluster/nodefit.h, the first line of
+ * node_state) is decided on that line (line_enough); otherwise every line
+ * of the GPU table (56 bytes a GPU) and the spec: fitting reads all of
+ * them, and 32 nodes' worth fit in L1. */
+static void prefetch_nodes(const struct node_state *const *nodes, size_t n, bool line_enough)
+{
+    for (size_t i = 0; i < n; i++)
+        if (nodes[i])
+            __builtin_prefetch(nodes[i]);
+    for (size_t i = 0; i < n; i++) {
+        const struct node_state *node = nodes[i];
+        if (!node || (line_enough && node->fit.usable) || !node->gpus)
+            continue;
+        const char *g = (const char *)node->gpus;
+        size_t bytes = (size_t)node->gpu_count * sizeof(*node->gpus);
+        for (size_t off = 0; off < bytes; off += 64)
+            __builtin_prefetch(g + off);
+        __builtin_prefetch(node->spec);
+    }
+}
+
+static void lookup_chunk(const struct cluster_cache *c, const struct verdict *v, size_t n, bool line_enough,
                          const struct node_state **out)
 {
     uint64_t hash[LOOKUP_CHUNK];
@@ -170,18 +201,60 @@ static void lookup_chunk(const struct cluster_cache *c, const struct verdict *v,
         dict_prefetch_entry(&c->nodes, hash[i]);
     for (size_t i = 0; i < n; i++)
         out[i] = dict_get_hashed(&c->nodes, v[i].name, len[i], hash[i]);
-    /* Every line of each node's GPU table (56 bytes a GPU) and its spec:
-     * fitting reads all of them, and 32 nodes' worth fit in L1. */
-    for (size_t i = 0; i < n; i++) {
-        const struct node_state *node = out[i];
-        if (!node || !node->gpus)
-            continue;
-        const char *g = (const char *)node->gpus;
-        size_t bytes = (size_t)node->gpu_count * sizeof(*node->gpus);
-        for (size_t off = 0; off < bytes; off += 64)
-            __builtin_prefetch(g + off);
-        __builtin_prefetch(node->spec);
+    prefetch_nodes(out, n, line_enough);
+}
+
+/* The memo's nodes into out when the evaluation's names are the memo's,
+ * in order, and no node was created or freed since. Under the read lock. */
+static bool memo_lookup(struct name_memo *m, uint64_t epoch, const struct evaluation *ev, const struct node_state **out)
+{
+    pthread_mutex_lock(&m->lock);
+    bool hit = m->names && m->epoch == epoch && m->count == ev->count;
+    const char *q = m->names, *end = m->names + m->names_len;
+    for (size_t i = 0; hit && i < ev->count; i++) {
+        size_t len = strlen(ev->verdicts[i].name) + 1;
+        hit = (size_t)(end - q) >= len && memcmp(q, ev->verdicts[i].name, len) == 0;
+        q += len;
     }
+    if (hit)
+        memcpy(out, m->nodes, ev->count * sizeof(*out));
+    pthread_mutex_unlock(&m->lock);
+    return hit;
+}
+
+/* Remember this evaluation's resolved names (under the read lock). Out of
+ * memory: the memo just stays as it was. */
+static void memo_store(struct name_memo *m, uint64_t epoch, const struct evaluation *ev,
+                       const struct node_state *const *nodes)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < ev->count; i++)
+        total += strlen(ev->verdicts[i].name) + 1;
+    char *names = malloc(total ? total : 1);
+    const struct node_state **copy = malloc((ev->count ? ev->count : 1) * sizeof(*copy));
+    if (!names || !copy) {
+        free(names);
+        free(copy);
+        return;
+    }
+    char *w = names;
+    for (size_t i = 0; i < ev->count; i++) {
+        size_t len = strlen(ev->verdicts[i].name) + 1;
+        memcpy(w, ev->verdicts[i].name, len);
+        w += len;
+    }
+    memcpy(copy, nodes, ev->count * sizeof(*copy));
+    pthread_mutex_lock(&m->lock);
+    char *old_names = m->names;
+    const struct node_state **old_nodes = m->nodes;
+    m->names = names;
+    m->names_len = total;
+    m->nodes = copy;
+    m->count = ev->count;
+    m->epoch = epoch;
+    pthread_mutex_unlock(&m->lock);
+    free(old_names);
+    free(old_nodes);
 }
 
 /* The cache's entry of this very pod (same UID), whose own charge is not
@@ -193,12 +266,29 @@ static const struct pod_entry *own_entry(const struct cluster_cache *c, const st
     return e && pod_same_uid(e->info, pod->uid) ? e : NULL;
 }
 
+/* A refusal's reason: the same text as the last refusal's (the common case
+ * over thousands of nodes) points at that copy, so it is stored, and
+ * escaped into the answer, once (wire.c). */
+static void set_or_share_reason(struct evaluation *ev, struct verdict *v, const char *reason, ssize_t *last)
+{
+    size_t len = strlen(reason);
+    const struct verdict *prev = *last >= 0 ? &ev->verdicts[*last] : NULL;
+    if (prev && prev->reason_len == len && memcmp(ev->text.data + prev->reason_off, reason, len) == 0) {
+        share_reason(v, prev);
+    } else {
+        set_reason(ev, v, reason, len);
+        if (strbuf_failed(&ev->text))
+            return;
+    }
+    *last = v - ev->verdicts;
+}
+
 /* One node's verdict: unknown, fits (with its GPUs) or not (with the reason). */
 static int judge(struct placement *p, const struct pod_info *pod, const struct pod_entry *self,
                  const struct node_state *n, struct evaluation *ev, struct verdict *v, struct fit_result *fit,
-                 ssize_t *unknown_first)
+                 ssize_t *unknown_first, ssize_t *last_refusal)
 {
-    if (!n || !n->present) {
+    if (!n || !(n->fit.usable || n->present)) { /* a usable line means present: one line read, not two */
         set_why(v, REASON_NODE_UNKNOWN, -1, -1, 0);
         if (*unknown_first < 0) {
             *unknown_first = v - ev->verdicts;
@@ -226,7 +316,7 @@ static int judge(struct placement *p, const struct pod_info *pod, const struct p
     } else {
         v->unresolvable = fit->unresolvable;
         set_why(v, fit->why, fit->why_container, fit->why_gpu, fit->short_by);
-        set_reason(ev, v, fit->reason, strlen(fit->reason));
+        set_or_share_reason(ev, v, fit->reason, last_refusal);
     }
     return 0;
 }
@@ -239,17 +329,31 @@ static int evaluate_locked(struct placement *p, const struct pod_info *pod, stru
     uint64_t masks_store[16];
     uint64_t *masks = pod->ncontainers <= 16 ? masks_store : calloc((size_t)pod->ncontainers, sizeof(*masks));
     struct fit_result fit = {.masks = masks};
-    ssize_t unknown_first = -1;
-    const struct node_state *nodes[LOOKUP_CHUNK];
+    ssize_t unknown_first = -1, last_refusal = -1;
+    const struct node_state *chunk[LOOKUP_CHUNK];
     if (!masks)
         return -1;
     const struct pod_entry *self = own_entry(c, pod);
+    /* One shared container: nodes with a usable summary line decide on it
+     * (allocator.h); whole GPUs read the tables where they fit. */
+    bool line_enough = pod->ncontainers == 1 && !pod->hami && pod->containers[0].whole_gpus == 0;
+    /* The names resolved by the memo, or here (and then remembered); one
+     * chunk at a time when memory for the whole list ran out. */
+    const struct node_state **all = malloc((ev->count ? ev->count : 1) * sizeof(*all));
+    bool memo_hit = all && memo_lookup(&p->memo, c->nodes_epoch, ev, all);
     for (size_t base = 0; base < ev->count && rc == 0; base += LOOKUP_CHUNK) {
         size_t n = ev->count - base < LOOKUP_CHUNK ? ev->count - base : LOOKUP_CHUNK;
-        lookup_chunk(c, ev->verdicts + base, n, nodes);
+        const struct node_state **nodes = all ? all + base : chunk;
+        if (memo_hit)
+            prefetch_nodes(nodes, n, line_enough);
+        else
+            lookup_chunk(c, ev->verdicts + base, n, line_enough, nodes);
         for (size_t i = 0; i < n && rc == 0; i++)
-            rc = judge(p, pod, self, nodes[i], ev, &ev->verdicts[base + i], &fit, &unknown_first);
+            rc = judge(p, pod, self, nodes[i], ev, &ev->verdicts[base + i], &fit, &unknown_first, &last_refusal);
     }
+    if (all && !memo_hit && rc == 0)
+        memo_store(&p->memo, c->nodes_epoch, ev, all);
+    free(all);
     if (masks != masks_store)
         free(masks);
     return rc || strbuf_failed(&ev->text) ? -1 : 0;

@@ -85,6 +85,20 @@ struct decision_sink {
     int (*annotate)(void *ctx, const struct pod_info *pod, cJSON *annotations, char **err);
 };
 
+/* The node list of the last evaluation, resolved: kube-scheduler sends the
+ * same NodeNames for pod after pod, and resolving 5000 names costs three
+ * cache misses each. Valid while the cache's nodes_epoch is unchanged (no
+ * node_state created or freed). Its mutex is a leaf, taken under the
+ * cache's read lock for a copy in or out, never across anything else. */
+struct name_memo {
+    pthread_mutex_t lock;
+    char *names; /* the names back to back, each with its NUL */
+    size_t names_len;
+    const struct node_state **nodes;
+    size_t count;
+    uint64_t epoch;
+};
+
 struct placement {
     struct cluster_cache *cache;
     struct placement_config cfg;
@@ -92,6 +106,7 @@ struct placement {
     const struct decision_sink *sink;      /* NULL offline; set before serving, cleared after */
     const atomic_int *may_decide;          /* with leader election: 1 only while leading; NULL = always */
     const struct admission_policy *policy; /* quota per node; NULL = none */
+    struct name_memo memo;
 };
 
 /* Live mode: where decisions go, and the leadership flag that gates them. */

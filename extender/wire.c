@@ -3,6 +3,7 @@
 #include "lib/strbuf.h"
 
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -380,6 +381,25 @@ static void put_kept_items(struct answer *an, const struct extender_args *a, con
     strbuf_puts(&an->text, "]},\"NodeNames\":null,");
 }
 
+/* A node name as a JSON string. Names are DNS labels (nothing to escape):
+ * those go out in one copy; anything else through the escaper. */
+static void put_name(struct strbuf *sb, const char *name)
+{
+    size_t len = 0;
+    while (name[len] > 0x20 && name[len] < 0x7f && name[len] != '"' && name[len] != '\\')
+        len++;
+    if (name[len] != '\0' || strbuf_reserve(sb, len + 2) != 0) {
+        strbuf_json_string(sb, name);
+        return;
+    }
+    char *w = sb->data + sb->len;
+    w[0] = '"';
+    memcpy(w + 1, name, len);
+    w[len + 1] = '"';
+    sb->len += len + 2;
+    sb->data[sb->len] = '\0';
+}
+
 static void put_kept_nodes(struct answer *an, const struct extender_args *a, const struct evaluation *ev)
 {
     if (a->form == ARGS_NODES) {
@@ -394,15 +414,28 @@ static void put_kept_nodes(struct answer *an, const struct extender_args *a, con
             continue;
         if (!first)
             strbuf_putc(sb, ',');
-        strbuf_json_string(sb, ev->verdicts[i].name);
+        put_name(sb, ev->verdicts[i].name);
         first = false;
     }
     strbuf_puts(sb, "],");
 }
 
+/* Append sb's own bytes [from, from + len) (a reason escaped before). */
+static void repeat_bytes(struct strbuf *sb, size_t from, size_t len)
+{
+    if (strbuf_reserve(sb, len) != 0)
+        return;
+    memcpy(sb->data + sb->len, sb->data + from, len);
+    sb->len += len;
+    sb->data[sb->len] = '\0';
+}
+
 static void put_failed(struct strbuf *sb, const char *field, const struct evaluation *ev, bool unresolvable)
 {
     bool first = true;
+    /* Nodes refused for the same reason share its text (placement.c):
+     * it is escaped once and copied after that. */
+    size_t escaped_at = 0, escaped_len = 0, escaped_off = SIZE_MAX;
     strbuf_printf(sb, "\"%s\":{", field);
     for (size_t i = 0; i < ev->count; i++) {
         const struct verdict *v = &ev->verdicts[i];
@@ -410,9 +443,16 @@ static void put_failed(struct strbuf *sb, const char *field, const struct evalua
             continue;
         if (!first)
             strbuf_putc(sb, ',');
-        strbuf_json_string(sb, v->name);
+        put_name(sb, v->name);
         strbuf_putc(sb, ':');
-        strbuf_json_string_n(sb, verdict_reason(ev, v), v->reason_len);
+        if (v->reason_len && v->reason_off == escaped_off) {
+            repeat_bytes(sb, escaped_at, escaped_len);
+        } else {
+            escaped_at = sb->len;
+            strbuf_json_string_n(sb, verdict_reason(ev, v), v->reason_len);
+            escaped_len = sb->len - escaped_at;
+            escaped_off = v->reason_len ? v->reason_off : SIZE_MAX;
+        }
         first = false;
     }
     strbuf_puts(sb, "},");
@@ -481,12 +521,17 @@ char *wire_priority_list(const struct extender_args *a, const struct evaluation 
     strbuf_reserve(&sb, 16 + ev->count * 40);
     strbuf_putc(&sb, '[');
     for (size_t i = 0; i < ev->count; i++) {
+        static const char host[] = "{\"Host\":", score[] = ",\"Score\":";
         if (i)
             strbuf_putc(&sb, ',');
-        strbuf_puts(&sb, "{\"Host\":");
-        strbuf_json_string(&sb, ev->verdicts[i].name);
-        strbuf_puts(&sb, ",\"Score\":");
-        strbuf_put_i64(&sb, verdict_priority(&ev->verdicts[i]));
+        strbuf_append(&sb, host, sizeof(host) - 1);
+        put_name(&sb, ev->verdicts[i].name);
+        strbuf_append(&sb, score, sizeof(score) - 1);
+        int priority = verdict_priority(&ev->verdicts[i]); /* 0..10 */
+        if (priority >= 0 && priority <= 9)
+            strbuf_putc(&sb, (char)('0' + priority));
+        else
+            strbuf_put_i64(&sb, priority);
         strbuf_putc(&sb, '}');
     }
     strbuf_putc(&sb, ']');

@@ -134,8 +134,31 @@ static enum event_result watch_error(struct informer *inf, const cJSON *status)
     return EVENT_REWATCH;
 }
 
-/* The event's type and the text of its object, without building a tree. */
-static int split_event(const char *line, size_t len, char *type, size_t type_size, struct jscan_span *object)
+static bool change_event(const char *type)
+{
+    return strcmp(type, "ERROR") != 0 && strcmp(type, "BOOKMARK") != 0;
+}
+
+/* The object of a change event whose type came first (as the API server
+ * writes events), parsed where it stands (sink.parse_prefix): the scanner
+ * then continues after it. */
+static int parse_in_place(const struct informer *inf, struct jscan *s, struct jscan_span *object, cJSON **parsed)
+{
+    size_t used = 0;
+    const char *at = s->pos;
+    cJSON_Delete(*parsed);
+    *parsed = inf->sink.parse_prefix(at, (size_t)(s->end - at), &used);
+    if (!*parsed)
+        return -1;
+    *object = (struct jscan_span){at, used};
+    s->pos = at + used;
+    return 0;
+}
+
+/* The event's type and the text of its object, without building a tree;
+ * *parsed is the object already parsed (parse_in_place), or NULL. */
+static int split_event(const struct informer *inf, const char *line, size_t len, char *type, size_t type_size,
+                       struct jscan_span *object, cJSON **parsed)
 {
     struct jscan s;
     struct jscan_str key, value;
@@ -153,8 +176,13 @@ static int split_event(const char *line, size_t len, char *type, size_t type_siz
             type[value.len] = '\0';
             has_type = true;
         } else if (jscan_key_is(&key, "object") && jscan_peek(&s) == JSCAN_OBJECT) {
-            if (jscan_value_span(&s, object) != 0)
+            bool in_place = has_type && change_event(type) && inf->sink.parse_prefix;
+            if (in_place ? parse_in_place(inf, &s, object, parsed) != 0 : jscan_value_span(&s, object) != 0)
                 return -1;
+            if (!in_place) { /* a later object replaces one parsed before */
+                cJSON_Delete(*parsed);
+                *parsed = NULL;
+            }
         } else if (jscan_skip_value(&s) != 0) {
             return -1;
         }
@@ -167,18 +195,26 @@ static cJSON *parse_object(const struct informer *inf, const char *text, size_t 
     return inf->sink.parse ? inf->sink.parse(text, len) : cJSON_ParseWithLength(text, len);
 }
 
-/* ERROR and BOOKMARK objects are read here, not by the sink. */
-static cJSON *event_object(const struct informer *inf, const char *type, const struct jscan_span *object)
+/* ERROR and BOOKMARK objects are read here, not by the sink. The object
+ * parsed in place (split_event) is used when the type is still a change. */
+static cJSON *event_object(const struct informer *inf, const char *type, const struct jscan_span *object, cJSON *parsed)
 {
-    bool change = strcmp(type, "ERROR") != 0 && strcmp(type, "BOOKMARK") != 0;
-    return change ? parse_object(inf, object->ptr, object->len) : cJSON_ParseWithLength(object->ptr, object->len);
+    if (parsed && change_event(type))
+        return parsed;
+    cJSON_Delete(parsed);
+    return change_event(type) ? parse_object(inf, object->ptr, object->len)
+                              : cJSON_ParseWithLength(object->ptr, object->len);
 }
 
 int informer_apply_event(struct informer *inf, const char *line, size_t len)
 {
     char type[16];
     struct jscan_span span;
-    cJSON *obj = split_event(line, len, type, sizeof(type), &span) == 0 ? event_object(inf, type, &span) : NULL;
+    cJSON *parsed = NULL, *obj = NULL;
+    if (split_event(inf, line, len, type, sizeof(type), &span, &parsed) == 0)
+        obj = event_object(inf, type, &span, parsed);
+    else
+        cJSON_Delete(parsed);
     enum event_result result = EVENT_OK;
     if (!cJSON_IsObject(obj)) {
         skip_malformed(inf, "watch event");

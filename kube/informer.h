@@ -53,6 +53,11 @@ struct informer_sink {
      * "out_of_memory". One dropped object never fails a list or a watch.
      * May be NULL. */
     void (*skipped)(void *ctx, const char *reason);
+    /* Optional: parse's form for a watch event, which parses the object in
+     * place, where the event's text holds it, and sets *used to the bytes
+     * it took (after the object's closing brace), so the event is scanned
+     * once, not twice. NULL when the text there is not one object. */
+    cJSON *(*parse_prefix)(const char *text, size_t len, size_t *used);
 };
 
 struct informer {

@@ -641,6 +641,11 @@ uint64_t topology_best_set(const struct gpu_topology *t, uint64_t free_mask, int
     free_mask &= all_gpus(t->count);
     if (popcount64(free_mask) < k)
         return 0;
+    if (popcount64(free_mask) == k) { /* no choice: every free GPU (the common one-GPU case) */
+        if (score)
+            *score = topology_set_score(t, free_mask);
+        return free_mask;
+    }
     /* Stack-allocated: ~16 KiB, and no allocation that could fail. */
     struct cands c;
     cands_init(&c, t, free_mask);

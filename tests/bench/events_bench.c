@@ -1,135 +1,28 @@
 /*
  * events_bench.c - how many pod watch events per second the cache applies.
  *
- * Feeds informer_apply_event (JSON parse, pod parse, cache update with the
- * per-GPU occupancy index) with realistic pod events, ADDED then MODIFIED
- * then DELETED for every pod, on a cluster of nodes, in-process: the API
- * server and the network are not part of the figure. Prints events/s and
- * checks that the cache is empty at the end (every charge taken back).
+ * Runs events_core.c's figure (ADDED, MODIFIED, DELETED for every pod, in
+ * process) and prints events/s; exits 1 unless the cache is empty at the
+ * end (every charge taken back).
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
-#include "extender/feed.h"
-#include "kube/informer.h"
-#include "lib/strbuf.h"
+#include "tests/bench/events_core.h"
 
-#define NODES 1000
-#define GPUS 8
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void add_nodes(struct informer *inf)
-{
-    char line[1024];
-    for (int i = 0; i < NODES; i++) {
-        snprintf(line, sizeof(line),
-                 "{\"type\":\"ADDED\",\"object\":{\"kind\":\"Node\",\"metadata\":{\"name\":\"node-%04d\","
-                 "\"resourceVersion\":\"%d\"},\"status\":{\"allocatable\":{\"tencent.com/vcuda-core\":\"%d\","
-                 "\"tencent.com/vcuda-memory\":\"%d\"}}}}",
-                 i, i + 1, GPUS * 100, GPUS * 320);
-        informer_apply_event(inf, line, strlen(line));
-    }
-}
-
-/* A pod as the API server sends it: metadata with labels, annotations and
- * owner references, a spec with one GPU container, and a status. */
-static void pod_event(struct strbuf *sb, const char *type, int i, int rv)
-{
-    strbuf_reset(sb);
-    strbuf_printf(sb,
-                  "{\"type\":\"%s\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":"
-                  "\"trainer-%06d\",\"namespace\":\"team-%d\",\"uid\":\"9b1c7e4a-%08d-4a1e-9f00-00000000abcd\","
-                  "\"resourceVersion\":\"%d\",\"creationTimestamp\":\"2026-11-21T10:00:00Z\",\"labels\":{\"app\":"
-                  "\"trainer\",\"pod-template-hash\":\"7d9f8c6b5\",\"team\":\"team-%d\"},\"annotations\":{"
-                  "\"tencent.com/predicate-gpu-idx-0\":\"%d\",\"tencent.com/predicate-node\":\"node-%04d\","
-                  "\"tencent.com/gpu-assigned\":\"true\",\"tencent.com/predicate-time\":\"1795291063349218884\"},"
-                  "\"ownerReferences\":[{\"apiVersion\":\"apps/v1\",\"kind\":\"ReplicaSet\",\"name\":"
-                  "\"trainer-7d9f8c6b5\",\"uid\":\"0d2f-%06d\",\"controller\":true,\"blockOwnerDeletion\":true}]},"
-                  "\"spec\":{\"nodeName\":\"node-%04d\",\"schedulerName\":\"default-scheduler\",\"containers\":[{"
-                  "\"name\":\"trainer\",\"image\":\"registry.example.com/ml/trainer:2.4.1\",\"command\":[\"python\","
-                  "\"train.py\",\"--epochs\",\"40\"],\"env\":[{\"name\":\"NCCL_DEBUG\",\"value\":\"WARN\"},{\"name\":"
-                  "\"OMP_NUM_THREADS\",\"value\":\"8\"}],\"resources\":{\"limits\":{\"cpu\":\"8\",\"memory\":\"32Gi\","
-                  "\"tencent.com/vcuda-core\":\"%d\",\"tencent.com/vcuda-memory\":\"40\"},\"requests\":{\"cpu\":\"8\","
-                  "\"memory\":\"32Gi\",\"tencent.com/vcuda-core\":\"%d\",\"tencent.com/vcuda-memory\":\"40\"}},"
-                  "\"volumeMounts\":[{\"name\":\"data\",\"mountPath\":\"/data\"},{\"name\":\"kube-api-access\","
-                  "\"mountPath\":\"/var/run/secrets/kubernetes.io/serviceaccount\",\"readOnly\":true}]}],"
-                  "\"volumes\":[{\"name\":\"data\",\"persistentVolumeClaim\":{\"claimName\":\"data-%d\"}}],"
-                  "\"tolerations\":[{\"key\":\"node.kubernetes.io/not-ready\",\"operator\":\"Exists\",\"effect\":"
-                  "\"NoExecute\",\"tolerationSeconds\":300}]},\"status\":{\"phase\":\"Running\",\"podIP\":"
-                  "\"10.244.%d.%d\",\"startTime\":\"2026-11-21T10:00:05Z\",\"conditions\":[{\"type\":\"Ready\","
-                  "\"status\":\"True\",\"lastTransitionTime\":\"2026-11-21T10:00:09Z\"}],\"containerStatuses\":[{"
-                  "\"name\":\"trainer\",\"ready\":true,\"restartCount\":0,\"image\":"
-                  "\"registry.example.com/ml/trainer:2.4.1\",\"containerID\":\"containerd://%064d\"}]}}}",
-                  type, i, i % 20, i, rv, i % 20, i % GPUS, i % NODES, i, i % NODES, 10 + i % 40, 10 + i % 40, i,
-                  i % 250, i % 250, i);
-}
+#define TARGET_EVENTS_PER_S 150000.0
 
 int main(int argc, char **argv)
 {
     int pods = argc > 1 ? atoi(argv[1]) : 20000;
-    struct cluster_cache cache;
-    struct cache_config cc = {.assume_ttl_ns = 60000000000LL};
-    if (pods <= 0 || cache_init(&cache, &cc) != 0)
+    struct events_figure f;
+    if (pods <= 0 || pods > 10000000 || events_run(pods, &f) != 0)
         return 2;
-    struct feed *node_feed = feed_new(FEED_NODES, &cache, NULL, NULL);
-    struct feed *pod_feed = feed_new(FEED_PODS, &cache, NULL, NULL);
-    if (!node_feed || !pod_feed)
-        return 2;
-    struct informer *nodes = informer_new("nodes", "/api/v1/nodes", feed_sink(node_feed), NULL);
-    struct informer *inf = informer_new("pods", "/api/v1/pods", feed_sink(pod_feed), NULL);
-    if (!nodes || !inf)
-        return 2;
-    add_nodes(nodes);
-    /* Events are written out first: only applying them is timed. */
-    static const char *const types[] = {"ADDED", "MODIFIED", "DELETED"};
-    long events = 3L * pods;
-    struct strbuf all, sb;
-    strbuf_init(&all);
-    strbuf_init(&sb);
-    size_t *off = malloc(sizeof(*off) * ((size_t)events + 1));
-    if (!off)
-        return 2;
-    for (long e = 0; e < events; e++) {
-        pod_event(&sb, types[e / pods], (int)(e % pods), (int)(2000 + e));
-        off[e] = all.len;
-        strbuf_append(&all, sb.data, sb.len);
-    }
-    off[events] = all.len;
-    if (strbuf_failed(&all))
-        return 2;
-    size_t bytes = all.len;
-    double t0 = now_s();
-    for (long e = 0; e < events; e++)
-        if (informer_apply_event(inf, all.data + off[e], off[e + 1] - off[e]) != 0)
-            return 1;
-    double secs = now_s() - t0;
-    int64_t left = 0;
-    for (int i = 0; i < NODES; i++) {
-        char name[32];
-        snprintf(name, sizeof(name), "node-%04d", i);
-        const struct node_state *n = cache_find_node(&cache, name);
-        for (int g = 0; n && g < n->gpu_count; g++)
-            left += n->gpus[g].core_used;
-    }
+    double rate = (double)f.events / f.seconds;
     printf("events_bench: %ld pod events (%d pods x ADDED, MODIFIED, DELETED; %.0f bytes/event) on %d nodes\n",
-           events, pods, (double)bytes / (double)events, NODES);
-    printf("events_bench: applied in %.3f s = %.0f events/s (target >= 50000/s: %s); cores left charged: %lld\n",
-           secs, (double)events / secs, (double)events / secs >= 50000 ? "PASS" : "MISS", (long long)left);
-    strbuf_free(&sb);
-    strbuf_free(&all);
-    free(off);
-    informer_free(inf);
-    informer_free(nodes);
-    feed_free(pod_feed);
-    feed_free(node_feed);
-    cache_destroy(&cache);
-    return left == 0 ? 0 : 1;
+           f.events, pods, f.bytes_per_event, EVENTS_NODES);
+    printf("events_bench: applied in %.3f s = %.0f events/s (target >= %.0f/s: %s); cores left charged: %lld\n",
+           f.seconds, rate, TARGET_EVENTS_PER_S, rate >= TARGET_EVENTS_PER_S ? "PASS" : "MISS",
+           (long long)f.cores_left);
+    return f.cores_left == 0 ? 0 : 1;
 }

@@ -19,8 +19,15 @@
  * Every answer is checked (the first of each kind in full with cJSON, the
  * rest against it or cheaply); a wrong answer, a server that does not start
  * or does not stop cleanly makes the run exit 1.
+ *
+ * Then (issue 15) the server's own share of a request (round trip minus the
+ * /healthz round trip on the same connection) for vcuda, MPS and whole-GPU
+ * pods under both --gpu-policy values, the Nodes form against cJSON, a
+ * 20,000-node cluster synced from the API simulator, watch events applied
+ * in-process, and one summary table (README.md).
  */
 #include "lib/strbuf.h"
+#include "tests/bench/events_core.h"
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
@@ -143,6 +150,11 @@ enum family { FAM_VCUDA = 0, FAM_HAMI, FAM_COUNT };
 static const char *const FAMILY_NAME[] = {"vcuda", "hami"};
 static const char *const FAMILY_TITLE[] = {"GPU-Manager vcuda shares", "HAMi vGPUs"};
 
+/* What the pending pod of a GPU-Manager (vcuda family) cluster asks for:
+ * a vcuda share, an MPS share, or one whole GPU (nvidia.com/gpu). */
+enum pod_kind { KIND_VCUDA = 0, KIND_MPS, KIND_WHOLE, KIND_COUNT };
+static const char *const KIND_NAME[] = {"vcuda", "mps", "whole"};
+
 static void node_name(char *buf, size_t size, size_t i)
 {
     snprintf(buf, size, "gpu-a100-%05u", (unsigned)(i % 100000));
@@ -242,7 +254,10 @@ static void put_node_spec(struct strbuf *sb, size_t i)
     strbuf_puts(sb, "\"}");
 }
 
-/* vcuda: 8 x (100 cores, 320 blocks); HAMi: 80 vGPUs (8 GPUs x split 10). */
+/* vcuda: 8 x (100 cores, 320 blocks), and the same 8 GPUs also offered as
+ * MPS shares (8 x 100 cores, 320 units) and whole GPUs (nvidia.com/gpu), so
+ * one cluster serves the vcuda, MPS and whole-GPU request pods; HAMi: 80
+ * vGPUs (8 GPUs x split 10). */
 static void put_amounts(struct strbuf *sb, const char *key, bool allocatable, enum family fam)
 {
     strbuf_printf(sb,
@@ -251,7 +266,9 @@ static void put_amounts(struct strbuf *sb, const char *key, bool allocatable, en
                   key, allocatable ? "95690m" : "96", allocatable ? "1814512490302" : "1968873668Ki",
                   allocatable ? "1164873840Ki" : "1176604272Ki",
                   fam == FAM_HAMI ? "\"nvidia.com/gpu\":\"80\""
-                                  : "\"tencent.com/vcuda-core\":\"800\",\"tencent.com/vcuda-memory\":\"2560\"");
+                                  : "\"tencent.com/vcuda-core\":\"800\",\"tencent.com/vcuda-memory\":\"2560\","
+                                    "\"nvidia.com/mps-core\":\"800\",\"nvidia.com/mps-memory\":\"2560\","
+                                    "\"nvidia.com/gpu\":\"8\"");
 }
 
 static const char *const CONDITIONS[][4] = {
@@ -380,14 +397,24 @@ static void put_bound_hami_pod(struct strbuf *sb, size_t node, int gpu)
                   mem, cores, name, name, mem, cores);
 }
 
-static void put_bound_pod(struct strbuf *sb, size_t node, int gpu)
+/* On every fourth node (idle_gpu_node) pod 7 shares GPU 6 with 10 cores
+ * (GPU 6 then holds at most 80), so GPU 7 stays idle: a whole-GPU pod fits
+ * on those nodes only, and is refused with a reason on the others. */
+static bool idle_gpu_node(size_t node)
+{
+    return node % 4 == 0;
+}
+
+static void put_bound_pod(struct strbuf *sb, size_t node, int gpu_slot)
 {
     char name[32];
     node_name(name, sizeof(name), node);
-    int cores = SHARE_CORES[(node + (size_t)gpu) % GPUS_PER_NODE], mem = cores * 3;
+    bool moved = idle_gpu_node(node) && gpu_slot == GPUS_PER_NODE - 1;
+    int gpu = moved ? GPUS_PER_NODE - 2 : gpu_slot;
+    int cores = moved ? 10 : SHARE_CORES[(node + (size_t)gpu) % GPUS_PER_NODE], mem = cores * 3;
     strbuf_printf(sb, "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"job-%05zu-%d\","
-                      "\"namespace\":\"team-%c\",\"uid\":\"", node, gpu, (char)('a' + (node + (size_t)gpu) % 4));
-    put_uuid(sb, node * 64 + (uint64_t)gpu + 1000003);
+                      "\"namespace\":\"team-%c\",\"uid\":\"", node, gpu_slot, (char)('a' + (node + (size_t)gpu_slot) % 4));
+    put_uuid(sb, node * 64 + (uint64_t)gpu_slot + 1000003);
     strbuf_printf(sb,
                   "\",\"labels\":{\"app\":\"job-%05zu-%d\"},\"annotations\":{\"tencent.com/gpu-assigned\":\"true\","
                   "\"tencent.com/predicate-gpu-idx-0\":\"%d\",\"tencent.com/predicate-node\":\"%s\","
@@ -397,7 +424,7 @@ static void put_bound_pod(struct strbuf *sb, size_t node, int gpu)
                   "\"32Gi\",\"tencent.com/vcuda-core\":\"%d\",\"tencent.com/vcuda-memory\":\"%d\"},\"requests\":"
                   "{\"cpu\":\"4\",\"memory\":\"32Gi\",\"tencent.com/vcuda-core\":\"%d\",\"tencent.com/vcuda-memory\":"
                   "\"%d\"}}}]},\"status\":{\"phase\":\"Running\"}}",
-                  node, gpu, gpu, name, name, cores, mem, cores, mem);
+                  node, gpu_slot, gpu, name, name, cores, mem, cores, mem);
 }
 
 /* ---- the generated cluster -------------------------------------------------- */
@@ -498,9 +525,13 @@ struct body {
 
 /* The pending pod's GPU limits: vcuda cores and 256 MiB blocks, or one
  * HAMi vGPU of `cores` percent and `memory` MiB. */
-static void put_request_limits(struct strbuf *sb, enum family fam, int cores, int memory)
+static void put_request_limits(struct strbuf *sb, enum family fam, enum pod_kind kind, int cores, int memory)
 {
-    if (fam == FAM_HAMI)
+    if (fam != FAM_HAMI && kind == KIND_MPS)
+        strbuf_printf(sb, "\"nvidia.com/mps-core\":\"%d\",\"nvidia.com/mps-memory\":\"%d\"", cores, memory);
+    else if (fam != FAM_HAMI && kind == KIND_WHOLE)
+        strbuf_puts(sb, "\"nvidia.com/gpu\":\"1\"");
+    else if (fam == FAM_HAMI)
         strbuf_printf(sb, "\"nvidia.com/gpu\":\"1\",\"nvidia.com/gpumem\":\"%d\",\"nvidia.com/gpucores\":\"%d\"", memory,
                       cores);
     else
@@ -511,7 +542,8 @@ static void put_request_limits(struct strbuf *sb, enum family fam, int cores, in
  * and uid that body_set_serial() rewrites in place. spread_nodes: the pod
  * asks HAMi's node policy for spread, so decisions recorded one after the
  * other go to different nodes (binpack would fill one node's split counts). */
-static void put_request_pod(struct strbuf *sb, enum family fam, int cores, int memory, bool spread_nodes,
+static void put_request_pod(struct strbuf *sb, enum family fam, enum pod_kind kind, int cores, int memory,
+                            bool spread_nodes,
                             size_t off[2])
 {
     static const char zeros[] = "000000000";
@@ -527,22 +559,22 @@ static void put_request_pod(struct strbuf *sb, enum family fam, int cores, int m
         strbuf_puts(sb, ",\"annotations\":{\"hami.io/node-scheduler-policy\":\"spread\"}");
     strbuf_puts(sb, "},\"spec\":{\"containers\":[{\"name\":\"app\",\"image\":"
                     "\"registry.example.com/app:1\",\"resources\":{\"limits\":{\"cpu\":\"1\",\"memory\":\"2Gi\",");
-    put_request_limits(sb, fam, cores, memory);
+    put_request_limits(sb, fam, kind, cores, memory);
     strbuf_puts(sb, "},\"requests\":{\"cpu\":\"1\",\"memory\":\"2Gi\",");
-    put_request_limits(sb, fam, cores, memory);
+    put_request_limits(sb, fam, kind, cores, memory);
     strbuf_puts(sb, "}}}],\"restartPolicy\":\"Always\",\"schedulerName\":\"default-scheduler\",\"priority\":0},"
                     "\"status\":{\"phase\":\"Pending\",\"qosClass\":\"Guaranteed\"}}");
 }
 
 /* ExtenderArgs as Go's encoding/json writes it: Pod, Nodes, NodeNames. */
-static int body_build(struct body *b, const struct dataset *d, enum form form, int cores, int memory,
-                      bool spread_nodes)
+static int body_build(struct body *b, const struct dataset *d, enum form form, enum pod_kind kind, int cores,
+                      int memory, bool spread_nodes)
 {
     const struct strbuf *list = form == FORM_NAMES ? &d->names : &d->items;
     strbuf_init(&b->text);
     strbuf_reserve(&b->text, list->len + 2048);
     strbuf_puts(&b->text, "{\"Pod\":");
-    put_request_pod(&b->text, d->family, cores, memory, spread_nodes, b->serial_off);
+    put_request_pod(&b->text, d->family, kind, cores, memory, spread_nodes, b->serial_off);
     strbuf_puts(&b->text, form == FORM_NAMES ? ",\"Nodes\":null,\"NodeNames\":["
                                              : ",\"Nodes\":{\"metadata\":{},\"items\":[");
     strbuf_append(&b->text, list->data, list->len);
@@ -706,12 +738,14 @@ static int spawn(pid_t *out, char *const argv[], const char *log_path)
     return 0;
 }
 
-static int spawn_server(struct server *s, const char *binary, const char *state, enum mode mode)
+static int spawn_server(struct server *s, const char *binary, const char *state, enum mode mode,
+                        const char *gpu_policy)
 {
     char listen[32];
     snprintf(listen, sizeof(listen), "127.0.0.1:%d", s->port);
     char *argv[] = {(char *)binary, "--state-file", (char *)state, "--listen-http", listen,
-                    "--placement", (char *)MODE_NAME[mode], "--log-level", "warn", NULL};
+                    "--placement", (char *)MODE_NAME[mode], "--log-level", "warn", "--gpu-policy",
+                    (char *)(gpu_policy ? gpu_policy : "binpack"), NULL};
     return spawn(&s->pid, argv, s->log_path);
 }
 
@@ -812,6 +846,7 @@ struct run {
     int nclients;
     atomic_ulong serial;    /* filter mode: the next distinct pod */
     enum mode mode;
+    const char *gpu_policy; /* --gpu-policy (NULL: the default, binpack) */
     double ready_ms;
 };
 
@@ -823,6 +858,7 @@ struct phase {
     int count;
     struct body *bodies[CLIENT_THREADS];    /* per client thread (the same one in bind mode) */
     struct strbuf reference;                /* bind mode: the first answer, verified in full */
+    enum pod_kind kind;                     /* what the request pod asks for (vcuda family) */
 };
 
 struct result {
@@ -861,7 +897,7 @@ static int try_start(struct run *r, const char *binary, const char *state)
     if (init_clients(r) != 0)
         return -1;
     double t0 = now_ms();
-    if (spawn_server(&r->srv, binary, state, r->mode) != 0) {
+    if (spawn_server(&r->srv, binary, state, r->mode, r->gpu_policy) != 0) {
         free_clients(r);
         return -1;
     }
@@ -876,10 +912,12 @@ static int try_start(struct run *r, const char *binary, const char *state)
     return rc;
 }
 
-static int start_run(struct run *r, const char *binary, const char *state, const char *dir, enum mode mode)
+static int start_run(struct run *r, const char *binary, const char *state, const char *dir, enum mode mode,
+                     const char *gpu_policy)
 {
     memset(r, 0, sizeof(*r));
     r->mode = mode;
+    r->gpu_policy = gpu_policy;
     atomic_init(&r->serial, 1);
     snprintf(r->srv.log_path, sizeof(r->srv.log_path), "%s/server-%s.log", dir, MODE_NAME[mode]);
     int rc = 1;
@@ -975,6 +1013,29 @@ static int verify_filter_all(const struct phase *ph, const cJSON *root, char *wh
         if (!why[0])
             snprintf(why, VERIFY_MSG, "%d nodes kept, %d failed, %d unresolvable; expected all %zu kept",
                      cJSON_GetArraySize(list), failed, unresolvable, ph->n);
+        return -1;
+    }
+    return 0;
+}
+
+/* Bind placement, one whole GPU: kept are exactly the nodes with an idle
+ * GPU (idle_gpu_node), in order; every other node failed, resolvably. */
+static int verify_filter_idle(const struct phase *ph, const cJSON *root, char *why)
+{
+    const cJSON *list = kept_list(root, ph->form, why);
+    int failed = 0, unresolvable = 0;
+    if (!list || count_members(root, "FailedNodes", &failed, why) ||
+        count_members(root, "FailedAndUnresolvableNodes", &unresolvable, why))
+        return -1;
+    size_t i = 0, kept = 0;
+    for (const cJSON *it = list->child; it; it = it->next, i += 4, kept++)
+        if (i >= ph->n || !idle_gpu_node(i) || check_name(i, kept_name(it, ph->form), why) != 0)
+            break;
+    size_t want = (ph->n + 3) / 4;
+    if (kept != want || (size_t)failed != ph->n - want || unresolvable) {
+        if (!why[0])
+            snprintf(why, VERIFY_MSG, "%zu nodes kept, %d failed, %d unresolvable; expected %zu, %zu and 0", kept,
+                     failed, unresolvable, want, ph->n - want);
         return -1;
     }
     return 0;
@@ -1110,7 +1171,9 @@ static int verify_full(const struct phase *ph, const struct strbuf *answer, char
     else if (check_error_field(root, why) != 0)
         rc = -1;
     else
-        rc = ph->mode == MODE_BIND ? verify_filter_all(ph, root, why) : verify_filter_one(ph, root, why);
+        rc = ph->mode != MODE_BIND   ? verify_filter_one(ph, root, why)
+             : ph->kind == KIND_WHOLE ? verify_filter_idle(ph, root, why)
+                                      : verify_filter_all(ph, root, why);
     if (rc == 0 && ph->verb == VERB_FILTER && ph->form == FORM_NODES)
         rc = verify_items_bytes(ph, answer, why);
     cJSON_Delete(root);
@@ -1308,6 +1371,9 @@ struct bench_opts {
     int patch_delay_ms;
     const char *apisim;     /* tests/apisim/apisim.py */
     const char *python;
+    size_t share_size;      /* the server-share cluster; 0: skip */
+    size_t scale_size;      /* the large cluster synced from the simulator; 0: skip */
+    int event_pods;         /* watch events in-process; 0: skip */
 };
 
 /* What the N = 5000 targets are judged on. */
@@ -1342,7 +1408,8 @@ static int build_bodies(struct body bodies[CLIENT_THREADS], int count, const str
     int cores = mode == MODE_BIND ? 10 : 1;
     int memory = d->family == FAM_HAMI ? (mode == MODE_BIND ? 8192 : 100) : (mode == MODE_BIND ? 32 : 1);
     for (int k = 0; k < count; k++) {
-        if (body_build(&bodies[k], d, form, cores, memory, d->family == FAM_HAMI && mode == MODE_FILTER) != 0) {
+        if (body_build(&bodies[k], d, form, KIND_VCUDA, cores, memory, d->family == FAM_HAMI && mode == MODE_FILTER) !=
+            0) {
             while (k-- > 0)
                 strbuf_free(&bodies[k].text);
             return -1;
@@ -1378,7 +1445,7 @@ static int measure_form(struct run *r, const struct bench_opts *o, const struct 
     if (build_bodies(bodies, nbodies, d, form, r->mode) != 0)
         return -1;
     struct phase ph = {VERB_FILTER, form, r->mode, d->n, form == FORM_NAMES ? o->requests : o->nodes_requests,
-                       {&bodies[0], &bodies[nbodies - 1]}, {0}};
+                       {&bodies[0], &bodies[nbodies - 1]}, {0}, KIND_VCUDA};
     bool main_figures = r->mode == MODE_BIND;
     int rc = measure_phase(r, &ph, main_figures ? (form == FORM_NAMES ? &rep->names_filter : &rep->nodes_filter)
                                                 : NULL);
@@ -1397,7 +1464,7 @@ static int measure_mode(const struct bench_opts *o, const struct dataset *d, con
                         enum mode mode, struct size_report *rep)
 {
     struct run r;
-    if (start_run(&r, o->binary, state, dir, mode) != 0)
+    if (start_run(&r, o->binary, state, dir, mode, NULL) != 0)
         return -1;
     printf("  placement %s%s: server ready %.2f s after start\n", MODE_NAME[mode],
            mode == MODE_BIND ? " (evaluation only, nothing recorded)"
@@ -1608,8 +1675,9 @@ static void sim_cleanup(struct sim *sim)
         nftw(sim->dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
 }
 
-/* TLS material, the objects, then the simulator itself with the PATCH delay. */
-static int start_sim(struct sim *sim, const struct bench_opts *o, const char *dir)
+/* TLS material, the objects (the decision cluster, or `cluster` with its
+ * bound pods when given), then the simulator itself with the PATCH delay. */
+static int start_sim(struct sim *sim, const struct bench_opts *o, const char *dir, struct dataset *cluster)
 {
     memset(sim, 0, sizeof(*sim));
     snprintf(sim->dir, sizeof(sim->dir), "%s/apisim", dir);
@@ -1626,7 +1694,7 @@ static int start_sim(struct sim *sim, const struct bench_opts *o, const char *di
         print_log_tail(sim->log_path);
         return fail("%s %s --gen-pki failed (needs python3 and openssl)", o->python, o->apisim);
     }
-    if (write_sim_state(sim->state, o->decision_pods) != 0)
+    if ((cluster ? write_state_file(cluster, sim->state) : write_sim_state(sim->state, o->decision_pods)) != 0)
         return -1;
     char crt[340], key[340];
     snprintf(crt, sizeof(crt), "%s/server.crt", sim->pki);
@@ -1784,7 +1852,8 @@ static int check_recorded(const struct sim *sim, int pods)
     return recorded == pods ? 0 : fail("%d of %d pods carry their decision in the API server", recorded, pods);
 }
 
-static int start_live_server(struct server *srv, const char *binary, const struct sim *sim, struct client *probe)
+static int start_live_server(struct server *srv, const char *binary, const struct sim *sim, struct client *probe,
+                             const char *placement)
 {
     snprintf(srv->log_path, sizeof(srv->log_path), "%s/server-live.log", sim->dir);
     if ((srv->port = pick_port()) < 0 || client_init(probe, srv->port) != 0)
@@ -1792,7 +1861,7 @@ static int start_live_server(struct server *srv, const char *binary, const struc
     char listen[32];
     snprintf(listen, sizeof(listen), "127.0.0.1:%d", srv->port);
     char *argv[] = {(char *)binary, "--kubeconfig", (char *)sim->kubeconfig, "--listen-http", listen,
-                    "--log-level", "warn", NULL};
+                    "--placement", (char *)placement, "--log-level", "warn", NULL};
     if (spawn(&srv->pid, argv, srv->log_path) != 0)
         return -1;
     if (wait_ready(srv, probe) != 0) {
@@ -1827,9 +1896,9 @@ static int bench_decisions(const struct bench_opts *o, const char *dir)
     struct strbuf *bodies = calloc((size_t)o->decision_pods, sizeof(*bodies));
     double *ms = calloc((size_t)o->decision_pods, sizeof(*ms));
     double wall = 0;
-    int rc = bodies && ms ? start_sim(&sim, o, dir) : fail("out of memory");
+    int rc = bodies && ms ? start_sim(&sim, o, dir, NULL) : fail("out of memory");
     if (rc == 0)
-        rc = start_live_server(&srv, o->binary, &sim, &probe);
+        rc = start_live_server(&srv, o->binary, &sim, &probe, "filter");
     if (rc == 0)
         rc = build_decision_bodies(bodies, o->decision_pods);
     if (rc == 0)
@@ -1850,6 +1919,358 @@ static int bench_decisions(const struct bench_opts *o, const char *dir)
     return rc;
 }
 
+/* ---- the server's own share, the large cluster, watch events ----------------------------- */
+
+/* Issue 15's figures. The server's share of a request is its round trip on
+ * one keep-alive connection minus the p50 round trip of /healthz on the
+ * same connection (sent just before each request): what is left is the
+ * server's work for the request (reading the body, deciding, writing the
+ * answer), not libcurl's or the loopback's fixed cost. */
+
+#define TARGET_SHARE_P50_MS 0.5
+#define TARGET_SHARE_P99_MS 1.5
+#define TARGET_SHARE_NODES_RATIO 0.15
+#define TARGET_SCALE_SYNC_MS 5000.0
+#define TARGET_SCALE_RSS_BYTES 300e6
+#define TARGET_SCALE_P50_MS 2.0
+#define TARGET_EVENTS_PER_S 150000.0
+#define MAX_SCALE_NODES 40000
+#define MAX_EVENT_PODS 2000000
+
+enum { POL_BINPACK = 0, POL_SPREAD, POL_COUNT };
+static const char *const POLICY_NAME[] = {"binpack", "spread"};
+
+struct share_result {
+    bool measured;
+    int count;
+    double p50, p99, healthz_p50; /* round trips, ms */
+    double share_p50, share_p99;  /* minus healthz_p50 */
+    size_t request_len, answer_len;
+    double cpu_ms; /* the server's CPU time (user + system) per request and its /healthz, mean */
+};
+
+/* Everything the closing table prints. */
+struct summary {
+    size_t share_n;
+    struct share_result names[POL_COUNT][KIND_COUNT][2]; /* [policy][kind][verb] */
+    struct share_result nodes;                           /* Nodes form, binpack, vcuda */
+    double parse_ms;                                     /* cJSON_Parse of the same body */
+    long share_rss_kb, share_hwm_kb;
+    size_t scale_n;
+    double scale_sync_ms;
+    double scale_cpu_ms; /* the server's own CPU time (user + system) up to /readyz */
+    long scale_rss_kb;
+    struct share_result scale_names;
+    int event_pods;
+    struct events_figure events;
+};
+
+/* User + system CPU time of pid so far, in ms (-1 when unreadable). */
+static double cpu_ms(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* the command name may hold spaces */
+    unsigned long utime = 0, stime = 0;
+    if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) != 2)
+        return -1;
+    return (double)(utime + stime) * 1e3 / (double)sysconf(_SC_CLK_TCK);
+}
+
+static int healthz_one(struct client *c, double *ms)
+{
+    long status = 0;
+    double t0 = now_ms();
+    int rc = client_request(c, "/healthz", NULL, 0, &status);
+    *ms = now_ms() - t0;
+    if (rc != 0)
+        return fail("GET /healthz: %s", c->error);
+    return status == 200 ? 0 : fail("GET /healthz answered HTTP %ld", status);
+}
+
+/* ph->count requests, each after a /healthz, on client 0 (bind mode: every
+ * answer byte-identical to the verified first one). */
+static int run_share(struct run *r, struct phase *ph, struct share_result *res)
+{
+    double *ms = calloc((size_t)ph->count * 2, sizeof(*ms));
+    if (!ms)
+        return fail("out of memory");
+    double *hz = ms + ph->count;
+    strbuf_init(&ph->reference);
+    int rc = warm_up(r, ph);
+    double cpu0 = cpu_ms(r->srv.pid);
+    for (int i = 0; rc == 0 && i < ph->count; i++) {
+        rc = g_interrupted ? fail("interrupted") : healthz_one(&r->clients[0], &hz[i]);
+        if (rc == 0)
+            rc = send_one(r, ph, 0, &ms[i]);
+        if (rc == 0)
+            rc = check_answer(ph, &r->clients[0].answer, false);
+    }
+    if (rc == 0) {
+        qsort(ms, (size_t)ph->count, sizeof(*ms), compare_ms);
+        qsort(hz, (size_t)ph->count, sizeof(*hz), compare_ms);
+        *res = (struct share_result){true,
+                                     ph->count,
+                                     percentile(ms, ph->count, 50),
+                                     percentile(ms, ph->count, 99),
+                                     percentile(hz, ph->count, 50),
+                                     0,
+                                     0,
+                                     ph->bodies[0]->text.len,
+                                     r->clients[0].answer.len,
+                                     0};
+        res->share_p50 = res->p50 - res->healthz_p50;
+        res->share_p99 = res->p99 - res->healthz_p50;
+        res->cpu_ms = (cpu_ms(r->srv.pid) - cpu0) / ph->count;
+    }
+    strbuf_free(&ph->reference);
+    free(ms);
+    return rc;
+}
+
+static void print_share_header(void)
+{
+    printf("    %-8s %-6s %-10s %-9s %9s %9s %5s %8s %8s %9s %9s %9s %8s\n", "policy", "pod", "verb", "form",
+           "request", "answer", "reqs", "p50 ms", "p99 ms", "healthz", "share p50", "share p99", "cpu/req");
+}
+
+static void print_share_row(const char *policy, enum pod_kind kind, enum verb verb, enum form form,
+                            const struct share_result *res)
+{
+    char req[24], ans[24];
+    format_bytes(req, sizeof(req), (double)res->request_len);
+    format_bytes(ans, sizeof(ans), (double)res->answer_len);
+    printf("    %-8s %-6s %-10s %-9s %9s %9s %5d %8.3f %8.3f %9.3f %9.3f %9.3f %8.3f\n", policy, KIND_NAME[kind],
+           VERB_NAME[verb], FORM_NAME[form], req, ans, res->count, res->p50, res->p99, res->healthz_p50,
+           res->share_p50, res->share_p99, res->cpu_ms);
+    fflush(stdout);
+}
+
+/* Filter and prioritize, NodeNames form, for one request pod. */
+static int share_kind(struct run *r, const struct bench_opts *o, const struct dataset *d, int pol,
+                      enum pod_kind kind, struct summary *sum)
+{
+    struct body b;
+    if (body_build(&b, d, FORM_NAMES, kind, 10, 32, false) != 0)
+        return -1;
+    struct phase ph = {VERB_FILTER, FORM_NAMES, MODE_BIND, d->n, o->requests, {&b, &b}, {0}, kind};
+    int rc = 0;
+    for (int v = VERB_FILTER; v <= VERB_PRIORITIZE && rc == 0; v++) {
+        ph.verb = (enum verb)v;
+        rc = run_share(r, &ph, &sum->names[pol][kind][v]);
+        if (rc == 0)
+            print_share_row(POLICY_NAME[pol], kind, ph.verb, FORM_NAMES, &sum->names[pol][kind][v]);
+    }
+    strbuf_free(&b.text);
+    return rc;
+}
+
+/* The Nodes form (every Node object, returned byte for byte) and cJSON's
+ * parse of the very same body, in this run. */
+static int share_nodes_form(struct run *r, const struct bench_opts *o, const struct dataset *d,
+                            struct summary *sum)
+{
+    struct body b;
+    if (body_build(&b, d, FORM_NODES, KIND_VCUDA, 10, 32, false) != 0)
+        return -1;
+    struct phase ph = {VERB_FILTER, FORM_NODES, MODE_BIND, d->n, o->nodes_requests, {&b, &b}, {0}, KIND_VCUDA};
+    int rc = run_share(r, &ph, &sum->nodes);
+    if (rc == 0) {
+        print_share_row(POLICY_NAME[POL_BINPACK], KIND_VCUDA, VERB_FILTER, FORM_NODES, &sum->nodes);
+        rc = measure_cjson(&b.text, o->parse_runs, &sum->parse_ms);
+    }
+    strbuf_free(&b.text);
+    return rc;
+}
+
+static int share_policy(const struct bench_opts *o, const struct dataset *d, const char *state, const char *dir,
+                        int pol, struct summary *sum)
+{
+    struct run r;
+    if (start_run(&r, o->binary, state, dir, MODE_BIND, POLICY_NAME[pol]) != 0)
+        return -1;
+    printf("  --gpu-policy %s, placement bind: server ready %.2f s after start\n", POLICY_NAME[pol],
+           r.ready_ms / 1e3);
+    print_share_header();
+    int rc = 0;
+    for (int k = 0; k < KIND_COUNT && rc == 0; k++) {
+        if (pol == POL_SPREAD && k == KIND_VCUDA)
+            printf("    %-8s %-6s (refused by design: vcuda shares need binpack, see README)\n", POLICY_NAME[pol],
+                   KIND_NAME[k]);
+        else
+            rc = share_kind(&r, o, d, pol, (enum pod_kind)k, sum);
+    }
+    if (rc == 0 && pol == POL_BINPACK)
+        rc = share_nodes_form(&r, o, d, sum);
+    long rss = 0, hwm = 0;
+    if (finish_run(&r, &rss, &hwm) != 0)
+        rc = -1;
+    if (rc == 0)
+        printf("    server memory after the run: VmRSS %.1f MB, VmHWM %.1f MB\n", rss / 1e3, hwm / 1e3);
+    if (pol == POL_BINPACK) {
+        sum->share_rss_kb = rss;
+        sum->share_hwm_kb = hwm;
+    }
+    return rc;
+}
+
+static int bench_share(const struct bench_opts *o, const char *dir, struct summary *sum)
+{
+    struct dataset d;
+    char state[512];
+    size_t n = o->share_size;
+    if (dataset_build(&d, n, FAM_VCUDA) != 0)
+        return -1;
+    snprintf(state, sizeof(state), "%s/state-share-%zu.json", dir, n);
+    int rc = write_state_file(&d, state);
+    if (rc == 0)
+        printf("\n== server share: N = %zu nodes x %d GPUs offering vcuda, MPS and whole GPUs, %zu bound vcuda "
+               "pods (GPU 7 idle on every 4th node); each request after a /healthz on the same connection, share = "
+               "round trip - healthz p50\n",
+               n, GPUS_PER_NODE, n * GPUS_PER_NODE);
+    sum->share_n = n;
+    for (int pol = 0; pol < POL_COUNT && rc == 0; pol++)
+        rc = share_policy(o, &d, state, dir, pol, sum);
+    if (rc == 0 && sum->parse_ms > 0)
+        printf("  cJSON_Parse of the same Nodes-form body in this process: median %.3f ms; Nodes form p50 / parse "
+               "= %.3f, share p50 / parse = %.3f\n",
+               sum->parse_ms, sum->nodes.p50 / sum->parse_ms, sum->nodes.share_p50 / sum->parse_ms);
+    unlink(state);
+    dataset_free(&d);
+    return rc;
+}
+
+/* The large cluster, synced from the API simulator: time from the server's
+ * start to /readyz (both lists applied), its RSS, a NodeNames filter. */
+static int scale_measure(const struct bench_opts *o, const struct dataset *d, struct run *r, struct summary *sum)
+{
+    struct body b;
+    if (body_build(&b, d, FORM_NAMES, KIND_VCUDA, 10, 32, false) != 0)
+        return -1;
+    struct phase ph = {VERB_FILTER, FORM_NAMES, MODE_BIND, d->n, o->requests, {&b, &b}, {0}, KIND_VCUDA};
+    print_share_header();
+    int rc = run_share(r, &ph, &sum->scale_names);
+    if (rc == 0)
+        print_share_row(POLICY_NAME[POL_BINPACK], KIND_VCUDA, VERB_FILTER, FORM_NAMES, &sum->scale_names);
+    long hwm = 0;
+    if (rc == 0 && read_memory(r->srv.pid, &sum->scale_rss_kb, &hwm) == 0)
+        printf("    server memory: VmRSS %.1f MB, VmHWM %.1f MB\n", sum->scale_rss_kb / 1e3, hwm / 1e3);
+    strbuf_free(&b.text);
+    return rc;
+}
+
+static int bench_scale(const struct bench_opts *o, const char *dir, struct summary *sum)
+{
+    struct dataset d;
+    size_t n = o->scale_size;
+    if (dataset_build(&d, n, FAM_VCUDA) != 0)
+        return -1;
+    struct sim sim = {0};
+    struct run r;
+    memset(&r, 0, sizeof(r));
+    r.mode = MODE_BIND;
+    int rc = start_sim(&sim, o, dir, &d);
+    if (rc == 0)
+        printf("\n== scale: N = %zu nodes x %d GPUs, %zu bound pods, served by the API simulator (%s); initial sync "
+               "= server start to /readyz\n",
+               n, GPUS_PER_NODE, n * GPUS_PER_NODE, o->apisim);
+    double t0 = now_ms();
+    if (rc == 0)
+        rc = start_live_server(&r.srv, o->binary, &sim, &r.clients[0], "bind");
+    r.nclients = 1;
+    sum->scale_sync_ms = now_ms() - t0;
+    if (rc == 0) {
+        sum->scale_n = n;
+        sum->scale_cpu_ms = cpu_ms(r.srv.pid);
+        printf("  initial sync: %.2f s (the server's own CPU time meanwhile: %.2f s; the rest is the simulator)\n",
+               sum->scale_sync_ms / 1e3, sum->scale_cpu_ms / 1e3);
+        rc = scale_measure(o, &d, &r, sum);
+    }
+    free_clients(&r);
+    if (stop_server(&r.srv) != 0)
+        rc = -1;
+    stop_sim(&sim);
+    sim_cleanup(&sim);
+    dataset_free(&d);
+    return rc;
+}
+
+static int bench_events(const struct bench_opts *o, struct summary *sum)
+{
+    printf("\n== watch events: %d pods x ADDED, MODIFIED, DELETED applied in-process on %d nodes\n", o->event_pods,
+           EVENTS_NODES);
+    if (events_run(o->event_pods, &sum->events) != 0)
+        return fail("applying watch events failed");
+    sum->event_pods = o->event_pods;
+    printf("  %ld events (%.0f bytes each) in %.3f s = %.0f events/s; cores left charged: %lld\n", sum->events.events,
+           sum->events.bytes_per_event, sum->events.seconds, (double)sum->events.events / sum->events.seconds,
+           (long long)sum->events.cores_left);
+    return sum->events.cores_left == 0 ? 0 : fail("the cache still holds charges after every pod was deleted");
+}
+
+static void summary_row(const char *label, const char *value, const char *target, bool pass)
+{
+    printf("  %-58s %20s  %-12s %s\n", label, value, target, !*target ? "" : pass ? "PASS" : "MISS");
+}
+
+static void summary_share_rows(const struct summary *sum)
+{
+    char label[128], value[48];
+    for (int pol = 0; pol < POL_COUNT; pol++)
+        for (int k = 0; k < KIND_COUNT; k++)
+            for (int v = VERB_FILTER; v <= VERB_PRIORITIZE; v++) {
+                const struct share_result *res = &sum->names[pol][k][v];
+                if (!res->measured)
+                    continue;
+                snprintf(label, sizeof(label), "%s NodeNames, %s, %s pod: share p50 / p99", VERB_NAME[v],
+                         POLICY_NAME[pol], KIND_NAME[k]);
+                snprintf(value, sizeof(value), "%.3f / %.3f ms", res->share_p50, res->share_p99);
+                summary_row(label, value, "<= 0.5 / 1.5",
+                            res->share_p50 <= TARGET_SHARE_P50_MS && res->share_p99 <= TARGET_SHARE_P99_MS);
+            }
+}
+
+static void print_summary(const struct summary *sum)
+{
+    char label[128], value[48];
+    printf("\n== summary (issue 15 targets; figures above)\n");
+    printf("  %-58s %20s  %-12s %s\n", "figure", "value", "target", "");
+    if (sum->share_n) {
+        printf("  N = %zu nodes x %d GPUs, %zu pods:\n", sum->share_n, GPUS_PER_NODE, sum->share_n * GPUS_PER_NODE);
+        summary_share_rows(sum);
+        double ratio = sum->parse_ms > 0 ? sum->nodes.p50 / sum->parse_ms : 0;
+        snprintf(value, sizeof(value), "%.3f (%.1f/%.1f)", ratio, sum->nodes.p50, sum->parse_ms);
+        summary_row("filter Nodes, binpack, vcuda: p50 / cJSON_Parse of the body", value, "<= 0.15",
+                    sum->parse_ms > 0 && ratio <= TARGET_SHARE_NODES_RATIO);
+        snprintf(value, sizeof(value), "%.1f / %.1f MB", sum->share_rss_kb / 1e3, sum->share_hwm_kb / 1e3);
+        summary_row("server VmRSS / VmHWM (binpack run)", value, "<= 200 MB",
+                    sum->share_hwm_kb * 1e3 <= TARGET_RSS_BYTES);
+    }
+    if (sum->scale_n) {
+        printf("  N = %zu nodes x %d GPUs, %zu pods, from the API simulator:\n", sum->scale_n, GPUS_PER_NODE,
+               sum->scale_n * GPUS_PER_NODE);
+        snprintf(value, sizeof(value), "%.2f s", sum->scale_sync_ms / 1e3);
+        summary_row("initial sync (start to /readyz)", value, "< 5 s", sum->scale_sync_ms < TARGET_SCALE_SYNC_MS);
+        snprintf(value, sizeof(value), "%.2f s", sum->scale_cpu_ms / 1e3);
+        summary_row("  of which the server's own CPU time", value, "", true);
+        snprintf(value, sizeof(value), "%.1f MB", sum->scale_rss_kb / 1e3);
+        summary_row("server VmRSS", value, "< 300 MB", sum->scale_rss_kb * 1e3 < TARGET_SCALE_RSS_BYTES);
+        snprintf(label, sizeof(label), "filter NodeNames, binpack, vcuda pod: share p50");
+        snprintf(value, sizeof(value), "%.3f ms", sum->scale_names.share_p50);
+        summary_row(label, value, "<= 2 ms", sum->scale_names.share_p50 <= TARGET_SCALE_P50_MS);
+    }
+    if (sum->event_pods) {
+        double rate = (double)sum->events.events / sum->events.seconds;
+        snprintf(value, sizeof(value), "%.0f /s", rate);
+        summary_row("watch events applied in-process", value, ">= 150000/s", rate >= TARGET_EVENTS_PER_S);
+    }
+}
+
 /* ---- command line --------------------------------------------------------------------------- */
 
 static void usage(FILE *out)
@@ -1857,9 +2278,9 @@ static void usage(FILE *out)
     fprintf(out,
             "Usage: gqa-bench --binary PATH [--sizes N,N,...] [--families LIST] [--requests N] [--nodes-requests N]\n"
             "                 [--parse-runs N] [--decision-pods N] [--decision-callers N] [--patch-delay-ms N]\n"
-            "                 [--apisim PATH]\n"
+            "                 [--apisim PATH] [--share-size N] [--scale-size N] [--events N]\n"
             "  --binary PATH        the gpu-quota-admission server binary to start (required)\n"
-            "  --sizes LIST         cluster sizes in nodes (default 100,1000,5000; each 1..%d)\n"
+            "  --sizes LIST         cluster sizes in nodes (default 100,1000,5000; each 1..%d; 0: none)\n"
             "  --families LIST      vcuda (GPU-Manager shares), hami (HAMi vGPUs) or both (default vcuda,hami)\n"
             "  --requests N         measured requests per NodeNames-form row (default 200)\n"
             "  --nodes-requests N   measured requests per Nodes-form row (default 30, at most --requests)\n"
@@ -1869,8 +2290,16 @@ static void usage(FILE *out)
             "  --decision-callers N concurrent callers for them (default 8, at most %d)\n"
             "  --patch-delay-ms N   the simulator's delay for every pod PATCH (default 20)\n"
             "  --apisim PATH        the simulator (default %s/tests/apisim/apisim.py)\n"
-            "  --python PATH        its interpreter (default /usr/bin/python3)\n",
-            MAX_NODES, MAX_PARSE_RUNS, MAX_DECISION_PODS, MAX_CALLERS, GQA_SOURCE_DIR);
+            "  --python PATH        its interpreter (default /usr/bin/python3)\n"
+            "  --share-size N       nodes of the server-share cluster: NodeNames filter and prioritize for vcuda,\n"
+            "                       MPS and whole-GPU pods under both --gpu-policy values, the Nodes form against\n"
+            "                       cJSON (default 5000, at most %d; 0 skips it)\n"
+            "  --scale-size N       nodes of the large cluster synced from the API simulator (default 20000, at\n"
+            "                       most %d; 0 skips it)\n"
+            "  --events N           pods whose watch events are applied in-process (default 40000, at most %d;\n"
+            "                       0 skips them)\n",
+            MAX_NODES, MAX_PARSE_RUNS, MAX_DECISION_PODS, MAX_CALLERS, GQA_SOURCE_DIR, MAX_NODES, MAX_SCALE_NODES,
+            MAX_EVENT_PODS);
 }
 
 static int parse_count(const char *flag, const char *text, long max, long *out)
@@ -1890,6 +2319,8 @@ static int parse_sizes(struct bench_opts *o, const char *text)
     char buf[256];
     snprintf(buf, sizeof(buf), "%s", text);
     o->nsizes = 0;
+    if (strcmp(text, "0") == 0)
+        return 0; /* no sizes: only the other parts */
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         long v;
         if (o->nsizes == MAX_SIZES)
@@ -1922,6 +2353,16 @@ static int apply_decision_flag(struct bench_opts *o, const char *flag, const cha
         return parse_range(flag, value, 1, MAX_CALLERS, &o->decision_callers) ? -1 : 0;
     if (strcmp(flag, "--patch-delay-ms") == 0)
         return parse_range(flag, value, 0, 10000, &o->patch_delay_ms) ? -1 : 0;
+    if (strcmp(flag, "--events") == 0)
+        return parse_range(flag, value, 0, MAX_EVENT_PODS, &o->event_pods) ? -1 : 0;
+    int size = 0;
+    if (strcmp(flag, "--share-size") == 0 || strcmp(flag, "--scale-size") == 0) {
+        bool share = strcmp(flag, "--share-size") == 0;
+        if (parse_range(flag, value, 0, share ? MAX_NODES : MAX_SCALE_NODES, &size) != 0)
+            return -1;
+        *(share ? &o->share_size : &o->scale_size) = (size_t)size;
+        return 0;
+    }
     if (strcmp(flag, "--apisim") == 0 || strcmp(flag, "--python") == 0) {
         *(strcmp(flag, "--apisim") == 0 ? &o->apisim : &o->python) = value;
         return 0;
@@ -1978,7 +2419,7 @@ static int apply_flag(struct bench_opts *o, const char *flag, const char *value,
 static int parse_args(struct bench_opts *o, int argc, char **argv)
 {
     *o = (struct bench_opts){NULL, {100, 1000, 5000}, 3, {true, true}, 200, 30, 5, 1000, 8, 20,
-                             GQA_SOURCE_DIR "/tests/apisim/apisim.py", "/usr/bin/python3"};
+                             GQA_SOURCE_DIR "/tests/apisim/apisim.py", "/usr/bin/python3", 5000, 20000, 40000};
     bool nodes_given = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -2052,6 +2493,16 @@ static int run_all(const struct bench_opts *o)
                 rc = bench_size(o, o->sizes[i], (enum family)f, dir);
     if (rc == 0 && o->decision_pods > 0)
         rc = bench_decisions(o, dir);
+    struct summary sum;
+    memset(&sum, 0, sizeof(sum));
+    if (rc == 0 && o->share_size > 0)
+        rc = bench_share(o, dir, &sum);
+    if (rc == 0 && o->scale_size > 0)
+        rc = bench_scale(o, dir, &sum);
+    if (rc == 0 && o->event_pods > 0)
+        rc = bench_events(o, &sum);
+    if (rc == 0)
+        print_summary(&sum);
     if (rmdir(dir) != 0)
         fail("cannot remove %s: %s", dir, strerror(errno));
     return rc;

@@ -812,6 +812,43 @@ static void test_cancel_reservation_exact(void **state)
     pod_info_free(a);
 }
 
+/* The resolved node list is remembered (kube-scheduler repeats it pod after
+ * pod) but never outlives a node created or deleted, and a different list is
+ * resolved afresh. */
+static void expect_known(struct world *w, const struct pod_info *pod, const char *const *names, size_t n,
+                         const bool *known)
+{
+    struct evaluation ev;
+    assert_int_equal(placement_evaluate(&w->p, pod, names, n, &ev), 0);
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(ev.verdicts[i].known, known[i]);
+        assert_int_equal(ev.verdicts[i].fits, known[i]);
+        if (!known[i])
+            assert_string_equal(verdict_reason(&ev, &ev.verdicts[i]),
+                                "node is not in the extender's cache (not yet seen, or deleted)");
+    }
+    evaluation_free(&ev);
+}
+
+static void test_resolved_names_follow_the_nodes(void **state)
+{
+    struct world *w = *state;
+    struct pod_info *pod = pod_of("p", "u1", "1", 10, 1);
+    add_vcuda_node(&w->cache, "n2", 2);
+    const char *const list[] = {"n1", "n2", "n3"};
+    expect_known(w, pod, list, 3, (const bool[]){true, true, false});
+    expect_known(w, pod, list, 3, (const bool[]){true, true, false}); /* remembered */
+    add_vcuda_node(&w->cache, "n3", 2);
+    expect_known(w, pod, list, 3, (const bool[]){true, true, true});
+    assert_int_equal(cache_delete_node(&w->cache, "n2"), 0);
+    expect_known(w, pod, list, 3, (const bool[]){true, false, true});
+    const char *const other[] = {"n3", "n1", "n2"}; /* same length, other order */
+    expect_known(w, pod, other, 3, (const bool[]){true, true, false});
+    const char *const longer[] = {"n1", "n3", "n2x"}; /* a name that only starts like another */
+    expect_known(w, pod, longer, 3, (const bool[]){true, true, false});
+    pod_info_free(pod);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -828,6 +865,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_hami_bind_failures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hami_filter_then_bind, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hami_reservation_survives_update, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_resolved_names_follow_the_nodes, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

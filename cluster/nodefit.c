@@ -1,0 +1,60 @@
+/* nodefit.c - the one-line node summary. See nodefit.h. */
+#include "cluster/nodefit.h"
+#include "cluster/cache.h"
+
+#include <string.h>
+
+static uint8_t offered_families(const struct node_spec *s)
+{
+    if (!s)
+        return 0;
+    return (uint8_t)((s->vcuda_core > 0 ? NODE_FIT_OFFERS_VCUDA : 0) | (s->mps_core > 0 ? NODE_FIT_OFFERS_MPS : 0) |
+                     (s->nvidia_gpu > 0 ? NODE_FIT_OFFERS_PGPU : 0));
+}
+
+static bool unattributed_none(const struct node_usage *u)
+{
+    return u->cores == 0 && u->vmem == 0 && u->mmem == 0 && u->pods == 0;
+}
+
+/* Fill slot s; false when a value does not fit its field. */
+static bool fill_slot(struct node_fit *f, int s, const struct gpu_state *g)
+{
+    int64_t cores = 100 - g->core_used, vmem = g->vmem_total - g->vmem_used, mmem = g->mmem_total - g->mmem_used;
+    if (cores < 0 || cores > 100 || vmem < 0 || vmem > UINT16_MAX || mmem < 0 || mmem > UINT16_MAX || g->pods < 0 ||
+        g->pods > UINT8_MAX || g->minor < 0 || g->minor > UINT8_MAX)
+        return false;
+    f->cores_free[s] = (uint8_t)cores;
+    f->vmem_free[s] = (uint16_t)vmem;
+    f->mmem_free[s] = (uint16_t)mmem;
+    f->pods[s] = (uint8_t)g->pods;
+    f->minor[s] = (uint8_t)g->minor;
+    if (cores == 100 && g->vmem_used == 0 && g->mmem_used == 0)
+        f->idle |= (uint8_t)(1u << s);
+    f->cores_used += (int32_t)g->core_used;
+    return true;
+}
+
+void node_fit_refresh(struct node_state *n)
+{
+    struct node_fit *f = &n->fit;
+    memset(f, 0, sizeof(*f));
+    if (!n->spec || n->hami || n->gpu_count < 1 || n->gpu_count > NODE_FIT_SLOTS || !n->gpus ||
+        !unattributed_none(&n->unattributed))
+        return;
+    f->count = (uint8_t)n->gpu_count;
+    f->offers = offered_families(n->spec);
+    for (int s = 0; s < n->gpu_count; s++)
+        if (!fill_slot(f, s, &n->gpus[s])) {
+            memset(f, 0, sizeof(*f));
+            return;
+        }
+    f->usable = 1;
+}
+
+bool node_fit_agrees(const struct node_state *n)
+{
+    struct node_state copy = *n;
+    node_fit_refresh(&copy);
+    return memcmp(&copy.fit, &n->fit, sizeof(n->fit)) == 0;
+}

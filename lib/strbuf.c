@@ -122,7 +122,12 @@ char *strbuf_vformat(const char *fmt, va_list ap)
     struct strbuf sb;
     strbuf_init(&sb);
     strbuf_vprintf(&sb, fmt, ap);
-    return strbuf_detach(&sb, NULL);
+    size_t len = 0;
+    char *s = strbuf_detach(&sb, &len);
+    /* Formatted strings are often kept (pod keys, one per cached pod): give
+     * back the rest of the 256-byte first buffer. */
+    char *fit = s ? realloc(s, len + 1) : NULL;
+    return fit ? fit : s;
 }
 
 char *strbuf_format(const char *fmt, ...)

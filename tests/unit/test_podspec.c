@@ -6,6 +6,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,9 @@ static void test_pod_identity(void **state)
     p = pod_of("{'metadata':{'name':'x'},'status':{'phase':'Pending'}}");
     assert_false(p->terminal);
     assert_false(p->terminating);
+    /* The key is kept for every cached pod: it holds its length, not a
+     * formatting buffer (256 bytes each took 75 MB at 160,000 pods). */
+    assert_true(malloc_usable_size(p->key) < 64);
     pod_info_free(p);
     /* A deletionTimestamp marks a pod being deleted, and a copy keeps it. */
     p = pod_of("{'metadata':{'name':'x','deletionTimestamp':'2026-11-25T09:00:00Z'},'status':{'phase':'Pending'}}");

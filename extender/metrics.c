@@ -1,6 +1,7 @@
 /* metrics.c - Prometheus metrics. See metrics.h. */
 #include "extender/metrics.h"
 #include "extender/guard.h"
+#include "extender/workers.h"
 
 #include <stdatomic.h>
 #include <string.h>
@@ -184,6 +185,7 @@ void metrics_render(struct strbuf *out, struct cluster_cache *cache)
     render_cache(out, cache);
     render_skipped(out);
     guard_render_metrics(out);
+    workers_render_metrics(out);
 }
 
 void metrics_label_value(struct strbuf *out, const char *s)

@@ -1,8 +1,14 @@
 /* workers.c - a bounded pool of threads. See workers.h. */
 #include "extender/workers.h"
 
+#include "lib/strbuf.h"
+
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+
+/* Across every pool, for /metrics: never read under a pool's lock. */
+static atomic_int all_queued, all_running;
 
 struct job {
     worker_fn fn;
@@ -31,6 +37,8 @@ static bool next_job(struct workers *w, struct job *out, bool *cancelled)
         w->head = (w->head + 1) % w->cap;
         w->queued--;
         w->running++;
+        atomic_fetch_sub(&all_queued, 1);
+        atomic_fetch_add(&all_running, 1);
         *cancelled = w->stopping;
     }
     pthread_mutex_unlock(&w->lock);
@@ -46,6 +54,7 @@ static void *worker_main(void *arg)
         job.fn(job.arg, cancelled);
         pthread_mutex_lock(&w->lock);
         w->running--;
+        atomic_fetch_sub(&all_running, 1);
         pthread_mutex_unlock(&w->lock);
     }
     return NULL;
@@ -98,6 +107,7 @@ int workers_submit(struct workers *w, worker_fn fn, void *arg)
     if (!w->stopping && w->queued < w->cap) {
         w->ring[(w->head + w->queued) % w->cap] = (struct job){fn, arg};
         w->queued++;
+        atomic_fetch_add(&all_queued, 1);
         pthread_cond_signal(&w->wake);
         rc = 0;
     }
@@ -105,12 +115,14 @@ int workers_submit(struct workers *w, worker_fn fn, void *arg)
     return rc;
 }
 
-void workers_load(struct workers *w, int *queued, int *running)
+void workers_render_metrics(struct strbuf *out)
 {
-    pthread_mutex_lock(&w->lock);
-    *queued = w->queued;
-    *running = w->running;
-    pthread_mutex_unlock(&w->lock);
+    strbuf_printf(out,
+                  "# HELP gqa_decisions_queued Decisions waiting for a worker (--decision-queue bounds them).\n"
+                  "# TYPE gqa_decisions_queued gauge\ngqa_decisions_queued %d\n"
+                  "# HELP gqa_decisions_running Decisions a worker is taking (--decision-workers bounds them).\n"
+                  "# TYPE gqa_decisions_running gauge\ngqa_decisions_running %d\n",
+                  atomic_load(&all_queued), atomic_load(&all_running));
 }
 
 void workers_stop(struct workers *w)

@@ -31,8 +31,10 @@ struct workers;
 struct workers *workers_start(int threads, int queue_cap);
 /* Queue a job. 0, or -1 when the queue is full or the pool is stopping. */
 int workers_submit(struct workers *w, worker_fn fn, void *arg);
-/* Jobs waiting for a thread, and threads running one (a snapshot). */
-void workers_load(struct workers *w, int *queued, int *running);
+/* gqa_decisions_queued and gqa_decisions_running: jobs waiting for a thread
+ * and jobs running, summed over every pool. */
+struct strbuf;
+void workers_render_metrics(struct strbuf *out);
 /* Stop: jobs still queued run with cancelled = true, running ones finish,
  * the threads are joined and w is freed. NULL is a no-op. */
 void workers_stop(struct workers *w);

@@ -274,6 +274,12 @@ def test_second_request_for_a_pod_in_progress(s):
             s.check_eq([r for r in c.requests_since(mark) if r["method"] == "PATCH"], [], "and writes nothing")
 
 
+def decisions_accepted(srv):
+    """Decisions running or queued for a worker, from /metrics."""
+    samples, _, _ = g.parse_metrics(srv.metrics().text)
+    return int(g.metric(samples, "gqa_decisions_running") + g.metric(samples, "gqa_decisions_queued"))
+
+
 @suite.test
 def test_sigterm_while_decisions_wait(s):
     """SIGTERM while decisions wait on the API server, some running on the 2 workers and some queued for
@@ -303,6 +309,10 @@ def test_sigterm_while_decisions_wait(s):
             # Two run (one PATCH each, 1 s), four wait for a worker.
             s.require(g.wait_until(lambda: sum(srv.cores()["n1"]) == 20, 5, interval=0.02),
                       "two decisions are writing", srv.cores())
+            # Every request is accepted (running or queued) before the signal: one still on its way in
+            # would meet a closed listener, which is the drain working, not a lost decision.
+            s.require(g.wait_until(lambda: decisions_accepted(srv) == len(names), 10, interval=0.02),
+                      "all six decisions are accepted (2 running, 4 queued)", srv.metrics().text[-1500:])
             srv.signal()
             for t in threads:
                 t.join(30)

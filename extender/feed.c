@@ -161,11 +161,27 @@ static int cm_remove(void *ctx, const cJSON *obj)
 /* ---- the feed -------------------------------------------------------------- */
 
 static const struct informer_sink sinks[] = {
-    [FEED_NODES] = {NULL, node_convert, node_free, node_replace, node_apply, node_remove, NULL, count_skipped},
+    [FEED_NODES] = {.convert = node_convert,
+                    .free_item = node_free,
+                    .replace = node_replace,
+                    .apply = node_apply,
+                    .remove = node_remove,
+                    .skipped = count_skipped},
     /* Pods keep only the fields the extender reads (podspec's slim form). */
-    [FEED_PODS] = {pod_slim_from_text, pod_convert, pod_free, pod_replace, pod_apply, pod_remove, NULL, count_skipped,
-                   pod_slim_from_prefix},
-    [FEED_CONFIGMAPS] = {NULL, cm_convert, cm_free, cm_replace, cm_apply, cm_remove, NULL, count_skipped},
+    [FEED_PODS] = {.parse = pod_slim_from_text,
+                   .convert = pod_convert,
+                   .free_item = pod_free,
+                   .replace = pod_replace,
+                   .apply = pod_apply,
+                   .remove = pod_remove,
+                   .skipped = count_skipped,
+                   .parse_prefix = pod_slim_from_prefix},
+    [FEED_CONFIGMAPS] = {.convert = cm_convert,
+                         .free_item = cm_free,
+                         .replace = cm_replace,
+                         .apply = cm_apply,
+                         .remove = cm_remove,
+                         .skipped = count_skipped},
 };
 
 struct feed *feed_new(enum feed_kind kind, struct cluster_cache *cache, const char *cm_namespace, const char *cm_name)

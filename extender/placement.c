@@ -210,7 +210,7 @@ static bool memo_lookup(struct name_memo *m, uint64_t epoch, const struct evalua
 {
     pthread_mutex_lock(&m->lock);
     bool hit = m->names && m->epoch == epoch && m->count == ev->count;
-    const char *q = m->names, *end = m->names + m->names_len;
+    const char *q = m->names, *end = hit ? m->names + m->names_len : NULL;
     for (size_t i = 0; hit && i < ev->count; i++) {
         size_t len = strlen(ev->verdicts[i].name) + 1;
         hit = (size_t)(end - q) >= len && memcmp(q, ev->verdicts[i].name, len) == 0;

@@ -3,6 +3,7 @@
 #include "lib/clock.h"
 #include "lib/grow.h"
 #include "lib/jscan.h"
+#include "lib/jstream.h"
 #include "lib/log.h"
 #include "lib/strbuf.h"
 
@@ -274,57 +275,70 @@ static void free_items(struct informer *inf, struct list_items *l)
     free(l->items);
 }
 
-/* Each element of "items" becomes a small cJSON tree, converted and freed at
- * once: a 40,000-pod list never exists as one tree. */
-static int collect_items(struct informer *inf, struct jscan *s, struct list_items *l)
+/* A list answer taken apart as it arrives: each element of "items" becomes
+ * a small cJSON tree, converted and freed at once, so a 160,000-pod list
+ * (240 MB) never exists in memory, as text or as one tree. */
+struct list_stream {
+    struct informer *inf;
+    struct jstream js;
+    struct list_items items;
+    char rv[64];
+    int oom;
+};
+
+/* The largest list item taken: Kubernetes objects stay under etcd's
+ * request limit (1.5 MiB by default), ConfigMaps under 1 MiB. */
+#define LIST_MAX_ITEM ((size_t)64 << 20)
+
+static int on_list_item(void *ctx, const char *text, size_t len)
 {
-    int e;
-    jscan_enter_array(s);
-    while ((e = jscan_next_element(s)) == 1) {
-        struct jscan_span span;
-        if (jscan_value_span(s, &span) != 0)
-            return -1;
-        cJSON *obj = parse_object(inf, span.ptr, span.len);
-        bool taken = false;
-        if (!cJSON_IsObject(obj))
-            skip_malformed(inf, "listed object");
-        void *item = cJSON_IsObject(obj) ? convert_item(inf, obj, &taken) : NULL;
-        if (!taken)
-            cJSON_Delete(obj);
-        if (item && push_item(l, item) != 0)
-            return -1;
+    struct list_stream *ls = ctx;
+    cJSON *obj = parse_object(ls->inf, text, len);
+    bool taken = false;
+    if (!cJSON_IsObject(obj))
+        skip_malformed(ls->inf, "listed object");
+    void *item = cJSON_IsObject(obj) ? convert_item(ls->inf, obj, &taken) : NULL;
+    if (!taken)
+        cJSON_Delete(obj);
+    if (item && push_item(&ls->items, item) != 0) {
+        ls->inf->sink.free_item(item);
+        ls->oom = 1;
+        return -1;
     }
-    return e;
+    return 0;
 }
 
-static int parse_list(struct informer *inf, const char *body, size_t len, struct list_items *l, char *rv,
-                      size_t rv_size)
+static int on_list_member(void *ctx, const struct jscan_str *key, const char *text, size_t len)
 {
-    struct jscan s;
-    struct jscan_str key;
-    jscan_init(&s, body, len);
-    if (jscan_enter_object(&s) != 0)
-        return -1;
-    int r;
-    while ((r = jscan_next_key(&s, &key)) == 1) {
-        int rc;
-        if (jscan_key_is(&key, "items") && jscan_peek(&s) == JSCAN_ARRAY) {
-            rc = collect_items(inf, &s, l);
-        } else if (jscan_key_is(&key, "metadata") && jscan_peek(&s) == JSCAN_OBJECT) {
-            struct jscan_span span;
-            rc = jscan_value_span(&s, &span);
-            cJSON *meta = rc == 0 ? cJSON_ParseWithLength(span.ptr, span.len) : NULL;
-            const cJSON *v = cJSON_GetObjectItemCaseSensitive(meta, "resourceVersion");
-            if (cJSON_IsString(v))
-                snprintf(rv, rv_size, "%s", v->valuestring);
-            cJSON_Delete(meta);
-        } else {
-            rc = jscan_skip_value(&s);
-        }
-        if (rc != 0)
-            return -1;
-    }
-    return r == 0 ? 0 : -1;
+    struct list_stream *ls = ctx;
+    if (!jscan_key_is(key, "metadata"))
+        return 0;
+    cJSON *meta = cJSON_ParseWithLength(text, len);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(meta, "resourceVersion");
+    if (cJSON_IsString(v))
+        snprintf(ls->rv, sizeof(ls->rv), "%s", v->valuestring);
+    cJSON_Delete(meta);
+    return 0;
+}
+
+static int on_list_data(void *ctx, const char *data, size_t len)
+{
+    struct list_stream *ls = ctx;
+    return jstream_feed(&ls->js, data, len);
+}
+
+/* Why the list failed; NULL when it did not. */
+static const char *list_problem(struct informer *inf, struct list_stream *ls, int transfer_rc,
+                                const struct kube_response *r)
+{
+    if (ls->oom || (ls->js.error && strcmp(ls->js.error, "out of memory") == 0))
+        return "out of memory while collecting the listed objects";
+    if (transfer_rc == 0 && r->status == 200 && jstream_finish(&ls->js) == 0)
+        return *ls->rv ? NULL : "list answer has no metadata.resourceVersion";
+    if (!ls->js.error)
+        return r->error ? r->error : "list failed";
+    log_warn("informer %s: list answer: %s at byte %zu", inf->name, ls->js.error, ls->js.error_offset);
+    return "list answer is not a Kubernetes list (a JSON object with an items array)";
 }
 
 static int replace_all(struct informer *inf, struct list_items *l)
@@ -338,30 +352,28 @@ static int replace_all(struct informer *inf, struct list_items *l)
 
 static int list_and_replace(struct informer *inf, struct kube_client *kc)
 {
+    struct list_stream ls = {.inf = inf};
+    jstream_init(&ls.js, "items", on_list_item, on_list_member, &ls, LIST_MAX_ITEM);
     struct kube_response r = {0};
+    int transfer_rc = kube_get_stream(kc, inf->list_path, on_list_data, &ls, LIST_TIMEOUT_MS, &r);
+    const char *problem = list_problem(inf, &ls, transfer_rc, &r);
     int rc = -1;
-    if (kube_request(kc, "GET", inf->list_path, NULL, NULL, 0, LIST_TIMEOUT_MS, &r) != 0 || r.status != 200) {
-        note_failure(inf, r.error ? r.error : "list failed");
-        kube_response_free(&r);
-        return -1;
-    }
-    struct list_items items = {0};
-    char rv[64] = "";
-    if (parse_list(inf, r.body, r.body_len, &items, rv, sizeof(rv)) != 0 || !*rv) {
-        note_failure(inf, "list answer is not a Kubernetes list with metadata.resourceVersion");
-        free_items(inf, &items);
+    if (problem) {
+        note_failure(inf, problem);
+        free_items(inf, &ls.items);
     } else {
-        size_t count = items.count;
-        if (replace_all(inf, &items) != 0) {
+        size_t count = ls.items.count;
+        if (replace_all(inf, &ls.items) != 0) {
             note_failure(inf, "out of memory while replacing the listed objects");
         } else {
-            set_rv(inf, rv);
+            set_rv(inf, ls.rv);
             if (atomic_exchange(&inf->synced, 1))
                 atomic_fetch_add(&inf->relists, 1);
-            log_info("informer %s: listed %zu objects at resourceVersion %s", inf->name, count, rv);
+            log_info("informer %s: listed %zu objects at resourceVersion %s", inf->name, count, ls.rv);
             rc = 0;
         }
     }
+    jstream_free(&ls.js);
     kube_response_free(&r);
     return rc;
 }

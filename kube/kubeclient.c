@@ -323,11 +323,12 @@ struct xfer {
     struct strbuf body;   /* the answer (a refused watch's too) */
     struct strbuf line;   /* a watch line still waiting for its '\n' */
     kube_line_fn on_line; /* NULL: collect the body */
+    kube_data_fn on_data; /* a streamed request's 200 body goes here */
     void *ctx;
     const volatile int *stop;
     long idle_timeout_ms;
     int64_t last_byte_ms;
-    int mode;    /* watch: 0 undecided, 1 stream lines, 2 collect */
+    int mode;    /* watch and stream: 0 undecided, 1 stream, 2 collect */
     int stopped; /* stop flag or on_line: a clean end */
     int idle, too_long, oom;
 };
@@ -387,7 +388,7 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *arg)
     struct xfer *x = arg;
     size_t len = size * nmemb;
     x->last_byte_ms = clock_monotonic_ms();
-    if (x->on_line && x->mode == 0) {
+    if ((x->on_line || x->on_data) && x->mode == 0) {
         /* Headers are complete by the first body byte: only a 200 is a stream. */
         long code = 0;
         curl_easy_getinfo(x->c->curl, CURLINFO_RESPONSE_CODE, &code);
@@ -395,6 +396,12 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *arg)
     }
     if (x->on_line && x->mode == 1)
         return feed_lines(x, data, len) == 0 ? len : 0;
+    if (x->on_data && x->mode == 1) {
+        if (x->on_data(x->ctx, data, len) == 0)
+            return len;
+        x->stopped = 1;
+        return 0;
+    }
     strbuf_append(&x->body, data, len);
     if (strbuf_failed(&x->body)) {
         x->oom = 1;
@@ -604,6 +611,8 @@ static char *transport_error(const struct xfer *x, const char *method, const cha
         return strbuf_format("%s %s: a watch event is larger than %zu MiB", method, path, KUBE_MAX_LINE >> 20);
     if (x->idle)
         return strbuf_format("%s %s: no data from the API server for %ld ms", method, path, x->idle_timeout_ms);
+    if (x->on_data && x->stopped)
+        return strbuf_format("%s %s: the receiver stopped the answer", method, path);
     const char *detail = x->c->errbuf;
     return strbuf_format("%s %s: %s%s%s", method, path, curl_easy_strerror(rc), *detail ? ": " : "", detail);
 }
@@ -662,31 +671,52 @@ static struct curl_slist *start(struct xfer *x, const char *method, const char *
     return headers;
 }
 
+static int request(struct xfer *x, const char *method, const char *path, const char *content_type, const char *body,
+                   size_t body_len, long timeout_ms, struct kube_response *r);
+
 int kube_request(struct kube_client *c, const char *method, const char *path, const char *content_type,
                  const char *body, size_t body_len, long timeout_ms, struct kube_response *r)
 {
-    memset(r, 0, sizeof(*r));
     struct xfer x;
     xfer_init(&x, c);
-    struct curl_slist *headers = start(&x, method, path, body ? content_type : NULL, body, body_len,
+    return request(&x, method, path, content_type, body, body_len, timeout_ms, r);
+}
+
+int kube_get_stream(struct kube_client *c, const char *path, kube_data_fn on_data, void *ctx, long timeout_ms,
+                    struct kube_response *r)
+{
+    struct xfer x;
+    xfer_init(&x, c);
+    x.on_data = on_data;
+    x.ctx = ctx;
+    return request(&x, "GET", path, NULL, NULL, 0, timeout_ms, r);
+}
+
+/* One request on x; frees what x holds. */
+static int request(struct xfer *x, const char *method, const char *path, const char *content_type, const char *body,
+                   size_t body_len, long timeout_ms, struct kube_response *r)
+{
+    struct kube_client *c = x->c;
+    memset(r, 0, sizeof(*r));
+    struct curl_slist *headers = start(x, method, path, body ? content_type : NULL, body, body_len,
                                        timeout_ms > 0 ? timeout_ms : KUBE_DEFAULT_TIMEOUT_MS, r);
     if (!headers)
         return -1;
-    CURLcode rc = run_transfer(&x);
+    CURLcode rc = run_transfer(x);
     curl_slist_free_all(headers);
-    if (rc == CURLE_OK && take_body(&x, r) == 0) {
+    if (rc == CURLE_OK && take_body(x, r) == 0) {
         curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &r->status);
         if (r->status >= 400 && !(r->error = status_error(method, path, r->status, r->body, r->body_len)))
             r->error = strdup("out of memory");
-        xfer_done(&x);
+        xfer_done(x);
         return 0;
     }
     /* A partial answer is no answer. */
-    r->error = transport_error(&x, method, path, rc == CURLE_OK ? CURLE_OUT_OF_MEMORY : rc);
+    r->error = transport_error(x, method, path, rc == CURLE_OK ? CURLE_OUT_OF_MEMORY : rc);
     free(r->body);
     r->body = strdup("");
     r->body_len = 0;
-    xfer_done(&x);
+    xfer_done(x);
     return -1;
 }
 

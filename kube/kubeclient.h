@@ -45,6 +45,16 @@ void kube_response_free(struct kube_response *r);
 int kube_request(struct kube_client *c, const char *method, const char *path, const char *content_type,
                  const char *body, size_t body_len, long timeout_ms, struct kube_response *r);
 
+/* A GET whose 200 answer is handed to on_data piece by piece as it arrives,
+ * so a list of 160,000 pods never has to exist in memory at once. on_data
+ * returns 0 to go on; anything else ends the request, which then fails
+ * ("the receiver stopped the answer"). Any other status is collected and
+ * reported as kube_request does (r->body, r->error). Returns as kube_request;
+ * after a 200, r->body is empty. */
+typedef int (*kube_data_fn)(void *ctx, const char *data, size_t len);
+int kube_get_stream(struct kube_client *c, const char *path, kube_data_fn on_data, void *ctx, long timeout_ms,
+                    struct kube_response *r);
+
 /* A watch stream: GET path (which carries watch=1 and its parameters) and
  * call on_event for every complete newline-delimited JSON line as it
  * arrives (line is NUL-terminated, without its "\n"; empty lines are skipped;

@@ -628,6 +628,11 @@ int jscan_finish(struct jscan *s)
     return 0;
 }
 
+int jscan_ran_out(const struct jscan *s)
+{
+    return s->error == ERR_EOF || s->error == ERR_UNTERMINATED || s->error == ERR_EMPTY;
+}
+
 /* ---- decoding ---------------------------------------------------------- */
 
 static int utf8_encode(uint32_t cp, unsigned char out[4])

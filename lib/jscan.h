@@ -124,6 +124,13 @@ int jscan_string(struct jscan *s, struct jscan_str *out);
  * while an entered object/array is still open, and for empty input. */
 int jscan_finish(struct jscan *s);
 
+/* True when the first error only says the text ended too early (inside a
+ * string, a literal, or before a container closed): the same scan over a
+ * longer text may succeed. For texts that arrive in pieces (jstream). A
+ * number that reaches the end of the text scans without error, so such
+ * callers must not trust a number that ends exactly there. */
+int jscan_ran_out(const struct jscan *s);
+
 /* True when the (unescaped) key equals the NUL-terminated literal. Keys with
  * escapes are compared after decoding (no allocation); a key that decodes to
  * an embedded NUL (\u0000) never equals a literal. Trusts has_escapes: with

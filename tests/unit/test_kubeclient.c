@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "kube/kubeclient.h"
+#include "lib/strbuf.h"
 #include "tests/unit/fakeapi.h"
 #include "lib/version.h"
 
@@ -791,6 +792,60 @@ static void events_free(struct events *e)
         free(e->lines[i]);
 }
 
+/* What a streamed GET received, and when to stop it. */
+struct received {
+    struct strbuf text;
+    int pieces;
+    int stop_at; /* on_data returns 1 at this piece (1-based); 0: never */
+};
+
+static int receive(void *ctx, const char *data, size_t len)
+{
+    struct received *rc = ctx;
+    strbuf_append(&rc->text, data, len);
+    return ++rc->pieces == rc->stop_at;
+}
+
+static void test_get_stream(void **state)
+{
+    (void)state;
+    struct kube_client *c = client_with(NULL, NULL);
+    struct kube_response r;
+    /* A 200 in pieces: every byte arrives, in order; nothing is collected. */
+    struct received got = {0};
+    strbuf_init(&got.text);
+    assert_int_equal(kube_get_stream(c, "/watch/split", receive, &got, 5000, &r), 0);
+    assert_int_equal(r.status, 200);
+    assert_null(r.error);
+    assert_string_equal(r.body, "");
+    assert_string_equal(got.text.data, "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\"}}}\n"
+                                       "{\"type\":\"MODIFIED\"}\n\n{\"type\":\"BOOKMARK\"}\r\n{\"type\":\"DELETED\"}\n");
+    assert_true(got.pieces >= 1);
+    kube_response_free(&r);
+    strbuf_free(&got.text);
+    /* Any other status is the error, as for kube_request; nothing streams. */
+    struct received none = {0};
+    strbuf_init(&none.text);
+    assert_int_equal(kube_get_stream(c, "/conflict", receive, &none, 5000, &r), 0);
+    assert_int_equal(r.status, 409);
+    assert_non_null(strstr(r.error, "409 Conflict: Operation cannot be fulfilled"));
+    assert_int_equal(none.pieces, 0);
+    kube_response_free(&r);
+    /* The receiver stops a big answer: the request fails and says so, and
+     * the client goes on with the next request. */
+    struct received one = {.stop_at = 1};
+    strbuf_init(&one.text);
+    assert_int_equal(kube_get_stream(c, "/watch/big?bytes=8388608", receive, &one, 5000, &r), -1);
+    assert_int_equal(one.pieces, 1);
+    assert_string_equal(r.error, "GET /watch/big?bytes=8388608: the receiver stopped the answer");
+    kube_response_free(&r);
+    strbuf_free(&one.text);
+    assert_int_equal(kube_request(c, "GET", "/api/v1/namespaces/a/pods/b", NULL, NULL, 0, 5000, &r), 0);
+    assert_string_equal(r.body, POD_JSON);
+    kube_response_free(&r);
+    kube_client_free(c);
+}
+
 static void test_watch_split_lines(void **state)
 {
     (void)state;
@@ -1028,6 +1083,7 @@ int main(void)
         cmocka_unit_test(test_watch_refused),
         cmocka_unit_test(test_watch_cut_and_tail),
         cmocka_unit_test(test_watch_big_lines),
+        cmocka_unit_test(test_get_stream),
     };
     int failed = cmocka_run_group_tests_name("kubeconfig", config_tests, NULL, NULL);
     failed += cmocka_run_group_tests_name("client", server_tests, server_start, server_stop);

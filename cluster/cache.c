@@ -253,7 +253,7 @@ int64_t pod_quota_cores(const struct pod_info *p, const struct node_state *n)
 
 static char *usage_key(const char *ns, const char *model)
 {
-    return strbuf_format("%s\x1f%s", ns, model);
+    return strbuf_join2(ns, '\x1f', model);
 }
 
 int64_t cache_usage(const struct cluster_cache *c, const char *ns, const char *model)

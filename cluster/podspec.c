@@ -435,7 +435,7 @@ static int read_hami(const cJSON *meta, struct pod_info *pod)
 
 static char *make_key(const char *ns, const char *name)
 {
-    return strbuf_format("%s/%s", ns, name);
+    return strbuf_join2(ns, '/', name);
 }
 
 static void set_error(char **err, const char *msg)

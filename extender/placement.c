@@ -957,7 +957,7 @@ int placement_bind(struct placement *p, const char *ns, const char *name, const 
 {
     *err = NULL;
     const char *nsd = ns && *ns ? ns : "default";
-    char *key = strbuf_format("%s/%s", nsd, name);
+    char *key = strbuf_join2(nsd, '/', name);
     if (!key) {
         *err = strdup("out of memory");
         return -1;

@@ -101,7 +101,7 @@ struct pod_info *pod_lookup(struct cluster_cache *c, const struct decision_sink 
                             const char *uid, const struct pod_info *request, bool *fetched, char **err)
 {
     *fetched = false;
-    char *key = strbuf_format("%s/%s", ns && *ns ? ns : "default", name);
+    char *key = strbuf_join2(ns && *ns ? ns : "default", '/', name);
     char *other = NULL;
     struct pod_info *pod = key ? cached_copy(c, key, uid, &other, err) : NULL;
     if (!key)

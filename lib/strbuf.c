@@ -117,6 +117,18 @@ void strbuf_printf(struct strbuf *sb, const char *fmt, ...)
     va_end(ap);
 }
 
+char *strbuf_join2(const char *a, char sep, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    char *out = malloc(la + lb + 2);
+    if (!out)
+        return NULL;
+    memcpy(out, a, la);
+    out[la] = sep;
+    memcpy(out + la + 1, b, lb + 1);
+    return out;
+}
+
 char *strbuf_vformat(const char *fmt, va_list ap)
 {
     struct strbuf sb;

@@ -41,6 +41,10 @@ void strbuf_json_string_n(struct strbuf *sb, const char *s, size_t len);
  * (C0, DEL, C1) and bytes outside valid UTF-8 become \n, \r, \t or \xHH, so
  * the text can neither end the line nor steer the terminal. */
 void strbuf_text_escaped(struct strbuf *sb, const char *s, size_t len);
+/* "a<sep>b" in a malloc'd string of exactly its size (the two-part keys of
+ * pods and usage: vsnprintf cost a fifth of applying a watch event). NULL
+ * when memory ran out. */
+char *strbuf_join2(const char *a, char sep, const char *b);
 /* A malloc'd formatted string (for error messages), NULL when memory ran out. */
 char *strbuf_format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *strbuf_vformat(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));

@@ -10,7 +10,7 @@
 
 struct events_figure {
     long events;            /* applied: pods x ADDED, MODIFIED, DELETED */
-    double seconds;         /* applying them (writing them out is not timed) */
+    double seconds;         /* applying them (writing each one is not timed) */
     double bytes_per_event;
     int64_t cores_left;     /* charged after the last DELETED: must be 0 */
 };

@@ -359,12 +359,8 @@ static int64_t whole_pairs(const struct pod_info *pod, const struct node_state *
  * policy. Shares and single whole GPUs have no locality to gain: they use
  * the node policy alone. Weights: 300 + 600 + 0.1 x 1000 = 1000 at most.
  * Several vGPUs of one HAMi container placed with a topology count alike. */
-static int score_node(const struct fit_state *st, const struct hami_fit_score *hami)
+static int combine_score(int policy, int64_t pairs, const struct fit_result *f)
 {
-    /* On a HAMi node the pod's vGPUs shape the score, as HAMi scores nodes. */
-    int policy = hami ? hami->policy : policy_score(st);
-    const struct fit_result *f = st->fit;
-    int64_t pairs = whole_pairs(st->pod, st->node) + (hami ? hami->pairs : 0);
     if (pairs == 0)
         return policy;
     double rel = f->set_best > 0 ? (double)f->set_score / (double)f->set_best : 1.0;
@@ -372,6 +368,14 @@ static int score_node(const struct fit_state *st, const struct hami_fit_score *h
     rel = rel > 1.0 ? 1.0 : rel;
     abs_q = abs_q > 1.0 ? 1.0 : abs_q;
     return (int)(300.0 * rel + 600.0 * abs_q + 0.1 * policy + 0.5);
+}
+
+static int score_node(const struct fit_state *st, const struct hami_fit_score *hami)
+{
+    /* On a HAMi node the pod's vGPUs shape the score, as HAMi scores nodes. */
+    int policy = hami ? hami->policy : policy_score(st);
+    int64_t pairs = whole_pairs(st->pod, st->node) + (hami ? hami->pairs : 0);
+    return combine_score(policy, pairs, st->fit);
 }
 
 static bool check_node_kind(struct fit_state *st)
@@ -432,6 +436,16 @@ static bool line_offers(const struct node_fit *f, enum gpu_family fam)
     }
 }
 
+/* policy_score, on the line, with `placed` more cores in use. */
+static int line_policy_score(const struct node_fit *f, int64_t placed, enum pack_policy node_policy)
+{
+    int64_t capacity = 100LL * f->count, used = (int64_t)f->cores_used + placed;
+    if (used > capacity)
+        used = capacity;
+    int util = (int)(used * FIT_SCORE_MAX / capacity);
+    return node_policy == POLICY_SPREAD ? FIT_SCORE_MAX - util : util;
+}
+
 /* better_shared, on the line. */
 static bool line_better(const struct node_fit *f, enum gpu_family fam, bool spread, int a, int b)
 {
@@ -462,12 +476,29 @@ static enum line_outcome line_shared(const struct node_fit *f, const struct cont
     }
     if (best < 0)
         return LINE_UNDECIDED;
-    int64_t capacity = 100LL * f->count, used = (int64_t)f->cores_used + r->cores;
-    if (used > capacity)
-        used = capacity;
-    int util = (int)(used * FIT_SCORE_MAX / capacity);
     fit->masks[0] = 1ULL << best;
-    fit->score = node_policy == POLICY_SPREAD ? FIT_SCORE_MAX - util : util;
+    fit->score = line_policy_score(f, r->cores, node_policy);
+    return LINE_DECIDED;
+}
+
+/* Whole GPUs when the idle ones are exactly as many as asked: no choice to
+ * make (choose_whole takes them all, and its topology search returns them
+ * at once), so the line decides; with more idle GPUs the search chooses. */
+static enum line_outcome line_whole_forced(const struct node_state *n, const struct container_request *r,
+                                           enum pack_policy node_policy, struct fit_result *fit)
+{
+    const struct node_fit *f = &n->fit;
+    if (__builtin_popcount(f->idle) != r->whole_gpus)
+        return LINE_UNDECIDED;
+    const struct gpu_topology *shape = n->spec->shape;
+    int64_t score = 0;
+    if (shape && shape->count == n->gpu_count && topology_best_set(shape, f->idle, r->whole_gpus, &score)) {
+        fit->set_score = score;
+        fit->set_best = topology_best_possible(shape, r->whole_gpus);
+    }
+    fit->masks[0] = f->idle;
+    int64_t pairs = (int64_t)r->whole_gpus * (r->whole_gpus - 1) / 2;
+    fit->score = combine_score(line_policy_score(f, 100LL * r->whole_gpus, node_policy), pairs, fit);
     return LINE_DECIDED;
 }
 
@@ -476,8 +507,6 @@ static enum line_outcome line_shared(const struct node_fit *f, const struct cont
 static enum line_outcome line_whole_refused(const struct node_fit *f, const struct container_request *r,
                                             struct fit_result *fit)
 {
-    if (f->idle != 0)
-        return LINE_UNDECIDED; /* fits, or the refusal lists the free GPUs */
     if (fit->memo_request != r) {
         int len = snprintf(fit->memo, sizeof(fit->memo),
                            "container \"%s\" needs %d whole GPUs (%s %" PRId64 "); 0 are completely free", r->name,
@@ -525,13 +554,15 @@ static enum line_outcome fit_by_line(const struct node_state *n, const struct po
     fit->masks[0] = 0;
     if (fit->hami_masks)
         fit->hami_masks[0] = 0;
-    if (r->whole_gpus > 0)
+    if (r->whole_gpus > 0 && n->fit.idle == 0)
         return line_whole_refused(&n->fit, r, fit);
     /* A HAMi pod's hami.io/node-scheduler-policy shapes its scores, as in the full path. */
     enum pack_policy node_policy = policy->node;
     if (pod->hami && pod->hami->node_policy != HAMI_PACK_DEFAULT)
         node_policy = pod->hami->node_policy == HAMI_PACK_SPREAD ? POLICY_SPREAD : POLICY_BINPACK;
-    if (line_shared(&n->fit, r, policy, node_policy, fit) != LINE_DECIDED)
+    enum line_outcome got = r->whole_gpus > 0 ? line_whole_forced(n, r, node_policy, fit)
+                                              : line_shared(&n->fit, r, policy, node_policy, fit);
+    if (got != LINE_DECIDED)
         return LINE_UNDECIDED;
     fit->reason[0] = '\0';
     fit->fits = true;

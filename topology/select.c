@@ -802,10 +802,25 @@ static int64_t compute_best_possible(const struct gpu_topology *t, int k)
     return positions_score(&c, greedy(&c, all_gpus(c.n), k));
 }
 
+/* The best single GPU: cheaper to compute than to look up (the memo hashes
+ * the whole link table), and every one-GPU request asks on every node. */
+static int64_t best_single(const struct gpu_topology *t)
+{
+    /* A single GPU has no links: its score is the NUMA bonus alone. */
+    int64_t best = 0;
+    for (int i = 0; i < t->count; i++) {
+        int64_t v = numa_bonus(numa_add(NUMA_EMPTY, gpu_numa(t, i)));
+        best = v > best ? v : best;
+    }
+    return best;
+}
+
 int64_t topology_best_possible(const struct gpu_topology *t, int k)
 {
     if (!usable(t) || k <= 0 || k > t->count)
         return 0;
+    if (k == 1 && t->count <= TOPOLOGY_EXACT_MAX)
+        return best_single(t);
     uint64_t hash = shape_hash(t);
     int64_t value;
     if (memo_get(hash, t, k, &value))

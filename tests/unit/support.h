@@ -43,4 +43,20 @@ void add_pod(struct cluster_cache *c, const char *fixture, int64_t now);
 void add_vcuda_node(struct cluster_cache *c, const char *name, int gpus, int mem_per_gpu);
 void add_mps_node(struct cluster_cache *c, const char *name, int gpus, int mem_per_gpu);
 
+/* DGX-1 (8x V100, hybrid cube-mesh), as nvidia-smi topo -m prints it: the
+ * gpu-admission.io/topology value inside a q() fixture. */
+#define SUPPORT_DGX1_TOPOLOGY \
+    "{\\'version\\':1,\\'gpus\\':[" \
+    "{\\'index\\':0,\\'numa\\':0},{\\'index\\':1,\\'numa\\':0},{\\'index\\':2,\\'numa\\':0},{\\'index\\':3,\\'numa\\':0}," \
+    "{\\'index\\':4,\\'numa\\':1},{\\'index\\':5,\\'numa\\':1},{\\'index\\':6,\\'numa\\':1},{\\'index\\':7,\\'numa\\':1}]," \
+    "\\'links\\':[" \
+    "[\\'X\\',\\'NV1\\',\\'NV1\\',\\'NV2\\',\\'NV2\\',\\'SYS\\',\\'SYS\\',\\'SYS\\']," \
+    "[\\'NV1\\',\\'X\\',\\'NV2\\',\\'NV1\\',\\'SYS\\',\\'NV2\\',\\'SYS\\',\\'SYS\\']," \
+    "[\\'NV1\\',\\'NV2\\',\\'X\\',\\'NV2\\',\\'SYS\\',\\'SYS\\',\\'NV1\\',\\'SYS\\']," \
+    "[\\'NV2\\',\\'NV1\\',\\'NV2\\',\\'X\\',\\'SYS\\',\\'SYS\\',\\'SYS\\',\\'NV1\\']," \
+    "[\\'NV2\\',\\'SYS\\',\\'SYS\\',\\'SYS\\',\\'X\\',\\'NV1\\',\\'NV1\\',\\'NV2\\']," \
+    "[\\'SYS\\',\\'NV2\\',\\'SYS\\',\\'SYS\\',\\'NV1\\',\\'X\\',\\'NV2\\',\\'NV1\\']," \
+    "[\\'SYS\\',\\'SYS\\',\\'NV1\\',\\'SYS\\',\\'NV1\\',\\'NV2\\',\\'X\\',\\'NV2\\']," \
+    "[\\'SYS\\',\\'SYS\\',\\'SYS\\',\\'NV1\\',\\'NV2\\',\\'NV1\\',\\'NV2\\',\\'X\\']]}"
+
 #endif

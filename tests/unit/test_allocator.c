@@ -444,28 +444,13 @@ static const char minor_topology[] =
     "{\\'version\\':1,\\'gpus\\':[{\\'index\\':0,\\'minor\\':3,\\'memoryMiB\\':10240},"
     "{\\'index\\':1,\\'minor\\':5,\\'memoryMiB\\':10240},{\\'index\\':2,\\'minor\\':0,\\'memoryMiB\\':10240}]}";
 
-/* DGX-1 (8x V100, hybrid cube-mesh), as nvidia-smi topo -m prints it. */
-static const char dgx1_topology[] =
-    "{\\'version\\':1,\\'gpus\\':["
-    "{\\'index\\':0,\\'numa\\':0},{\\'index\\':1,\\'numa\\':0},{\\'index\\':2,\\'numa\\':0},{\\'index\\':3,\\'numa\\':0},"
-    "{\\'index\\':4,\\'numa\\':1},{\\'index\\':5,\\'numa\\':1},{\\'index\\':6,\\'numa\\':1},{\\'index\\':7,\\'numa\\':1}],"
-    "\\'links\\':["
-    "[\\'X\\',\\'NV1\\',\\'NV1\\',\\'NV2\\',\\'NV2\\',\\'SYS\\',\\'SYS\\',\\'SYS\\'],"
-    "[\\'NV1\\',\\'X\\',\\'NV2\\',\\'NV1\\',\\'SYS\\',\\'NV2\\',\\'SYS\\',\\'SYS\\'],"
-    "[\\'NV1\\',\\'NV2\\',\\'X\\',\\'NV2\\',\\'SYS\\',\\'SYS\\',\\'NV1\\',\\'SYS\\'],"
-    "[\\'NV2\\',\\'NV1\\',\\'NV2\\',\\'X\\',\\'SYS\\',\\'SYS\\',\\'SYS\\',\\'NV1\\'],"
-    "[\\'NV2\\',\\'SYS\\',\\'SYS\\',\\'SYS\\',\\'X\\',\\'NV1\\',\\'NV1\\',\\'NV2\\'],"
-    "[\\'SYS\\',\\'NV2\\',\\'SYS\\',\\'SYS\\',\\'NV1\\',\\'X\\',\\'NV2\\',\\'NV1\\'],"
-    "[\\'SYS\\',\\'SYS\\',\\'NV1\\',\\'SYS\\',\\'NV1\\',\\'NV2\\',\\'X\\',\\'NV2\\'],"
-    "[\\'SYS\\',\\'SYS\\',\\'SYS\\',\\'NV1\\',\\'NV2\\',\\'NV1\\',\\'NV2\\',\\'X\\']]}";
-
 /* DESIGN section 5 with real link tables: an empty DGX-1 gives 4 GPUs as a
  * fully NVLinked quad; with GPU 0 busy a pair takes an NV2 link; a node whose
  * quads are all broken scores below an intact one. */
 static void test_topology_sets(void **state)
 {
     struct cluster_cache *c = *state;
-    add_gpu_node(c, "dgx", RES_NVIDIA_GPU, NULL, 8, 0, dgx1_topology);
+    add_gpu_node(c, "dgx", RES_NVIDIA_GPU, NULL, 8, 0, SUPPORT_DGX1_TOPOLOGY);
     struct pod_info *quad = pod_limits("{'nvidia.com/gpu':'4'}");
     struct fit_out out;
     assert_true(binpack(c, "dgx", quad, &out));
@@ -482,7 +467,7 @@ static void test_topology_sets(void **state)
     assert_int_equal(out.r.set_score, out.r.set_best);
 
     /* One busy GPU in each quad: no NVLinked quad is left. */
-    add_gpu_node(c, "broken", RES_NVIDIA_GPU, NULL, 8, 0, dgx1_topology);
+    add_gpu_node(c, "broken", RES_NVIDIA_GPU, NULL, 8, 0, SUPPORT_DGX1_TOPOLOGY);
     add_bound(c, "b1", "broken", "0", "{'nvidia.com/gpu':'1'}");
     add_bound(c, "b2", "broken", "4", "{'nvidia.com/gpu':'1'}");
     assert_true(binpack(c, "broken", quad, &out));

@@ -142,6 +142,7 @@ static void fit_both(const struct node_state *n, const struct pod_info *p, const
     assert_int_equal(line->r.short_by, full->r.short_by);
     assert_int_equal(line->r.unresolvable, full->r.unresolvable);
     assert_int_equal(line->r.set_score, full->r.set_score);
+    assert_int_equal(line->r.set_best, full->r.set_best);
 }
 
 static struct pod_info *request_with(const char *limits, const char *node_policy)
@@ -207,6 +208,48 @@ static void test_line_decides_like_the_full_path(void **state)
     assert_true(on_line > 20); /* most rounds compared the line, not two full paths */
 }
 
+/* Whole GPUs when exactly as many are idle as asked: the line takes them,
+ * with the full path's set score, best possible set and node score, on a
+ * DGX-1 shape and on a node without one, under both node policies. */
+static void test_forced_whole_sets_on_the_line(void **state)
+{
+    struct cluster_cache *c = *state;
+    add_node(c, "{'kind':'Node','metadata':{'name':'dgx','annotations':{'gpu-admission.io/topology':'"
+                SUPPORT_DGX1_TOPOLOGY "'}},'status':{'allocatable':{'tencent.com/vcuda-core':'800',"
+                "'tencent.com/vcuda-memory':'320','nvidia.com/gpu':'8'}}}");
+    add_node(c, "{'kind':'Node','metadata':{'name':'plain'},'status':{'allocatable':{"
+                "'tencent.com/vcuda-core':'800','tencent.com/vcuda-memory':'320','nvidia.com/gpu':'8'}}}");
+    const char *nodes[] = {"dgx", "plain"};
+    for (size_t i = 0; i < 2; i++) {
+        /* Busy: 0, 4, 2, 6, 1, 5 in turn; idle left: 7..2 GPUs, then asks for as many. */
+        static const int busy_order[] = {0, 4, 2, 6, 1, 5};
+        for (int b = 0; b < 6; b++) {
+            char name[32];
+            fmt(name, sizeof(name), "%s-b%d", nodes[i], b);
+            put_pod(c, name, nodes[i], busy_order[b], 10, 1);
+            const struct node_state *n = cache_find_node(c, nodes[i]);
+            assert_true(n->fit.usable);
+            int idle = __builtin_popcount(n->fit.idle);
+            assert_int_equal(idle, 7 - b);
+            char limits[64];
+            fmt(limits, sizeof(limits), "{'nvidia.com/gpu':'%d'}", idle);
+            struct pod_info *p = request(limits);
+            for (int pol = 0; pol < 2; pol++) {
+                struct alloc_policy ap = {.gpu = POLICY_BINPACK, .node = pol ? POLICY_SPREAD : POLICY_BINPACK};
+                struct fit_out line, full;
+                cache_read_lock(c);
+                fit_both(n, p, &ap, &line, &full);
+                cache_unlock(c);
+                assert_true(line.r.fits);
+                assert_int_equal(line.masks[0], n->fit.idle);
+                if (i == 0)
+                    assert_true(line.r.set_best > 0 && line.r.set_score <= line.r.set_best);
+            }
+            pod_info_free(p);
+        }
+    }
+}
+
 /* The memo of a refusal text is the request's: a second request of another
  * size on the same fit_result gets its own text. */
 static void test_refusal_memo_follows_the_request(void **state)
@@ -244,6 +287,7 @@ int main(void)
         T(test_line_follows_every_change),
         T(test_line_unusable_when_inexact),
         T(test_line_decides_like_the_full_path),
+        T(test_forced_whole_sets_on_the_line),
         T(test_refusal_memo_follows_the_request),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

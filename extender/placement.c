@@ -7,6 +7,7 @@
 #include "lib/log.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -557,6 +558,24 @@ static int record(struct placement *p, const struct pod_info *pod, struct evalua
     return ev->error ? 1 : -1;
 }
 
+/* HAMi's device plugin allocates a pod only after this service's bind verb
+ * has taken the node lock (docs/migration.md). With --placement filter
+ * that needs kube-scheduler's bindVerb, which the drop-in scheduler config
+ * does not set: said once, at the first such decision, where an operator
+ * looks when HAMi pods stay Pending. */
+static void warn_hami_in_filter_mode(const struct placement *p, const struct pod_info *decided)
+{
+    static atomic_flag warned = ATOMIC_FLAG_INIT;
+    if (p->cfg.mode != PLACEMENT_FILTER || !decided->hami || !decided->hami->has_alloc)
+        return;
+    if (!atomic_flag_test_and_set(&warned))
+        log_warn("pod %s was decided onto HAMi devices in --placement filter: HAMi's device plugin allocates it "
+                 "only after this service's bind verb takes the node lock, so kube-scheduler must call bindVerb "
+                 "(scheduler-config/<version>/hami.yaml); with the drop-in configuration such pods stay Pending "
+                 "(said once)",
+                 decided->key);
+}
+
 static int decide(struct placement *p, const struct pod_info *pod, struct evaluation *ev)
 {
     ev->chosen = live_assumption(p, pod, ev);
@@ -569,6 +588,8 @@ static int decide(struct placement *p, const struct pod_info *pod, struct evalua
         int rc = commit(p, pod, ev, &ev->verdicts[best], &decided, &token);
         if (rc == 0)
             rc = record(p, pod, ev, decided, token);
+        if (rc == 0 && decided)
+            warn_hami_in_filter_mode(p, decided);
         pod_info_free(decided);
         if (rc < 0)
             return -1;

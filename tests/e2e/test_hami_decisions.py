@@ -244,6 +244,7 @@ def mixed_cluster(_s):
         for u in allocation_of(h2[ALLOCATED])[0]:
             suite.check(dev[u]["memoryUsedMiB"] >= 8192 and "%s/h2" % NS in dev[u]["pods"],
                         "h2's 50%% of a 16384 MiB GPU is charged to %s" % u, dev[u])
+        suite.check("--placement filter" not in env.srv.stderr(), "no bindVerb warning in bind placement")
 
 
 @suite.test
@@ -403,6 +404,12 @@ def filter_placement(_s):
                     env.devices("hami-0"))
         env.bind_retrying("fm", "hami-0")
         env.accepted("fm")
+        env.create("fm2", vgpu(1, 4000, cores=20))
+        f = env.srv.filter(env.cluster.get_pod("fm2", NS), ["hami-0"])
+        suite.check_eq(f.get("NodeNames"), ["hami-0"], "a second HAMi pod is decided", f)
+        said = env.srv.stderr().count("decided onto HAMi devices in --placement filter")
+        suite.check_eq(said, 1, "the bindVerb warning is logged once, at the first HAMi decision",
+                       env.srv.stderr()[-2000:])
 
 
 if __name__ == "__main__":

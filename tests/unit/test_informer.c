@@ -13,6 +13,11 @@
 #include "extender/feed.h"
 #include "extender/metrics.h"
 #include "kube/informer.h"
+#include "lib/clock.h"
+#include "lib/strbuf.h"
+#include "tests/unit/fakeapi.h"
+
+#include <stdatomic.h>
 
 struct fixture {
     struct cluster_cache cache;
@@ -216,6 +221,93 @@ static void test_bad_objects_skipped_and_counted(void **state)
     assert_int_equal(skipped(f, "node", "invalid"), 0);
 }
 
+/* ---- lists over HTTP, taken apart as they arrive ---------------------------- */
+
+static atomic_int list_mode;   /* 0: a good list of LIST_NODES nodes; 1: items is an object */
+static atomic_int lists_served;
+#define LIST_NODES 40
+#define LIST_PIECE 61
+
+/* The list in pieces of LIST_PIECE bytes, each its own TCP segment (fakeapi
+ * pauses between chunks), so names, escapes and items are cut across pieces. */
+static int serve_list(struct fake_conn *c, int mode)
+{
+    struct strbuf sb;
+    strbuf_init(&sb);
+    strbuf_puts(&sb, "{\"kind\":\"NodeList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"77\"},"
+                     "\"items\":");
+    strbuf_puts(&sb, mode == 1 ? "{\"a\":1}" : "[");
+    for (int i = 0; mode == 0 && i < LIST_NODES; i++)
+        strbuf_printf(&sb,
+                      "%s{\"metadata\":{\"name\":\"ln-%02d\",\"resourceVersion\":\"%d\",\"annotations\":{"
+                      "\"x\":\"{\\\"quoted\\\":\\\"\\u00e9\\\"}\"}},\"status\":{\"allocatable\":{"
+                      "\"tencent.com/vcuda-core\":\"%d\",\"tencent.com/vcuda-memory\":\"40\"}}}",
+                      i ? ", " : "", i, 10 + i, 100 * (1 + i % 8));
+    strbuf_puts(&sb, mode == 1 ? "}" : "]}");
+    int rc = strbuf_failed(&sb) || fake_start_chunked(c) ? -1 : 0;
+    for (size_t at = 0; rc == 0 && at < sb.len; at += LIST_PIECE)
+        rc = fake_chunk(c, sb.data + at, sb.len - at < LIST_PIECE ? sb.len - at : LIST_PIECE);
+    if (rc == 0)
+        rc = fake_end_chunked(c);
+    strbuf_free(&sb);
+    atomic_fetch_add(&lists_served, 1);
+    return rc;
+}
+
+static int respond_lists(void *ctx, struct fake_conn *c, const struct fake_request *rq)
+{
+    (void)ctx;
+    if (strstr(rq->path, "watch=1"))
+        return fake_hold(c);
+    return serve_list(c, atomic_load(&list_mode));
+}
+
+static bool wait_for(struct informer *inf, int synced, const char *error_part, long ms)
+{
+    for (long long end = fake_mono_ms() + ms; fake_mono_ms() < end; fake_sleep_ms(20)) {
+        struct informer_status st;
+        informer_status(inf, &st);
+        if (st.synced == synced && (!error_part || strstr(st.last_error, error_part)))
+            return true;
+    }
+    return false;
+}
+
+/* A list that arrives in small pieces is applied whole; one that is not a
+ * Kubernetes list fails (items is not an array: earlier releases read that
+ * as an empty list and would have emptied the cache), and the next good one
+ * is applied. */
+static void test_list_streamed_and_checked(void **state)
+{
+    struct fixture *f = *state;
+    atomic_store(&list_mode, 1);
+    atomic_store(&lists_served, 0);
+    assert_int_equal(fakeapi_start(respond_lists, NULL), 0);
+    char url[64];
+    snprintf(url, sizeof(url), "%s", fakeapi_url());
+    url[strlen(url) - 1] = '\0'; /* the server is named without its trailing slash */
+    struct kube_config cfg = {.server = url};
+    struct informer *inf = informer_new("nodes", "/api/v1/nodes", feed_sink(f->node_feed), &cfg);
+    assert_non_null(inf);
+    assert_int_equal(informer_start(inf), 0);
+    assert_true(wait_for(inf, 0, "not a Kubernetes list", 5000));
+    assert_int_equal(dict_size(&f->cache.nodes), 0);
+    atomic_store(&list_mode, 0);
+    assert_true(wait_for(inf, 1, NULL, 10000));
+    struct informer_status st;
+    informer_status(inf, &st);
+    assert_string_equal(st.resource_version, "77");
+    cache_read_lock(&f->cache);
+    assert_int_equal(dict_size(&f->cache.nodes), LIST_NODES);
+    const struct node_state *n = cache_find_node(&f->cache, "ln-07");
+    assert_non_null(n);
+    assert_int_equal(n->gpu_count, 8);
+    cache_unlock(&f->cache);
+    assert_true(atomic_load(&lists_served) >= 2);
+    informer_free(inf);
+    fakeapi_stop();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -224,6 +316,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_configmaps_and_node_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replace_pods, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_objects_skipped_and_counted, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_list_streamed_and_checked, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -241,11 +241,54 @@ static const char *scan_escape(struct jscan *s, const char *p, const char *open)
     return p + 6;
 }
 
+#if defined(JSCAN_USE_SSE2)
+/* Escape-dense strings (JSON carried in an annotation has an escaped quote
+ * every few bytes): every special byte of a 16-byte block is taken from one
+ * mask instead of a new search after each escape. p is at a special byte;
+ * returns the byte after the closing quote, NULL on error, or, when fewer
+ * than 16 bytes remain, the first special byte there (*done stays 0). */
+static const char *scan_escapes_blocks(struct jscan *s, const char *open, const char *p, int *done)
+{
+    const char *end = s->end;
+    while (end - p >= 16) {
+        const char *block = p;
+        unsigned m = special_mask16(block);
+        while (m) {
+            const char *q = block + __builtin_ctz(m);
+            if (*q != '\\') {
+                *done = 1;
+                return *q == '"' ? q + 1 : fail_at(s, q, ERR_CONTROL);
+            }
+            p = scan_escape(s, q, open);
+            if (!p) {
+                *done = 1;
+                return NULL;
+            }
+            if (p - block >= 16)
+                break;
+            m &= ~0u << (p - block); /* the escaped byte is not special */
+        }
+        if (!m)
+            p = block + 16;
+    }
+    return find_special(p, end);
+}
+#endif
+
 /* The rest of the string opened at `open`, from its first special byte p:
  * escapes, errors, and the runs of plain bytes between them. */
 static const char *scan_string_slow(struct jscan *s, const char *open, const char *p, int *escaped)
 {
     const char *end = s->end;
+#if defined(JSCAN_USE_SSE2)
+    if (p < end && *p == '\\') {
+        int done = 0;
+        *escaped = 1;
+        p = scan_escapes_blocks(s, open, p, &done);
+        if (done)
+            return p;
+    }
+#endif
     for (;;) {
         if (p == end)
             return fail_at(s, open, ERR_UNTERMINATED);

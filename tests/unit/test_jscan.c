@@ -772,6 +772,76 @@ static void test_string_block_boundaries(void **state)
     }
 }
 
+/* Strings dense with escapes (JSON inside an annotation) at every alignment:
+ * several escapes per 16-byte block, escapes cut by a block's end, an
+ * escaped backslash right before the closing quote. Random pieces from a
+ * fixed seed; each string is also broken once (a bad escape, a raw control
+ * byte, or cut short) and must fail with the error and offset of that spot. */
+enum { PIECE_PLAIN, PIECE_QUOTE, PIECE_BACKSLASH, PIECE_NEWLINE, PIECE_UNICODE, PIECE_KINDS };
+static const char *const piece_text[PIECE_KINDS] = {"a", "\\\"", "\\\\", "\\n", "\\u00e9"};
+
+static uint32_t next_rand(uint32_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 17;
+    *x ^= *x << 5;
+    return *x;
+}
+
+static void test_escape_dense_strings(void **state)
+{
+    (void)state;
+    char text[512];
+    size_t starts[160];
+    uint32_t seed = 2463534242u;
+    for (int round = 0; round < 4000; round++) {
+        size_t lead = next_rand(&seed) % 16, n = 0, pieces = next_rand(&seed) % 60;
+        memset(text, ' ', lead);
+        n = lead;
+        text[n++] = '"';
+        for (size_t i = 0; i < pieces; i++) {
+            const char *t = piece_text[next_rand(&seed) % 3 ? next_rand(&seed) % PIECE_KINDS : PIECE_PLAIN];
+            starts[i] = n;
+            memcpy(text + n, t, strlen(t));
+            n += strlen(t);
+        }
+        text[n++] = '"';
+        size_t close = n;
+        char *b = exact(text, n);
+        struct jscan s;
+        struct jscan_str str;
+        jscan_init(&s, b, n);
+        assert_int_equal(jscan_string(&s, &str), 0);
+        assert_ptr_equal(s.pos, b + close);
+        assert_int_equal(str.len, close - lead - 2);
+        assert_int_equal(str.has_escapes, memchr(text + lead + 1, '\\', str.len) != NULL);
+        free(b);
+        if (pieces == 0)
+            continue;
+        size_t at = starts[next_rand(&seed) % pieces];
+        char saved = text[at];
+        switch (next_rand(&seed) % 3) {
+        case 0: /* a bad escape where a piece begins */
+            text[at] = '\\';
+            if (at + 1 < close - 1 && text[at + 1] != '\\' && text[at + 1] != '"' && text[at + 1] != 'n' &&
+                text[at + 1] != 'u') {
+                char want[32];
+                snprintf(want, sizeof want, "invalid escape \\%c", text[at + 1]);
+                expect_error_n(skip_doc, text, close, want, at);
+            }
+            break;
+        case 1: /* a raw control byte */
+            text[at] = '\t';
+            expect_error_n(skip_doc, text, close, "unescaped control character in string", at);
+            break;
+        default: /* cut short: an unterminated string, reported at its quote */
+            expect_error_n(skip_doc, text, at, "unterminated string", lead);
+            break;
+        }
+        text[at] = saved;
+    }
+}
+
 static void test_string_errors(void **state)
 {
     (void)state;
@@ -1349,6 +1419,7 @@ int main(void)
         cmocka_unit_test(test_literals),
         cmocka_unit_test(test_strings_valid),
         cmocka_unit_test(test_string_block_boundaries),
+        cmocka_unit_test(test_escape_dense_strings),
         cmocka_unit_test(test_string_errors),
         cmocka_unit_test(test_structure_errors),
         cmocka_unit_test(test_api_errors),

@@ -259,8 +259,10 @@ static const char *scan_escapes_blocks(struct jscan *s, const char *open, const 
                 *done = 1;
                 return *q == '"' ? q + 1 : fail_at(s, q, ERR_CONTROL);
             }
-            p = scan_escape(s, q, open);
-            if (!p) {
+            /* simple escapes inline; \uXXXX and errors out of line */
+            if (q + 1 < end && q[1] != 'u' && simple_escape[(unsigned char)q[1]]) {
+                p = q + 2;
+            } else if (!(p = scan_escape(s, q, open))) {
                 *done = 1;
                 return NULL;
             }

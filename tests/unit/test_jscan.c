@@ -776,7 +776,8 @@ static void test_string_block_boundaries(void **state)
  * several escapes per 16-byte block, escapes cut by a block's end, an
  * escaped backslash right before the closing quote. Random pieces from a
  * fixed seed; each string is also broken once (a bad escape, a raw control
- * byte, or cut short) and must fail with the error and offset of that spot. */
+ * byte, or cut short, also right after a backslash) and must fail with the
+ * error and offset of that spot. */
 enum { PIECE_PLAIN, PIECE_QUOTE, PIECE_BACKSLASH, PIECE_NEWLINE, PIECE_UNICODE, PIECE_KINDS };
 static const char *const piece_text[PIECE_KINDS] = {"a", "\\\"", "\\\\", "\\n", "\\u00e9"};
 
@@ -834,8 +835,8 @@ static void test_escape_dense_strings(void **state)
             text[at] = '\t';
             expect_error_n(skip_doc, text, close, "unescaped control character in string", at);
             break;
-        default: /* cut short: an unterminated string, reported at its quote */
-            expect_error_n(skip_doc, text, at, "unterminated string", lead);
+        default: /* cut short, after the backslash of an escape if one starts here */
+            expect_error_n(skip_doc, text, at + (text[at] == '\\'), "unterminated string", lead);
             break;
         }
         text[at] = saved;

@@ -1,4 +1,5 @@
-/* test_jscan.c - unit tests for the validating JSON scanner (extender/jscan.c).
+/* test_jscan.c - unit tests for the validating JSON scanner (lib/jscan.c), built
+ * three times: SSE2, SWAR and byte at a time (tests/CMakeLists.txt).
  *
  * Every input is scanned from a heap copy of exactly its length (no NUL
  * after it), so under AddressSanitizer any read past s->end fails the test.

@@ -241,11 +241,7 @@ static void *reaper_main(void *arg)
     int64_t tick = reaper_tick_ns(g);
     pthread_mutex_lock(&g->lock);
     while (!g->stop) {
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        int64_t ns = (int64_t)until.tv_nsec + tick;
-        until.tv_sec += (time_t)(ns / NS_PER_S);
-        until.tv_nsec = (long)(ns % NS_PER_S);
+        struct timespec until = clock_monotonic_after(tick);
         pthread_cond_timedwait(&g->wake, &g->lock, &until);
         if (g->stop)
             break;
@@ -272,12 +268,8 @@ struct guard *guard_start(const struct guard_config *cfg, char **err)
     g->cfg = *cfg;
     fit_descriptors(&g->cfg);
     atomic_store(&body_budget, cfg->body_budget);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_mutex_init(&g->lock, NULL);
-    pthread_cond_init(&g->wake, &attr);
-    pthread_condattr_destroy(&attr);
+    clock_cond_init(&g->wake);
     if (pthread_create(&g->reaper, NULL, reaper_main, g) != 0) {
         guard_stop(g);
         *err = strdup("cannot start the connection reaper thread");

@@ -100,11 +100,7 @@ static void pass(struct hami_handshaker *h)
 /* Sleep one interval unless stopped. true when stopping. */
 static bool wait_interval(struct hami_handshaker *h)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    int64_t ns = (int64_t)until.tv_nsec + h->interval_ns % NS_PER_S;
-    until.tv_sec += (time_t)(h->interval_ns / NS_PER_S + ns / NS_PER_S);
-    until.tv_nsec = (long)(ns % NS_PER_S);
+    struct timespec until = clock_monotonic_after(h->interval_ns);
     pthread_mutex_lock(&h->lock);
     int rc = 0;
     while (!h->stopping && rc != ETIMEDOUT)
@@ -134,7 +130,7 @@ struct hami_handshaker *hami_handshaker_start(const struct kube_config *kube, st
     h->may_write = may_write;
     h->interval_ns = interval_ns > 0 ? interval_ns : 15 * NS_PER_S;
     pthread_mutex_init(&h->lock, NULL);
-    pthread_cond_init(&h->wake, NULL);
+    clock_cond_init(&h->wake);
     if (!(h->client = kube_client_new(kube, err))) {
         hami_handshaker_stop(h);
         return NULL;

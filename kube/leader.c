@@ -856,15 +856,8 @@ static void elector_free(struct leader_elector *le)
 
 static int init_sync(struct leader_elector *le)
 {
-    pthread_condattr_t attr;
-    if (pthread_condattr_init(&attr))
-        return -1;
     /* Waits measured on the monotonic clock, like everything else here. */
-    int rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    if (!rc)
-        rc = pthread_cond_init(&le->wake, &attr);
-    pthread_condattr_destroy(&attr);
-    if (rc)
+    if (clock_cond_init(&le->wake))
         return -1;
     if (pthread_mutex_init(&le->mu, NULL)) {
         pthread_cond_destroy(&le->wake);

@@ -24,3 +24,16 @@ struct timespec clock_monotonic_after(int64_t after_ns)
     struct timespec ts = {(time_t)(at / NS_PER_S), (long)(at % NS_PER_S)};
     return ts;
 }
+
+int clock_cond_init(pthread_cond_t *c)
+{
+    pthread_condattr_t attr;
+    int rc = pthread_condattr_init(&attr);
+    if (rc)
+        return rc;
+    rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    if (!rc)
+        rc = pthread_cond_init(c, &attr);
+    pthread_condattr_destroy(&attr);
+    return rc;
+}

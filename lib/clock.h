@@ -9,6 +9,7 @@
 #ifndef GQA_CLOCK_H
 #define GQA_CLOCK_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -27,5 +28,8 @@ static inline int64_t clock_monotonic_ms(void)
 /* The CLOCK_MONOTONIC instant `after_ns` from now, for waits on a condition
  * variable created with pthread_condattr_setclock(CLOCK_MONOTONIC). */
 struct timespec clock_monotonic_after(int64_t after_ns);
+/* Initialise c so that its timed waits count on CLOCK_MONOTONIC (a wall
+ * clock step neither ends them early nor stretches them). 0, or an errno. */
+int clock_cond_init(pthread_cond_t *c);
 
 #endif

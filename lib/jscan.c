@@ -503,6 +503,7 @@ void jscan_init(struct jscan *s, const char *buf, size_t len)
     s->pos = buf;
     s->end = buf + len;
     s->depth = 0;
+    s->base_depth = 0;
     s->error = NULL;
     s->error_offset = 0;
 }
@@ -676,6 +677,22 @@ int jscan_finish(struct jscan *s)
 int jscan_ran_out(const struct jscan *s)
 {
     return s->error == ERR_EOF || s->error == ERR_UNTERMINATED || s->error == ERR_EMPTY;
+}
+
+void jscan_fork(struct jscan *t, const struct jscan *s, const char *at)
+{
+    jscan_init(t, at, (size_t)(s->end - at));
+    t->depth = s->depth;
+    t->base_depth = s->depth;
+}
+
+int jscan_join(struct jscan *s, const struct jscan *t)
+{
+    if (s->error || t->error || t->start != s->pos || t->end != s->end || t->base_depth != s->depth)
+        return -1;
+    s->pos = t->pos;
+    s->depth = t->depth;
+    return 0;
 }
 
 /* ---- decoding ---------------------------------------------------------- */

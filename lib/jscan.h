@@ -57,6 +57,7 @@ struct jscan {
     const char *pos;
     const char *end;
     int depth;           /* current nesting depth, bounded by JSCAN_MAX_DEPTH */
+    int base_depth;      /* the depth it began at: 0, or its parent's (jscan_fork) */
     const char *error;   /* NULL while no error */
     size_t error_offset; /* byte offset of the error */
 };
@@ -130,6 +131,15 @@ int jscan_finish(struct jscan *s);
  * number that reaches the end of the text scans without error, so such
  * callers must not trust a number that ends exactly there. */
 int jscan_ran_out(const struct jscan *s);
+
+/* Scanning ahead on another thread. jscan_fork makes t a scan of s's text
+ * from `at` (at or after s->pos, inside the same containers): for an array
+ * element, `at` is the ',' before it, and t's first jscan_next_element
+ * takes it. jscan_join moves s to where t stopped, as if s had scanned that
+ * stretch itself; it refuses (-1, s untouched) unless t began exactly at
+ * s->pos, at s's depth, and has no error. Neither reads the text. */
+void jscan_fork(struct jscan *t, const struct jscan *s, const char *at);
+int jscan_join(struct jscan *s, const struct jscan *t);
 
 /* True when the (unescaped) key equals the NUL-terminated literal. Keys with
  * escapes are compared after decoding (no allocation); a key that decodes to

@@ -844,6 +844,57 @@ static void test_escape_dense_strings(void **state)
     }
 }
 
+/* A scan forked ahead at an element's comma, joined where the parent is. */
+static void test_fork_and_join(void **state)
+{
+    (void)state;
+    static const char text[] = "{\"a\":[{\"x\":1},{\"y\":[2]},3],\"b\":true}";
+    size_t n = sizeof text - 1;
+    char *b = exact(text, n);
+    const char *comma = strstr(b, "},{") + 1;
+    struct jscan s, t;
+    struct jscan_str key;
+    jscan_init(&s, b, n);
+    assert_int_equal(jscan_enter_object(&s), 0);
+    assert_int_equal(jscan_next_key(&s, &key), 1);
+    assert_int_equal(jscan_enter_array(&s), 0);
+    jscan_fork(&t, &s, comma);
+    assert_int_equal(jscan_next_element(&t), 1);
+    assert_int_equal(jscan_skip_value(&t), 0); /* {"y":[2]} */
+    assert_int_equal(jscan_next_element(&t), 1);
+    assert_int_equal(jscan_skip_value(&t), 0); /* 3 */
+    assert_int_equal(jscan_next_element(&t), 0);
+    assert_int_equal(t.depth, s.depth - 1);
+    assert_int_equal(jscan_join(&s, &t), -1); /* s is not at the comma yet */
+    assert_int_equal(jscan_next_element(&s), 1);
+    assert_int_equal(jscan_skip_value(&s), 0); /* {"x":1} */
+    assert_ptr_equal(s.pos, comma);
+    assert_int_equal(jscan_join(&s, &t), 0);
+    assert_int_equal(jscan_next_key(&s, &key), 1);
+    assert_true(jscan_key_is(&key, "b"));
+    assert_int_equal(jscan_skip_value(&s), 0);
+    assert_int_equal(jscan_next_key(&s, &key), 0);
+    assert_int_equal(jscan_finish(&s), 0);
+
+    /* A fork with an error, or begun at another depth, is refused. */
+    jscan_init(&s, b, n);
+    assert_int_equal(jscan_enter_object(&s), 0);
+    assert_int_equal(jscan_next_key(&s, &key), 1);
+    assert_int_equal(jscan_enter_array(&s), 0);
+    assert_int_equal(jscan_next_element(&s), 1);
+    assert_int_equal(jscan_skip_value(&s), 0);
+    jscan_fork(&t, &s, comma);
+    t.base_depth = s.depth + 1;
+    assert_int_equal(jscan_join(&s, &t), -1);
+    jscan_fork(&t, &s, comma + 1); /* at the '{', not the comma */
+    assert_int_equal(jscan_next_element(&t), -1);
+    assert_string_equal(t.error, "expected ',' or ']' after array element");
+    t.start = comma;
+    assert_int_equal(jscan_join(&s, &t), -1);
+    assert_ptr_equal(s.pos, comma);
+    free(b);
+}
+
 static void test_string_errors(void **state)
 {
     (void)state;
@@ -1422,6 +1473,7 @@ int main(void)
         cmocka_unit_test(test_strings_valid),
         cmocka_unit_test(test_string_block_boundaries),
         cmocka_unit_test(test_escape_dense_strings),
+        cmocka_unit_test(test_fork_and_join),
         cmocka_unit_test(test_string_errors),
         cmocka_unit_test(test_structure_errors),
         cmocka_unit_test(test_api_errors),

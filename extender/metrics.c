@@ -1,6 +1,7 @@
 /* metrics.c - Prometheus metrics. See metrics.h. */
 #include "extender/metrics.h"
 #include "extender/guard.h"
+#include "extender/wire.h"
 #include "extender/workers.h"
 
 #include <stdatomic.h>
@@ -186,6 +187,7 @@ void metrics_render(struct strbuf *out, struct cluster_cache *cache)
     render_skipped(out);
     guard_render_metrics(out);
     workers_render_metrics(out);
+    wire_render_metrics(out);
 }
 
 void metrics_label_value(struct strbuf *out, const char *s)

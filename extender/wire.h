@@ -29,6 +29,7 @@
 #include "extender/http.h"
 #include "extender/placement.h"
 #include "lib/jscan.h"
+#include "lib/strbuf.h"
 
 enum args_form { ARGS_NODE_NAMES = 0, ARGS_NODES };
 
@@ -47,6 +48,12 @@ struct extender_args {
  * Returns 0, or -1 with *err a malloc'd message saying what is wrong. */
 int wire_parse_args(const char *body, size_t len, struct extender_args *args, char **err);
 void wire_args_free(struct extender_args *args);
+
+/* Large Nodes forms are scanned on two threads when a guessed item boundary
+ * holds (wire.c): how often it held (taken) and failed (dropped), for the
+ * gqa_nodes_form_splits_total metric. Thread-safe. */
+void wire_items_splits(unsigned long long *taken, unsigned long long *dropped);
+void wire_render_metrics(struct strbuf *out);
 
 /* ExtenderFilterResult in the request's form: fitting nodes kept (in the
  * Nodes form as the request's bytes of each item), others in FailedNodes or

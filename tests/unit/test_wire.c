@@ -6,12 +6,14 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "extender/placement.h"
 #include "extender/wire.h"
+#include "lib/strbuf.h"
 #include "tests/unit/support.h"
 
 static const char POD[] = "{'metadata':{'name':'p','namespace':'ns'},'spec':{'containers':[{'name':'c',"
@@ -126,6 +128,119 @@ static void test_nodes_form(void **state)
     assert_int_equal(a.count, 0);
     wire_args_free(&a);
     free(body);
+}
+
+/* ---- large Nodes forms: the items scanned on two threads -------------------- */
+
+#define BIG_ITEMS 600
+enum big_variant { BIG_PLAIN, BIG_NESTED_ITEM_START, BIG_NO_NAME, BIG_CONTROL_BYTE, BIG_TRAILING_COMMA };
+
+/* A Nodes form of BIG_ITEMS items of about 4 KB (2.4 MB in all). With
+ * BIG_NESTED_ITEM_START every item ends with an array whose second object
+ * begins like an item, with a name, so the guessed boundary falls inside an
+ * item. *mark is set to the byte a broken variant broke. */
+static char *big_nodes_form(enum big_variant v, size_t *len, size_t *mark)
+{
+    struct strbuf sb;
+    strbuf_init(&sb);
+    strbuf_puts(&sb, "{\"Pod\":");
+    char *pod = q(POD);
+    strbuf_puts(&sb, pod);
+    free(pod);
+    strbuf_puts(&sb, ",\"Nodes\":{\"metadata\":{},\"items\":[");
+    *mark = 0;
+    for (int i = 0; i < BIG_ITEMS; i++) {
+        bool nameless = v == BIG_NO_NAME && i == 500;
+        strbuf_printf(&sb, "%s{\"metadata\":{\"%s\":\"n-%04d\",\"labels\":{\"zone\":\"z%d\"}},\"status\":{", i ? "," : "",
+                      nameless ? "nome" : "name", i, i % 3);
+        strbuf_puts(&sb, "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"},{\"type\":\"DiskPressure\"}],"
+                         "\"note\":\"{\\\"a\\\":[{},{\\\"metadata\\\":1}]}\",\"pad\":\"");
+        if (v == BIG_CONTROL_BYTE && i == 550)
+            *mark = sb.len + 1000;
+        for (int k = 0; k < 3900; k++)
+            strbuf_putc(&sb, (char)('a' + k % 26));
+        strbuf_puts(&sb, "\"}");
+        if (v == BIG_NESTED_ITEM_START)
+            strbuf_puts(&sb, ",\"inner\":[{\"a\":1},{\"metadata\":{\"name\":\"inner\"}}]");
+        strbuf_putc(&sb, '}');
+    }
+    if (v == BIG_TRAILING_COMMA) {
+        *mark = sb.len;
+        strbuf_putc(&sb, ',');
+    }
+    strbuf_puts(&sb, "],\"after\":{\"k\":[1,2]}},\"NodeNames\":null}");
+    assert_false(strbuf_failed(&sb));
+    if (v == BIG_CONTROL_BYTE)
+        sb.data[*mark] = '\t';
+    *len = sb.len;
+    return strbuf_detach(&sb, NULL);
+}
+
+/* Every item's name and exact bytes, whichever way the items were scanned. */
+static void expect_big_items(enum big_variant v, unsigned long long want_taken, unsigned long long want_dropped)
+{
+    size_t len, mark;
+    char *body = big_nodes_form(v, &len, &mark);
+    unsigned long long t0, d0, t1, d1;
+    wire_items_splits(&t0, &d0);
+    struct extender_args a;
+    char *err = NULL;
+    if (wire_parse_args(body, len, &a, &err) != 0)
+        fail_msg("rejected: %s", err);
+    wire_items_splits(&t1, &d1);
+    assert_int_equal(t1 - t0, want_taken);
+    assert_int_equal(d1 - d0, want_dropped);
+    assert_int_equal(a.count, BIG_ITEMS);
+    for (int i = 0; i < BIG_ITEMS; i++) {
+        char name[16], head[40];
+        snprintf(name, sizeof name, "n-%04d", i);
+        snprintf(head, sizeof head, "{\"metadata\":{\"name\":\"%s\"", name);
+        assert_string_equal(a.names[i], name);
+        const struct jscan_span *sp = &a.items[i];
+        assert_true(sp->len > strlen(head));
+        assert_memory_equal(sp->ptr, head, strlen(head));
+        assert_true(sp->ptr[sp->len - 1] == '}' && (sp->ptr[sp->len] == ',' || sp->ptr[sp->len] == ']'));
+        if (i > 0)
+            assert_ptr_equal(a.items[i - 1].ptr + a.items[i - 1].len + 1, sp->ptr);
+    }
+    wire_args_free(&a);
+    free(body);
+}
+
+/* A break in the second half: the helper's half is dropped, and the error
+ * is the serial walk's. */
+static void expect_big_error(enum big_variant v, const char *want_fmt)
+{
+    size_t len, mark;
+    char *body = big_nodes_form(v, &len, &mark);
+    char want[160];
+    snprintf(want, sizeof want, want_fmt, mark);
+    struct extender_args a;
+    char *err = NULL;
+    unsigned long long t0, d0, t1, d1;
+    wire_items_splits(&t0, &d0);
+    assert_int_equal(wire_parse_args(body, len, &a, &err), -1);
+    wire_items_splits(&t1, &d1);
+    assert_int_equal(t1 - t0, 0);
+    assert_int_equal(d1 - d0, 1);
+    assert_non_null(err);
+    assert_string_equal(err, want);
+    free(err);
+    free(body);
+}
+
+/* The second half is scanned on another thread when the guessed boundary
+ * between two items holds; when it falls inside an item (even on text that
+ * scans as an item) the items are scanned on one thread. Either way the
+ * names, the spans and every error are the serial walk's. */
+static void test_large_nodes_form_two_threads(void **state)
+{
+    (void)state;
+    expect_big_items(BIG_PLAIN, 1, 0);
+    expect_big_items(BIG_NESTED_ITEM_START, 0, 1);
+    expect_big_error(BIG_NO_NAME, "Nodes.items[500] has no metadata.name");
+    expect_big_error(BIG_CONTROL_BYTE, "malformed JSON at byte %zu: unescaped control character in string");
+    expect_big_error(BIG_TRAILING_COMMA, "malformed JSON at byte %zu: trailing comma");
 }
 
 static void test_escaped_names(void **state)
@@ -810,6 +925,7 @@ int main(void)
         cmocka_unit_test(test_node_names_form),
         cmocka_unit_test(test_nodes_form),
         cmocka_unit_test(test_escaped_names),
+        cmocka_unit_test(test_large_nodes_form_two_threads),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_filter_result_names),
         cmocka_unit_test(test_filter_result_nodes),

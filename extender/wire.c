@@ -1,5 +1,6 @@
 /* wire.c - extender wire format. See wire.h. */
 #include "extender/wire.h"
+#include "lib/ascii.h"
 #include "lib/strbuf.h"
 
 #include <limits.h>
@@ -104,6 +105,8 @@ static int parse_node_names(struct jscan *s, struct name_collector *nc, char **e
             return -1;
         if (jscan_string(s, &name) != 0 || collect_name(nc, &name) != 0)
             return -1;
+        if (!name.has_escapes && ascii_only(name.ptr, name.len)) /* it can go back as it came */
+            nc->spans[nc->count - 1] = (struct jscan_span){name.ptr - 1, name.len + 2};
     }
     return r;
 }
@@ -388,10 +391,11 @@ static int finish_args(struct extender_args *a, struct name_collector *nc, bool 
 {
     a->form = has_nodes ? ARGS_NODES : ARGS_NODE_NAMES;
     a->count = nc->count;
-    if (has_nodes) {
+    if (has_nodes)
         a->items = nc->spans; /* the collector gives them up */
-        nc->spans = NULL;
-    }
+    else
+        a->raw_names = nc->spans;
+    nc->spans = NULL;
     a->names = calloc(nc->count ? nc->count : 1, sizeof(*a->names));
     if (!a->names)
         return -1;
@@ -437,6 +441,7 @@ void wire_args_free(struct extender_args *a)
     free(a->names);
     free(a->names_buf);
     free(a->items);
+    free(a->raw_names);
     memset(a, 0, sizeof(*a));
 }
 
@@ -551,6 +556,26 @@ static void put_name(struct strbuf *sb, const char *name)
     sb->data[sb->len] = '\0';
 }
 
+/* The request's token for verdict i's name, when it can go back as it came
+ * (wire.h: raw_names), else NULL. */
+static const struct jscan_span *raw_name(const struct extender_args *a, const struct evaluation *ev, size_t i)
+{
+    if (!a || !a->raw_names || i >= a->count || a->names[i] != ev->verdicts[i].name || !a->raw_names[i].ptr)
+        return NULL;
+    return &a->raw_names[i];
+}
+
+static void put_node_name(struct strbuf *sb, const struct extender_args *a, const struct evaluation *ev, size_t i)
+{
+    const struct jscan_span *raw = raw_name(a, ev, i);
+    if (raw)
+        strbuf_append(sb, raw->ptr, raw->len);
+    else
+        put_name(sb, ev->verdicts[i].name);
+}
+
+/* Kept names that stood next to each other in the request (one comma
+ * between them) go back as one copy of that stretch. */
 static void put_kept_nodes(struct answer *an, const struct extender_args *a, const struct evaluation *ev)
 {
     if (a->form == ARGS_NODES) {
@@ -560,13 +585,23 @@ static void put_kept_nodes(struct answer *an, const struct extender_args *a, con
     struct strbuf *sb = &an->text;
     bool first = true;
     strbuf_puts(sb, "\"Nodes\":null,\"NodeNames\":[");
-    for (size_t i = 0; i < ev->count; i++) {
-        if (!ev->verdicts[i].fits)
+    for (size_t i = 0; i < ev->count;) {
+        if (!ev->verdicts[i].fits) {
+            i++;
             continue;
+        }
         if (!first)
             strbuf_putc(sb, ',');
-        put_name(sb, ev->verdicts[i].name);
         first = false;
+        const struct jscan_span *from = raw_name(a, ev, i), *to = from, *next;
+        if (!from) {
+            put_name(sb, ev->verdicts[i++].name);
+            continue;
+        }
+        while (++i < ev->count && ev->verdicts[i].fits && (next = raw_name(a, ev, i)) &&
+               next->ptr == to->ptr + to->len + 1 && to->ptr[to->len] == ',')
+            to = next;
+        strbuf_append(sb, from->ptr, (size_t)(to->ptr + to->len - from->ptr));
     }
     strbuf_puts(sb, "],");
 }
@@ -581,7 +616,8 @@ static void repeat_bytes(struct strbuf *sb, size_t from, size_t len)
     sb->data[sb->len] = '\0';
 }
 
-static void put_failed(struct strbuf *sb, const char *field, const struct evaluation *ev, bool unresolvable)
+static void put_failed(struct strbuf *sb, const char *field, const struct extender_args *a, const struct evaluation *ev,
+                       bool unresolvable)
 {
     bool first = true;
     /* Nodes refused for the same reason share its text (placement.c):
@@ -594,7 +630,7 @@ static void put_failed(struct strbuf *sb, const char *field, const struct evalua
             continue;
         if (!first)
             strbuf_putc(sb, ',');
-        put_name(sb, v->name);
+        put_node_name(sb, a, ev, i);
         strbuf_putc(sb, ':');
         if (v->reason_len && v->reason_off == escaped_off) {
             repeat_bytes(sb, escaped_at, escaped_len);
@@ -615,8 +651,8 @@ static void build_filter_result(struct answer *an, const struct extender_args *a
     strbuf_reserve(&an->text, 64 + ev->count * 48);
     strbuf_putc(&an->text, '{');
     put_kept_nodes(an, a, ev);
-    put_failed(&an->text, "FailedNodes", ev, false);
-    put_failed(&an->text, "FailedAndUnresolvableNodes", ev, true);
+    put_failed(&an->text, "FailedNodes", a, ev, false);
+    put_failed(&an->text, "FailedAndUnresolvableNodes", a, ev, true);
     strbuf_puts(&an->text, "\"Error\":");
     strbuf_json_string(&an->text, ev->error ? ev->error : "");
     strbuf_putc(&an->text, '}');
@@ -666,7 +702,6 @@ char *wire_filter_error(const char *msg, size_t *len)
 
 char *wire_priority_list(const struct extender_args *a, const struct evaluation *ev, size_t *len)
 {
-    (void)a;
     struct strbuf sb;
     strbuf_init(&sb);
     strbuf_reserve(&sb, 16 + ev->count * 40);
@@ -676,7 +711,7 @@ char *wire_priority_list(const struct extender_args *a, const struct evaluation 
         if (i)
             strbuf_putc(&sb, ',');
         strbuf_append(&sb, host, sizeof(host) - 1);
-        put_name(&sb, ev->verdicts[i].name);
+        put_node_name(&sb, a, ev, i);
         strbuf_append(&sb, score, sizeof(score) - 1);
         int priority = verdict_priority(&ev->verdicts[i]); /* 0..10 */
         if (priority >= 0 && priority <= 9)

@@ -42,6 +42,10 @@ struct extender_args {
     /* ARGS_NODES: count spans, item i's exact JSON text in the request body
      * (the body must outlive these args); NULL in the NodeNames form. */
     struct jscan_span *items;
+    /* ARGS_NODE_NAMES: count spans, name i's string token in the request,
+     * quotes included, when it can be answered as it came (no escapes, all
+     * ASCII), else {NULL, 0}; NULL in the Nodes form. */
+    struct jscan_span *raw_names;
 };
 
 /* Decode body[0..len).

@@ -13,6 +13,7 @@
 
 #include "extender/placement.h"
 #include "extender/wire.h"
+#include "lib/ascii.h"
 #include "lib/strbuf.h"
 #include "tests/unit/support.h"
 
@@ -455,6 +456,70 @@ static char *answer_items_text(const char *answer)
     memcpy(out, start, (size_t)(end - start));
     out[end - start] = '\0';
     return out;
+}
+
+/* lib/ascii.h's ascii_only, which decides that: a byte with its high bit
+ * anywhere in a name of any length up to 40 is seen. */
+static void test_ascii_only(void **state)
+{
+    (void)state;
+    char b[40];
+    for (size_t n = 0; n < sizeof b; n++) {
+        for (size_t k = 0; k <= n; k++) {
+            for (size_t i = 0; i < n; i++)
+                b[i] = (char)('a' + i % 26);
+            if (k < n)
+                b[k] = (char)0xc3;
+            if (ascii_only(b, n) != (k == n))
+                fail_msg("length %zu, high byte at %zu", n, k);
+        }
+    }
+}
+
+/* Names go back as the request carried them when they can (no escapes, all
+ * ASCII), neighbours as one stretch; escaped and non-ASCII names through the
+ * escaper; in every list of the answer, filter and prioritize alike. */
+static void test_names_answered_as_they_came(void **state)
+{
+    (void)state;
+    static const char body_text[] = "{\"Pod\":{\"metadata\":{\"name\":\"p\"}},\"NodeNames\":"
+                                    "[\"a\",\"b\", \"c\",\"d\\u0065\",\"\xc3\xa9\",\"f\",\"g\",\"h\"]}";
+    char *body = strdup(body_text);
+    assert_non_null(body);
+    struct extender_args a;
+    char *err = NULL;
+    assert_int_equal(wire_parse_args(body, strlen(body), &a, &err), 0);
+    assert_int_equal(a.count, 8);
+    assert_non_null(a.raw_names);
+    assert_memory_equal(a.raw_names[0].ptr, "\"a\"", 3);
+    assert_null(a.raw_names[3].ptr); /* escaped */
+    assert_null(a.raw_names[4].ptr); /* not ASCII */
+    struct evaluation ev;
+    const char *reasons[] = {NULL, NULL, NULL, NULL, NULL, "full", NULL, "gone"};
+    make_evaluation(&ev, &a, "ffffffuu", reasons, (int[]){1, 2, 3, 4, 5, 6, 7, 8});
+    ev.verdicts[5].fits = false;
+    ev.verdicts[5].unresolvable = false;
+    ev.verdicts[6].fits = true;
+    ev.verdicts[6].unresolvable = false;
+    size_t len;
+    char *text = wire_filter_result(&a, &ev, &len);
+    assert_non_null(strstr(text, "\"NodeNames\":[\"a\",\"b\",\"c\",\"de\",\"\xc3\xa9\",\"g\"]"));
+    assert_non_null(strstr(text, "\"FailedNodes\":{\"f\":\"full\"}"));
+    assert_non_null(strstr(text, "\"FailedAndUnresolvableNodes\":{\"h\":\"gone\"}"));
+    cJSON *r = parse_answer(text, &len);
+    assert_int_equal(cJSON_GetArraySize(field(r, "NodeNames")), 6);
+    assert_string_equal(cJSON_GetArrayItem(field(r, "NodeNames"), 3)->valuestring, "de");
+    cJSON_Delete(r);
+    text = wire_priority_list(&a, &ev, &len);
+    assert_non_null(strstr(text, "{\"Host\":\"a\",\"Score\":"));
+    assert_non_null(strstr(text, "{\"Host\":\"de\",\"Score\":"));
+    assert_non_null(strstr(text, "{\"Host\":\"h\",\"Score\":"));
+    r = parse_answer(text, &len);
+    assert_int_equal(cJSON_GetArraySize(r), 8);
+    cJSON_Delete(r);
+    evaluation_free(&ev);
+    wire_args_free(&a);
+    free(body);
 }
 
 static void test_filter_result_nodes(void **state)
@@ -928,6 +993,8 @@ int main(void)
         cmocka_unit_test(test_large_nodes_form_two_threads),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_filter_result_names),
+        cmocka_unit_test(test_ascii_only),
+        cmocka_unit_test(test_names_answered_as_they_came),
         cmocka_unit_test(test_filter_result_nodes),
         cmocka_unit_test(test_filter_result_nodes_none_kept),
         cmocka_unit_test(test_priority_list),

@@ -74,7 +74,7 @@ int strbuf_reserve_exact(struct strbuf *sb, size_t extra)
     return 0;
 }
 
-void strbuf_append(struct strbuf *sb, const char *data, size_t len)
+void strbuf_append_growing(struct strbuf *sb, const char *data, size_t len)
 {
     if (strbuf_reserve(sb, len) != 0)
         return;
@@ -86,11 +86,6 @@ void strbuf_append(struct strbuf *sb, const char *data, size_t len)
 void strbuf_puts(struct strbuf *sb, const char *s)
 {
     strbuf_append(sb, s, strlen(s));
-}
-
-void strbuf_putc(struct strbuf *sb, char c)
-{
-    strbuf_append(sb, &c, 1);
 }
 
 void strbuf_vprintf(struct strbuf *sb, const char *fmt, va_list ap)

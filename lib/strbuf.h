@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 struct strbuf {
     char *data; /* always NUL-terminated when len > 0 or cap > 0 */
@@ -28,9 +29,33 @@ int strbuf_reserve(struct strbuf *sb, size_t extra);
 /* The same, growing to exactly len + extra + 1 bytes when it must grow, for
  * callers that account for the memory a buffer holds (request bodies). */
 int strbuf_reserve_exact(struct strbuf *sb, size_t extra);
-void strbuf_append(struct strbuf *sb, const char *data, size_t len);
+/* Append data[0..len), growing when needed. Inline while the buffer has
+ * room (the answers append tens of thousands of short pieces), out of line
+ * when it must grow or has failed. */
+void strbuf_append_growing(struct strbuf *sb, const char *data, size_t len);
+
+static inline void strbuf_append(struct strbuf *sb, const char *data, size_t len)
+{
+    if (sb->cap - sb->len > len && !sb->failed) {
+        memcpy(sb->data + sb->len, data, len);
+        sb->len += len;
+        sb->data[sb->len] = '\0';
+        return;
+    }
+    strbuf_append_growing(sb, data, len);
+}
+
+static inline void strbuf_putc(struct strbuf *sb, char c)
+{
+    if (sb->cap - sb->len > 1 && !sb->failed) {
+        sb->data[sb->len++] = c;
+        sb->data[sb->len] = '\0';
+        return;
+    }
+    strbuf_append_growing(sb, &c, 1);
+}
+
 void strbuf_puts(struct strbuf *sb, const char *s);
-void strbuf_putc(struct strbuf *sb, char c);
 void strbuf_printf(struct strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void strbuf_vprintf(struct strbuf *sb, const char *fmt, va_list ap);
 void strbuf_put_i64(struct strbuf *sb, int64_t v);

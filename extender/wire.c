@@ -97,18 +97,22 @@ static int parse_node_names(struct jscan *s, struct name_collector *nc, char **e
         return jscan_skip_value(s);
     if (expect(s, JSCAN_ARRAY, "NodeNames must be an array of node names", err) != 0)
         return -1;
-    int r;
     jscan_enter_array(s);
-    while ((r = jscan_next_element(s)) == 1) {
+    for (;;) {
         struct jscan_str name;
-        if (expect(s, JSCAN_STRING, "NodeNames must be an array of node names", err) != 0)
-            return -1;
-        if (jscan_string(s, &name) != 0 || collect_name(nc, &name) != 0)
+        if (jscan_next_plain_string(s, &name) != 1) { /* not the compact, plain common case */
+            int r = jscan_next_element(s);
+            if (r != 1)
+                return r;
+            if (expect(s, JSCAN_STRING, "NodeNames must be an array of node names", err) != 0 ||
+                jscan_string(s, &name) != 0)
+                return -1;
+        }
+        if (collect_name(nc, &name) != 0)
             return -1;
         if (!name.has_escapes && ascii_only(name.ptr, name.len)) /* it can go back as it came */
             nc->spans[nc->count - 1] = (struct jscan_span){name.ptr - 1, name.len + 2};
     }
-    return r;
 }
 
 /* metadata: find "name"; everything else is validated and skipped. */

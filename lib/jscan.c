@@ -610,6 +610,27 @@ int jscan_next_element(struct jscan *s)
     return 1;
 }
 
+int jscan_next_plain_string(struct jscan *s, struct jscan_str *out)
+{
+    const char *p = s->pos, *end = s->end;
+    if (s->error || s->depth <= 0 || p == s->start || end - p < 3)
+        return 0;
+    if (*p == ',' && p[-1] == '"') /* after a string element */
+        p++;
+    else if (p[-1] != '[')
+        return 0;
+    if (*p != '"')
+        return 0;
+    const char *q = find_special(p + 1, end);
+    if (q == end || *q != '"')
+        return 0;
+    out->ptr = p + 1;
+    out->len = (size_t)(q - p - 1);
+    out->has_escapes = 0;
+    s->pos = q + 1;
+    return 1;
+}
+
 int jscan_skip_value(struct jscan *s)
 {
     if (s->error)

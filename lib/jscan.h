@@ -111,6 +111,13 @@ int jscan_enter_array(struct jscan *s);
  * 0 when the closing ']' was consumed, -1 on error. Handles commas. */
 int jscan_next_element(struct jscan *s);
 
+/* Inside an array, a shortcut for arrays of plain strings (NodeNames): when
+ * the next element is a string without escapes that directly follows the
+ * '[' or the previous string and its ',' (no whitespace), read it and
+ * return 1. Otherwise return 0 having consumed nothing (also after an
+ * error): use jscan_next_element. Never sets an error. */
+int jscan_next_plain_string(struct jscan *s, struct jscan_str *out);
+
 /* Validate and skip one value of any type. 0 or -1. Nesting inside the value
  * counts on top of s->depth against JSCAN_MAX_DEPTH. */
 int jscan_skip_value(struct jscan *s);

@@ -38,8 +38,9 @@ static int skip_doc(const char *buf, size_t n, struct jscan *s)
     return jscan_finish(s);
 }
 
-/* Walk any value with the navigation API (enter/next_key/next_element),
- * so the same inputs exercise both code paths. */
+/* Walk any value with the navigation API (enter/next_key/next_element, and
+ * jscan_next_plain_string wherever it applies), so the same inputs exercise
+ * both code paths. */
 static int walk_value(struct jscan *s, int *values)
 {
     struct jscan_str str;
@@ -56,10 +57,16 @@ static int walk_value(struct jscan *s, int *values)
     case JSCAN_ARRAY:
         if (jscan_enter_array(s) != 0)
             return -1;
-        while ((r = jscan_next_element(s)) == 1)
+        for (;;) {
+            if (jscan_next_plain_string(s, &str) == 1) { /* the shortcut where it applies */
+                (*values)++;
+                continue;
+            }
+            if ((r = jscan_next_element(s)) != 1)
+                return r;
             if (walk_value(s, values) != 0)
                 return -1;
-        return r;
+        }
     case JSCAN_STRING:
         return jscan_string(s, &str);
     default:
@@ -136,7 +143,7 @@ static const char SAMPLE[] =
     "{\"capacity\":{\"cpu\":\"8\"}}},\n"
     "  {\"metadata\":{\"name\":\"n2\",\"annotations\":{\"k\":\"\\ud83d\\ude00 caf\xc3\xa9\"}},"
     "\"spec\":{\"taints\":[]},\"x\":[-0.5e+3,0,12,1E-2,true,false,null,{},[[]],\"\"]}]},\n"
-    " \"NodeNames\":null}";
+    " \"NodeNames\":[\"a\",\"b-1\",\"\",\"c\\\"d\"]}";
 
 /* ---- a naive reference validator (recursive, byte at a time) ------------ */
 
@@ -946,6 +953,13 @@ static void test_structure_errors(void **state)
         { "{\"a\":1,}", "trailing comma", 6 },
         { "{\"a\":[1,],\"b\":2}", "trailing comma", 7 },
         { "[1,,2]", "expected a value", 3 },
+        { "[,\"a\"]", "expected a value", 1 },
+        { "[\"a\",,\"b\"]", "expected a value", 5 },
+        { "[\"a\",\"b\",]", "trailing comma", 8 },
+        { "[\"a\" \"b\"]", "expected ',' or ']' after array element", 5 },
+        { "[\"a\",\"b\x01\"]", "unescaped control character in string", 7 },
+        { "[\"a\",\"b", "unterminated string", 5 },
+        { "{\"a\":\"b\",\"c\"}", "expected ':' after object key", 12 },
         { "[,1]", "expected a value", 1 },
         { "{,}", "expected a string as object key", 1 },
         { "{1:2}", "expected a string as object key", 1 },

@@ -68,11 +68,13 @@ static int evaluation_start(struct evaluation *ev, const struct pod_info *pod, c
     ev->chosen = -1;
     ev->count = n;
     ev->ncontainers = pod->ncontainers;
-    ev->verdicts = calloc(n ? n : 1, sizeof(*ev->verdicts));
+    /* One pass over the verdicts (5,000 of them are 400 kB): each is
+     * written whole here, not zeroed by calloc and then named. */
+    ev->verdicts = n <= SIZE_MAX / sizeof(*ev->verdicts) ? malloc((n ? n : 1) * sizeof(*ev->verdicts)) : NULL;
     if (!ev->verdicts)
         return -1;
     for (size_t i = 0; i < n; i++)
-        ev->verdicts[i].name = names[i];
+        ev->verdicts[i] = (struct verdict){.name = names[i]};
     return 0;
 }
 

@@ -358,5 +358,43 @@ def nodes_form(s):
         s.check_eq(len(held), 4, "filter mode with the Nodes form records the decision (4 GPUs of gpu-4)")
 
 
+def splits(srv, outcome):
+    samples, _types, _bad = g.parse_metrics(srv.metrics().body.decode("utf-8"))
+    return g.metric(samples, "gqa_nodes_form_splits_total", outcome=outcome)
+
+
+@suite.test
+def large_nodes_form_on_two_threads(s):
+    """A Nodes form of 2 MiB or more is scanned on two threads (the second
+    half from a guessed boundary between items); the kept node, which lies
+    in the second half, comes back byte for byte, and the metric counts it."""
+    with g.Server(s, flags=["--placement", "bind"]) as srv:
+        objs = {o["metadata"]["name"]: o for o in g.full_node_objects(srv.inspect())}
+        compact = lambda o: json.dumps(o, separators=(",", ":"))
+        ghosts = []
+        for i in range(3000):
+            o = json.loads(compact(objs["gpu-a100-0"]))
+            o["metadata"]["name"] = "ghost-%04d" % i
+            ghosts.append(compact(o))
+        kept = compact(objs["gpu-v100-0"])
+        texts = [compact(objs["cpu-0"])] + ghosts[:2000] + [kept] + ghosts[2000:]
+        body = '{"Pod":%s,"Nodes":{"metadata":{},"items":[%s]}}' % (json.dumps(g.demo_pod("gpu-4")), ",".join(texts))
+        s.require(len(body) >= 2 << 20, "the body is large enough to split (%d bytes)" % len(body))
+        taken = splits(srv, "taken")
+        r = srv.post("/scheduler/filter", body.encode("utf-8"))
+        s.check_eq(r.status, 200, "large Nodes form status")
+        res = r.json()
+        s.check_eq(res.get("Error"), "", "large Nodes form: no Error")
+        answer = r.body.decode("utf-8")
+        s.check_eq(raw_items(answer, answer.index('"items":[') + len('"items":')), [kept],
+                   "the kept node from the second half comes back byte for byte")
+        failed = res.get("FailedNodes") or {}
+        s.check_eq(len(failed) + len(res.get("FailedAndUnresolvableNodes") or {}), 3001,
+                   "every other node is refused by name")
+        s.check("ghost-2999" in failed or "ghost-2999" in (res.get("FailedAndUnresolvableNodes") or {}),
+                "the last item's name was read", sorted(failed)[-3:])
+        s.check_eq(splits(srv, "taken") - taken, 1, "the items were scanned on two threads")
+
+
 if __name__ == "__main__":
     suite.main()

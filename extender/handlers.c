@@ -95,7 +95,8 @@ void handle_filter(struct app *app, const struct http_request *req, struct http_
     if (!pod)
         return;
     struct evaluation ev = {0};
-    if (placement_filter(&app->placement, pod, args.names, args.count, &ev) == 0) {
+    if (placement_filter_block(&app->placement, pod, args.names, args.count, args.names_buf, args.names_len, &ev) ==
+        0) {
         answer_filter(&args, &ev, resp);
         count_outcome(pod, &ev);
     } else {
@@ -114,7 +115,8 @@ void handle_prioritize(struct app *app, const struct http_request *req, struct h
         return;
     struct evaluation ev = {0};
     size_t len = 0;
-    if (placement_evaluate(&app->placement, pod, args.names, args.count, &ev) != 0) {
+    if (placement_evaluate_block(&app->placement, pod, args.names, args.count, args.names_buf, args.names_len, &ev) !=
+        0) {
         http_set_body(resp, 200, CONTENT_JSON, NULL, 0); /* out of memory: 500 */
     } else if (ev.error) {
         extender_error(resp, ANSWER_STATUS, ev.error);

@@ -49,6 +49,7 @@ void placement_destroy(struct placement *p)
     inflight_destroy(&p->inflight);
     pthread_mutex_destroy(&p->memo.lock);
     free(p->memo.names);
+    free(p->memo.offsets);
     free(p->memo.nodes);
 }
 
@@ -61,9 +62,12 @@ void evaluation_free(struct evaluation *ev)
     memset(ev, 0, sizeof(*ev));
 }
 
-static int evaluation_start(struct evaluation *ev, const struct pod_info *pod, const char *const *names, size_t n)
+static int evaluation_start(struct evaluation *ev, const struct pod_info *pod, const char *const *names, size_t n,
+                            const char *block, size_t block_len)
 {
     memset(ev, 0, sizeof(*ev));
+    ev->names_block = block;
+    ev->names_block_len = block_len;
     strbuf_init(&ev->text);
     ev->chosen = -1;
     ev->count = n;
@@ -213,11 +217,18 @@ static bool memo_lookup(struct name_memo *m, uint64_t epoch, const struct evalua
 {
     pthread_mutex_lock(&m->lock);
     bool hit = m->names && m->epoch == epoch && m->count == ev->count;
-    const char *q = m->names, *end = hit ? m->names + m->names_len : NULL;
-    for (size_t i = 0; hit && i < ev->count; i++) {
-        size_t len = strlen(ev->verdicts[i].name) + 1;
-        hit = (size_t)(end - q) >= len && memcmp(q, ev->verdicts[i].name, len) == 0;
-        q += len;
+    if (hit && ev->names_block && ev->names_block_len == m->names_len) {
+        /* The whole list at once; then each name must be where the memo's is. */
+        hit = memcmp(ev->names_block, m->names, m->names_len) == 0;
+        for (size_t i = 0; hit && i < ev->count; i++)
+            hit = ev->verdicts[i].name == ev->names_block + m->offsets[i];
+    } else {
+        const char *q = m->names, *end = hit ? m->names + m->names_len : NULL;
+        for (size_t i = 0; hit && i < ev->count; i++) {
+            size_t len = strlen(ev->verdicts[i].name) + 1;
+            hit = (size_t)(end - q) >= len && memcmp(q, ev->verdicts[i].name, len) == 0;
+            q += len;
+        }
     }
     if (hit)
         memcpy(out, m->nodes, ev->count * sizeof(*out));
@@ -234,29 +245,35 @@ static void memo_store(struct name_memo *m, uint64_t epoch, const struct evaluat
     for (size_t i = 0; i < ev->count; i++)
         total += strlen(ev->verdicts[i].name) + 1;
     char *names = malloc(total ? total : 1);
+    size_t *offsets = malloc((ev->count ? ev->count : 1) * sizeof(*offsets));
     const struct node_state **copy = malloc((ev->count ? ev->count : 1) * sizeof(*copy));
-    if (!names || !copy) {
+    if (!names || !offsets || !copy) {
         free(names);
+        free(offsets);
         free(copy);
         return;
     }
     char *w = names;
     for (size_t i = 0; i < ev->count; i++) {
         size_t len = strlen(ev->verdicts[i].name) + 1;
+        offsets[i] = (size_t)(w - names);
         memcpy(w, ev->verdicts[i].name, len);
         w += len;
     }
     memcpy(copy, nodes, ev->count * sizeof(*copy));
     pthread_mutex_lock(&m->lock);
     char *old_names = m->names;
+    size_t *old_offsets = m->offsets;
     const struct node_state **old_nodes = m->nodes;
     m->names = names;
     m->names_len = total;
+    m->offsets = offsets;
     m->nodes = copy;
     m->count = ev->count;
     m->epoch = epoch;
     pthread_mutex_unlock(&m->lock);
     free(old_names);
+    free(old_offsets);
     free(old_nodes);
 }
 
@@ -385,7 +402,13 @@ static int precheck(struct placement *p, const struct pod_info *pod, struct eval
 int placement_evaluate(struct placement *p, const struct pod_info *pod, const char *const *names, size_t n,
                        struct evaluation *ev)
 {
-    if (evaluation_start(ev, pod, names, n) != 0)
+    return placement_evaluate_block(p, pod, names, n, NULL, 0, ev);
+}
+
+int placement_evaluate_block(struct placement *p, const struct pod_info *pod, const char *const *names, size_t n,
+                             const char *block, size_t block_len, struct evaluation *ev)
+{
+    if (evaluation_start(ev, pod, names, n, block, block_len) != 0)
         return -1;
     int pre = precheck(p, pod, ev);
     if (pre != 0)
@@ -701,14 +724,20 @@ static int filter_decide(struct placement *p, const struct pod_info *request, st
 int placement_filter(struct placement *p, const struct pod_info *pod, const char *const *names, size_t n,
                      struct evaluation *ev)
 {
+    return placement_filter_block(p, pod, names, n, NULL, 0, ev);
+}
+
+int placement_filter_block(struct placement *p, const struct pod_info *pod, const char *const *names, size_t n,
+                           const char *block, size_t block_len, struct evaluation *ev)
+{
     if (!leading(p)) {
-        if (evaluation_start(ev, pod, names, n) != 0)
+        if (evaluation_start(ev, pod, names, n, block, block_len) != 0)
             return -1;
         return answer_error(ev, strdup(not_leader));
     }
     if (p->cfg.mode == PLACEMENT_BIND)
-        return placement_evaluate(p, pod, names, n, ev);
-    if (evaluation_start(ev, pod, names, n) != 0)
+        return placement_evaluate_block(p, pod, names, n, block, block_len, ev);
+    if (evaluation_start(ev, pod, names, n, block, block_len) != 0)
         return -1;
     int pre = precheck(p, pod, ev);
     if (pre != 0)

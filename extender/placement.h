@@ -94,6 +94,7 @@ struct name_memo {
     pthread_mutex_t lock;
     char *names; /* the names back to back, each with its NUL */
     size_t names_len;
+    size_t *offsets; /* where each name starts in names */
     const struct node_state **nodes;
     size_t count;
     uint64_t epoch;
@@ -142,6 +143,10 @@ struct evaluation {
     ssize_t chosen; /* filter mode: index of the node answered, else -1 */
     bool decided;   /* filter mode: a new decision was recorded */
     char *error;    /* a request-level problem (the Error field), or NULL */
+    /* The caller's names back to back with their NULs, when it has them so
+     * (placement_*_block), else NULL: for the memo's comparison. */
+    const char *names_block;
+    size_t names_block_len;
 };
 
 int placement_init(struct placement *p, struct cluster_cache *cache, const struct placement_config *cfg);
@@ -159,6 +164,13 @@ int placement_filter(struct placement *p, const struct pod_info *pod, const char
 /* Prioritize / explain: evaluate without recording anything. */
 int placement_evaluate(struct placement *p, const struct pod_info *pod, const char *const *names, size_t n,
                        struct evaluation *ev);
+/* The same two, told that names[i] are the consecutive strings of
+ * block[0..block_len), each with its NUL (wire.c collects them so): a list
+ * kube-scheduler repeats is then recognised with one memcmp. */
+int placement_filter_block(struct placement *p, const struct pod_info *pod, const char *const *names, size_t n,
+                           const char *block, size_t block_len, struct evaluation *ev);
+int placement_evaluate_block(struct placement *p, const struct pod_info *pod, const char *const *names, size_t n,
+                             const char *block, size_t block_len, struct evaluation *ev);
 
 /* Bind (DESIGN section 4, bind mode): allocate the pod on node, record the
  * annotations, then create the Binding; a failure at any step leaves no

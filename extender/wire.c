@@ -403,7 +403,7 @@ static int finish_args(struct extender_args *a, struct name_collector *nc, bool 
     a->names = calloc(nc->count ? nc->count : 1, sizeof(*a->names));
     if (!a->names)
         return -1;
-    a->names_buf = strbuf_detach(&nc->buf, NULL);
+    a->names_buf = strbuf_detach(&nc->buf, &a->names_len);
     if (!a->names_buf)
         return -1;
     for (size_t i = 0; i < nc->count; i++)

@@ -38,7 +38,8 @@ struct extender_args {
     enum args_form form;
     size_t count;
     const char **names; /* count NUL-terminated names (point into names_buf) */
-    char *names_buf;
+    char *names_buf;    /* the names back to back, in order, each with its NUL */
+    size_t names_len;   /* bytes of names_buf */
     /* ARGS_NODES: count spans, item i's exact JSON text in the request body
      * (the body must outlive these args); NULL in the NodeNames form. */
     struct jscan_span *items;

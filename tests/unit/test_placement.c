@@ -830,6 +830,60 @@ static void expect_known(struct world *w, const struct pod_info *pod, const char
     evaluation_free(&ev);
 }
 
+/* The same, with the names handed over as wire.c collects them: back to
+ * back in one block, each name pointing into it. */
+static void expect_known_block(struct world *w, const struct pod_info *pod, const char *const *names, size_t n,
+                               const bool *known)
+{
+    char block[256];
+    const char *inside[8];
+    size_t len = 0;
+    assert_true(n <= 8);
+    for (size_t i = 0; i < n; i++) {
+        size_t l = strlen(names[i]) + 1;
+        assert_true(len + l <= sizeof block);
+        memcpy(block + len, names[i], l);
+        inside[i] = block + len;
+        len += l;
+    }
+    struct evaluation ev;
+    assert_int_equal(placement_evaluate_block(&w->p, pod, inside, n, block, len, &ev), 0);
+    for (size_t i = 0; i < n; i++) {
+        assert_string_equal(ev.verdicts[i].name, names[i]);
+        assert_int_equal(ev.verdicts[i].known, known[i]);
+    }
+    evaluation_free(&ev);
+}
+
+/* A repeated list given as a block is recognised with one comparison; a
+ * block of the same length holding other names (or the same bytes cut at
+ * other places), or names that do not point into the block, are not. */
+static void test_resolved_block_follows_the_names(void **state)
+{
+    struct world *w = *state;
+    struct pod_info *pod = pod_of("p", "u1", "1", 10, 1);
+    add_vcuda_node(&w->cache, "ab", 2);
+    add_vcuda_node(&w->cache, "c", 2);
+    const char *const list[] = {"ab", "c", "n1"};
+    expect_known_block(w, pod, list, 3, (const bool[]){true, true, true});
+    expect_known_block(w, pod, list, 3, (const bool[]){true, true, true}); /* remembered */
+    const char *const recut[] = {"a", "bc", "n1"}; /* the same bytes, NULs elsewhere */
+    expect_known_block(w, pod, recut, 3, (const bool[]){false, false, true});
+    expect_known_block(w, pod, list, 3, (const bool[]){true, true, true});
+    const char *const swapped[] = {"n1", "c", "ab"};
+    expect_known_block(w, pod, swapped, 3, (const bool[]){true, true, true});
+    /* The memo holds "n1 c ab"; a block with those bytes whose names point
+     * elsewhere (here: string literals) is resolved by its names. */
+    static const char same_bytes[] = "n1\0c\0ab";
+    struct evaluation ev;
+    const char *const elsewhere[] = {"ab", "n1", "zz"};
+    assert_int_equal(placement_evaluate_block(&w->p, pod, elsewhere, 3, same_bytes, sizeof same_bytes, &ev), 0);
+    assert_string_equal(ev.verdicts[0].name, "ab");
+    assert_true(ev.verdicts[0].known && ev.verdicts[1].known && !ev.verdicts[2].known);
+    evaluation_free(&ev);
+    pod_info_free(pod);
+}
+
 static void test_resolved_names_follow_the_nodes(void **state)
 {
     struct world *w = *state;
@@ -866,6 +920,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_hami_filter_then_bind, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hami_reservation_survives_update, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resolved_names_follow_the_nodes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_resolved_block_follows_the_names, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,13 +17,18 @@
 struct name_collector {
     struct strbuf buf;
     size_t *offsets;
-    struct jscan_span *spans; /* Nodes form only */
+    struct jscan_span *spans; /* each item's span (Nodes form), or raw token (NodeNames, wire.h) */
     size_t count, cap;
 };
 
-static int grow_collector(struct name_collector *nc)
+/* Room for at least `want` names (else twice as many as now, at least 64). */
+static int reserve_collector(struct name_collector *nc, size_t want)
 {
     size_t cap = nc->cap ? nc->cap * 2 : 64;
+    if (cap < want)
+        cap = want;
+    if (cap > SIZE_MAX / sizeof(struct jscan_span))
+        return -1;
     size_t *o = realloc(nc->offsets, cap * sizeof(*o));
     if (!o)
         return -1;
@@ -34,6 +39,11 @@ static int grow_collector(struct name_collector *nc)
     nc->spans = sp;
     nc->cap = cap;
     return 0;
+}
+
+static int grow_collector(struct name_collector *nc)
+{
+    return reserve_collector(nc, 0);
 }
 
 static int collect_name(struct name_collector *nc, const struct jscan_str *name)
@@ -98,6 +108,14 @@ static int parse_node_names(struct jscan *s, struct name_collector *nc, char **e
     if (expect(s, JSCAN_ARRAY, "NodeNames must be an array of node names", err) != 0)
         return -1;
     jscan_enter_array(s);
+    /* Thousands of names: room for them at once instead of by doubling,
+     * up to a cluster of 64Ki nodes (beyond, doubling takes over). The
+     * names need at most the array's bytes, and a name with its quotes and
+     * comma rarely takes under eight. */
+    size_t room = (size_t)(s->end - s->pos), expect_names = room / 8 < 65536 ? room / 8 : 65536;
+    if (nc->count + expect_names > nc->cap && reserve_collector(nc, nc->count + expect_names) != 0)
+        return -1;
+    strbuf_reserve(&nc->buf, room < ((size_t)1 << 20) ? room : (size_t)1 << 20);
     for (;;) {
         struct jscan_str name;
         if (jscan_next_plain_string(s, &name) != 1) { /* not the compact, plain common case */

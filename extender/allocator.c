@@ -128,7 +128,10 @@ static bool fail(struct fit_state *st, bool unresolvable, const char *fmt, ...) 
 
 bool fit_vrefuse(struct fit_result *fit, bool unresolvable, const char *fmt, va_list ap)
 {
-    vsnprintf(fit->reason, sizeof(fit->reason), fmt, ap);
+    int len = vsnprintf(fit->reason, sizeof(fit->reason), fmt, ap);
+    if (len < 0)
+        fit->reason[0] = '\0';
+    fit->reason_len = len < 0 ? 0 : (size_t)len < sizeof(fit->reason) ? (size_t)len : sizeof(fit->reason) - 1;
     fit->fits = false;
     fit->unresolvable = unresolvable;
     fit->score = 0;
@@ -516,6 +519,7 @@ static enum line_outcome line_whole_refused(const struct node_fit *f, const stru
         fit->memo_request = r;
     }
     memcpy(fit->reason, fit->memo, fit->memo_len + 1);
+    fit->reason_len = fit->memo_len;
     fit->fits = false;
     fit->unresolvable = r->whole_gpus > f->count;
     fit->score = 0;
@@ -565,6 +569,7 @@ static enum line_outcome fit_by_line(const struct node_state *n, const struct po
     if (got != LINE_DECIDED)
         return LINE_UNDECIDED;
     fit->reason[0] = '\0';
+    fit->reason_len = 0;
     fit->fits = true;
     fit->why = REASON_NONE;
     fit->why_container = fit->why_gpu = -1;
@@ -595,6 +600,7 @@ bool allocator_fit_full(const struct node_state *n, const struct pod_info *pod, 
     st.cores_placed = st.vmem_placed = st.mmem_placed = 0;
     memset(&st.unattributed, 0, sizeof(st.unattributed));
     fit->reason[0] = '\0';
+    fit->reason_len = 0;
     fit->set_score = fit->set_best = 0;
     fit->fits = true;
     fit->unresolvable = false;

@@ -66,6 +66,7 @@ struct fit_result {
     int64_t set_score; /* whole-GPU containers: summed topology score of the chosen sets */
     int64_t set_best;  /* ... and the best those sets could score on this node's shape */
     char reason[FIT_REASON_MAX];
+    size_t reason_len;     /* strlen(reason), kept by whoever writes reason */
     enum reason_class why; /* REASON_NONE when it fits */
     int why_container;     /* the container that does not fit, or -1 */
     int why_gpu;           /* the GPU slot the reason names (freest, roomiest), or -1 */

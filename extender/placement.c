@@ -6,6 +6,7 @@
 #include "extender/podlookup.h"
 #include "lib/log.h"
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -289,9 +290,9 @@ static const struct pod_entry *own_entry(const struct cluster_cache *c, const st
 /* A refusal's reason: the same text as the last refusal's (the common case
  * over thousands of nodes) points at that copy, so it is stored, and
  * escaped into the answer, once (wire.c). */
-static void set_or_share_reason(struct evaluation *ev, struct verdict *v, const char *reason, ssize_t *last)
+static void set_or_share_reason(struct evaluation *ev, struct verdict *v, const char *reason, size_t len, ssize_t *last)
 {
-    size_t len = strlen(reason);
+    assert(strlen(reason) == len); /* fit_result.reason_len is kept by every writer */
     const struct verdict *prev = *last >= 0 ? &ev->verdicts[*last] : NULL;
     if (prev && prev->reason_len == len && memcmp(ev->text.data + prev->reason_off, reason, len) == 0) {
         share_reason(v, prev);
@@ -336,7 +337,7 @@ static int judge(struct placement *p, const struct pod_info *pod, const struct p
     } else {
         v->unresolvable = fit->unresolvable;
         set_why(v, fit->why, fit->why_container, fit->why_gpu, fit->short_by);
-        set_or_share_reason(ev, v, fit->reason, last_refusal);
+        set_or_share_reason(ev, v, fit->reason, fit->reason_len, last_refusal);
     }
     return 0;
 }
@@ -515,7 +516,7 @@ static int commit(struct placement *p, const struct pod_info *pod, struct evalua
         rc = 1;
     } else if (!allocator_fit(node, pod, self, &p->cfg.policy, &fit)) {
         set_why(chosen, fit.why, fit.why_container, fit.why_gpu, fit.short_by);
-        set_reason(ev, chosen, fit.reason, strlen(fit.reason));
+        set_reason(ev, chosen, fit.reason, fit.reason_len);
         chosen->fits = false;
         rc = 1;
     } else if (p->policy && (quota = policy_check_quota(p->policy, p->cache, pod, self, node, &refusal))) {

@@ -41,14 +41,9 @@ static int reserve_collector(struct name_collector *nc, size_t want)
     return 0;
 }
 
-static int grow_collector(struct name_collector *nc)
-{
-    return reserve_collector(nc, 0);
-}
-
 static int collect_name(struct name_collector *nc, const struct jscan_str *name)
 {
-    if (nc->count == nc->cap && grow_collector(nc) != 0)
+    if (nc->count == nc->cap && reserve_collector(nc, nc->count + 1) != 0)
         return -1;
     nc->spans[nc->count] = (struct jscan_span){NULL, 0};
     nc->offsets[nc->count++] = nc->buf.len;
@@ -248,9 +243,8 @@ static void *scan_items_half(void *arg)
 /* Append src's names and spans to dst's. */
 static int merge_collector(struct name_collector *dst, const struct name_collector *src)
 {
-    while (dst->cap < dst->count + src->count)
-        if (grow_collector(dst) != 0)
-            return -1;
+    if (dst->cap < dst->count + src->count && reserve_collector(dst, dst->count + src->count) != 0)
+        return -1;
     size_t base = dst->buf.len;
     strbuf_append(&dst->buf, src->buf.data, src->buf.len);
     if (strbuf_failed(&dst->buf))

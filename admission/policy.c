@@ -167,6 +167,11 @@ char *policy_check_quota(const struct admission_policy *p, const struct cluster_
     return check_quota(p, c, pod, &self, 1, n, why);
 }
 
+bool policy_quota_binds(const struct admission_policy *p, const char *ns)
+{
+    return quota_find(p->quota, ns) != NULL;
+}
+
 char *policy_check_quota_excluding(const struct admission_policy *p, const struct cluster_cache *c,
                                    const struct pod_info *pod, const struct pod_entry *const *excluded,
                                    size_t nexcluded, const struct node_state *n)

@@ -10,6 +10,8 @@
 #ifndef GQA_ADMISSION_POLICY_H
 #define GQA_ADMISSION_POLICY_H
 
+#include <stdbool.h>
+
 #include "admission/crl.h"
 #include "admission/quota.h"
 #include "cluster/cache.h"
@@ -44,6 +46,10 @@ void policy_apply_defaults(void *ctx, cJSON *pod);
  * refused. self is the pod's own entry (its charge is not counted against it). */
 char *policy_check_quota(const struct admission_policy *p, const struct cluster_cache *c, const struct pod_info *pod,
                          const struct pod_entry *self, const struct node_state *n, enum quota_refusal *why);
+/* Whether quota can refuse a pod of namespace ns on any node (the quota
+ * ConfigMap names ns); when not, policy_check_quota allows it everywhere
+ * and a caller judging many nodes may skip it. Under the read lock. */
+bool policy_quota_binds(const struct admission_policy *p, const char *ns);
 /* The same with several pods' charges not counted (preemption victims). */
 char *policy_check_quota_excluding(const struct admission_policy *p, const struct cluster_cache *c,
                                    const struct pod_info *pod, const struct pod_entry *const *excluded,

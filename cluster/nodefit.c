@@ -1,6 +1,7 @@
 /* nodefit.c - the one-line node summary. See nodefit.h. */
 #include "cluster/nodefit.h"
 #include "cluster/cache.h"
+#include "topology/select.h"
 
 #include <string.h>
 
@@ -31,8 +32,32 @@ static bool fill_slot(struct node_fit *f, int s, const struct gpu_state *g)
     f->minor[s] = (uint8_t)g->minor;
     if (cores == 100 && g->vmem_used == 0 && g->mmem_used == 0)
         f->idle |= (uint8_t)(1u << s);
-    f->cores_used += (int32_t)g->core_used;
+    f->cores_used = (uint16_t)(f->cores_used + g->core_used);
     return true;
+}
+
+/* best1 and best1_gpus: what scoring one whole GPU asks of the shape. */
+static void fill_best1(struct node_fit *f, const struct node_state *n)
+{
+    const struct gpu_topology *shape = n->spec->shape;
+    if (!shape || shape->count != n->gpu_count)
+        return; /* the allocator scores no set there: 0 and 0 */
+    int64_t best = topology_best_possible(shape, 1);
+    if (best < 0 || best >= NODE_FIT_BEST1_UNKNOWN) {
+        f->best1 = NODE_FIT_BEST1_UNKNOWN;
+        return;
+    }
+    f->best1 = (uint8_t)best;
+    for (int s = 0; s < n->gpu_count; s++) {
+        int64_t alone = topology_set_score(shape, 1ULL << s);
+        if (alone == best && best > 0)
+            f->best1_gpus |= (uint8_t)(1u << s);
+        else if (alone != 0) { /* not the two values the line can say */
+            f->best1 = NODE_FIT_BEST1_UNKNOWN;
+            f->best1_gpus = 0;
+            return;
+        }
+    }
 }
 
 void node_fit_refresh(struct node_state *n)
@@ -49,6 +74,7 @@ void node_fit_refresh(struct node_state *n)
             memset(f, 0, sizeof(*f));
             return;
         }
+    fill_best1(f, n);
     f->usable = 1;
 }
 

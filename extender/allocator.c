@@ -420,11 +420,6 @@ bool allocator_fit(const struct node_state *n, const struct pod_info *pod, const
 
 enum line_outcome { LINE_UNDECIDED = 0, LINE_DECIDED };
 
-static int64_t line_mem_free(const struct node_fit *f, int s, enum gpu_family fam)
-{
-    return fam == GPU_FAMILY_VCUDA ? f->vmem_free[s] : fam == GPU_FAMILY_MPS ? f->mmem_free[s] : 0;
-}
-
 static bool line_offers(const struct node_fit *f, enum gpu_family fam)
 {
     switch (fam) {
@@ -449,17 +444,16 @@ static int line_policy_score(const struct node_fit *f, int64_t placed, enum pack
     return node_policy == POLICY_SPREAD ? FIT_SCORE_MAX - util : util;
 }
 
-/* better_shared, on the line. */
-static bool line_better(const struct node_fit *f, enum gpu_family fam, bool spread, int a, int b)
+/* better_shared as one number per GPU, the smaller the better: free
+ * cores, then free memory (each fewest first under binpack, most first
+ * under spread), then fewer pods, then the lower minor. */
+static uint64_t line_rank(uint64_t cores, uint64_t mem, uint64_t pods, uint64_t minor, bool spread)
 {
-    if (f->cores_free[a] != f->cores_free[b])
-        return spread ? f->cores_free[a] > f->cores_free[b] : f->cores_free[a] < f->cores_free[b];
-    int64_t ma = line_mem_free(f, a, fam), mb = line_mem_free(f, b, fam);
-    if (ma != mb)
-        return spread ? ma > mb : ma < mb;
-    if (f->pods[a] != f->pods[b])
-        return f->pods[a] < f->pods[b];
-    return f->minor[a] < f->minor[b];
+    if (spread) {
+        cores ^= UINT8_MAX;
+        mem ^= UINT16_MAX;
+    }
+    return cores << 40 | mem << 24 | pods << 8 | minor;
 }
 
 /* A shared container that fits: the GPU place_shared would take and the
@@ -469,13 +463,17 @@ static enum line_outcome line_shared(const struct node_fit *f, const struct cont
                                      const struct alloc_policy *policy, enum pack_policy node_policy,
                                      struct fit_result *fit)
 {
-    int best = -1;
+    const uint16_t *mem = r->family == GPU_FAMILY_VCUDA ? f->vmem_free : f->mmem_free; /* line_applies: one of two */
     bool spread = policy->gpu == POLICY_SPREAD;
+    uint64_t best_rank = UINT64_MAX;
+    int best = -1;
     for (int s = 0; s < f->count; s++) {
-        if (f->cores_free[s] < r->cores || line_mem_free(f, s, r->family) < r->memory)
-            continue;
-        if (best < 0 || line_better(f, r->family, spread, s, best))
+        uint64_t rank = line_rank(f->cores_free[s], mem[s], f->pods[s], f->minor[s], spread);
+        bool room = f->cores_free[s] >= r->cores && mem[s] >= r->memory;
+        if (room && rank < best_rank) { /* the first of equals, as place_shared */
+            best_rank = rank;
             best = s;
+        }
     }
     if (best < 0)
         return LINE_UNDECIDED;
@@ -491,13 +489,19 @@ static enum line_outcome line_whole_forced(const struct node_state *n, const str
                                            enum pack_policy node_policy, struct fit_result *fit)
 {
     const struct node_fit *f = &n->fit;
-    if (__builtin_popcount(f->idle) != r->whole_gpus)
-        return LINE_UNDECIDED;
-    const struct gpu_topology *shape = n->spec->shape;
-    int64_t score = 0;
-    if (shape && shape->count == n->gpu_count && topology_best_set(shape, f->idle, r->whole_gpus, &score)) {
-        fit->set_score = score;
-        fit->set_best = topology_best_possible(shape, r->whole_gpus);
+    if (r->whole_gpus == 1 && f->idle && !(f->idle & (f->idle - 1)) && f->best1 != NODE_FIT_BEST1_UNKNOWN) {
+        /* One GPU, as the line scores it (nodefit.h): the shape is not read. */
+        fit->set_score = f->best1_gpus & f->idle ? f->best1 : 0;
+        fit->set_best = f->best1;
+    } else {
+        if (__builtin_popcount(f->idle) != r->whole_gpus)
+            return LINE_UNDECIDED;
+        const struct gpu_topology *shape = n->spec->shape;
+        int64_t score = 0;
+        if (shape && shape->count == n->gpu_count && topology_best_set(shape, f->idle, r->whole_gpus, &score)) {
+            fit->set_score = score;
+            fit->set_best = topology_best_possible(shape, r->whole_gpus);
+        }
     }
     fit->masks[0] = f->idle;
     int64_t pairs = (int64_t)r->whole_gpus * (r->whole_gpus - 1) / 2;
@@ -520,6 +524,7 @@ static enum line_outcome line_whole_refused(const struct node_fit *f, const stru
     }
     memcpy(fit->reason, fit->memo, fit->memo_len + 1);
     fit->reason_len = fit->memo_len;
+    fit->reason_memo = r;
     fit->fits = false;
     fit->unresolvable = r->whole_gpus > f->count;
     fit->score = 0;
@@ -581,6 +586,7 @@ bool allocator_fit_excluding(const struct node_state *n, const struct pod_info *
                              const struct pod_entry *const *excluded, size_t nexcluded,
                              const struct alloc_policy *policy, struct fit_result *fit)
 {
+    fit->reason_memo = NULL;
     if (line_applies(n, pod, excluded, nexcluded) && fit_by_line(n, pod, policy, fit) == LINE_DECIDED)
         return fit->fits;
     return allocator_fit_full(n, pod, excluded, nexcluded, policy, fit);
@@ -601,6 +607,7 @@ bool allocator_fit_full(const struct node_state *n, const struct pod_info *pod, 
     memset(&st.unattributed, 0, sizeof(st.unattributed));
     fit->reason[0] = '\0';
     fit->reason_len = 0;
+    fit->reason_memo = NULL;
     fit->set_score = fit->set_best = 0;
     fit->fits = true;
     fit->unresolvable = false;

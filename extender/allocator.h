@@ -84,6 +84,10 @@ struct fit_result {
     const struct container_request *memo_request;
     size_t memo_len;
     char memo[FIT_REASON_MAX];
+    /* Not NULL when reason is the memo's text for this request: two
+     * refusals with the same reason_memo have the same reason, so the
+     * caller may share it without comparing (placement.c). */
+    const void *reason_memo;
 };
 
 /* Fit `pod` on node `n`. `self` is the pod's own cache entry, if any: its

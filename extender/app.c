@@ -28,12 +28,19 @@ int app_init(struct app *app, const struct options *opts)
         policy_destroy(&app->policy);
         return -1;
     }
+    if (name_list_memo_init(&app->node_lists) != 0) {
+        placement_destroy(&app->placement);
+        cache_destroy(&app->cache);
+        policy_destroy(&app->policy);
+        return -1;
+    }
     app->placement.policy = &app->policy;
     return 0;
 }
 
 void app_destroy(struct app *app)
 {
+    name_list_memo_destroy(&app->node_lists);
     placement_destroy(&app->placement);
     cache_destroy(&app->cache);
     policy_destroy(&app->policy);

@@ -15,6 +15,7 @@
 
 #include "admission/policy.h"
 #include "cluster/cache.h"
+#include "extender/namelist.h"
 #include "extender/options.h"
 #include "extender/placement.h"
 
@@ -24,10 +25,11 @@ struct app {
     const struct options *opts;
     struct cluster_cache cache;
     struct placement placement;
-    struct admission_policy policy; /* CRLs and quota from ConfigMaps */
-    atomic_int ready;               /* offline: the state is loaded; live: see live_ready() */
-    atomic_int is_leader;           /* live with --leader-elect: set by the elector */
-    struct live *live;              /* NULL offline */
+    struct name_list_memo node_lists; /* the last NodeNames array (wire.c) */
+    struct admission_policy policy;   /* CRLs and quota from ConfigMaps */
+    atomic_int ready;                 /* offline: the state is loaded; live: see live_ready() */
+    atomic_int is_leader;             /* live with --leader-elect: set by the elector */
+    struct live *live;                /* NULL offline */
     char not_ready_reason[160];
 };
 

@@ -12,6 +12,7 @@
 #include "lib/version.h"
 #include "lib/yamljson.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,12 +39,18 @@ static void extender_error(struct http_response *resp, enum verb_answer how, con
     http_set_body(resp, 500, CONTENT_TEXT, body, body ? strlen(body) : 0);
 }
 
+/* The request's names as placement's memo compares them. */
+static struct name_block names_of(const struct extender_args *args)
+{
+    return (struct name_block){args->names_buf, args->names_len, args->list ? args->list->serial : 0};
+}
+
 /* Decode ExtenderArgs and its Pod. On failure the error answer is set. */
 static struct pod_info *decode_args(struct app *app, const struct http_request *req, struct extender_args *args,
                                     enum verb_answer how, struct http_response *resp)
 {
     char *err = NULL;
-    if (wire_parse_args(req->body ? req->body : "", req->body_len, args, &err) != 0) {
+    if (wire_parse_args_memo(req->body ? req->body : "", req->body_len, &app->node_lists, args, &err) != 0) {
         extender_error(resp, how, err ? err : "out of memory");
         log_warn("%s: bad ExtenderArgs: %s", req->path, err ? err : "out of memory");
         free(err);
@@ -65,10 +72,13 @@ static struct pod_info *decode_args(struct app *app, const struct http_request *
 static void count_outcome(const struct pod_info *pod, const struct evaluation *ev)
 {
     pending_observe(pod->key, ev);
-    uint64_t fit = 0;
+#ifndef NDEBUG
+    size_t fit = 0;
     for (size_t i = 0; i < ev->count; i++)
         fit += ev->verdicts[i].fits;
-    metrics_count_filter(fit, ev->count - fit, ev->decided);
+    assert(fit == ev->fitting);
+#endif
+    metrics_count_filter(ev->fitting, ev->count - ev->fitting, ev->decided);
 }
 
 /* The filter answer. In the Nodes form the kept items are sent straight
@@ -95,8 +105,8 @@ void handle_filter(struct app *app, const struct http_request *req, struct http_
     if (!pod)
         return;
     struct evaluation ev = {0};
-    if (placement_filter_block(&app->placement, pod, args.names, args.count, args.names_buf, args.names_len, &ev) ==
-        0) {
+    struct name_block block = names_of(&args);
+    if (placement_filter_block(&app->placement, pod, args.names, args.count, &block, &ev) == 0) {
         answer_filter(&args, &ev, resp);
         count_outcome(pod, &ev);
     } else {
@@ -115,8 +125,8 @@ void handle_prioritize(struct app *app, const struct http_request *req, struct h
         return;
     struct evaluation ev = {0};
     size_t len = 0;
-    if (placement_evaluate_block(&app->placement, pod, args.names, args.count, args.names_buf, args.names_len, &ev) !=
-        0) {
+    struct name_block block = names_of(&args);
+    if (placement_evaluate_block(&app->placement, pod, args.names, args.count, &block, &ev) != 0) {
         http_set_body(resp, 200, CONTENT_JSON, NULL, 0); /* out of memory: 500 */
     } else if (ev.error) {
         extender_error(resp, ANSWER_STATUS, ev.error);
@@ -623,6 +633,7 @@ void handle_metrics(struct app *app, const struct http_request *req, struct http
     strbuf_init(&sb);
     cache_expire(&app->cache, clock_realtime_ns()); /* gqa_assumed_pods counts unexpired ones */
     metrics_render(&sb, &app->cache);
+    name_list_memo_render_metrics(&app->node_lists, &sb);
     render_policy_metrics(app, &sb);
     capacity_render_metrics(&app->cache, app->opts->metrics_per_node, &sb);
     pending_render_metrics(&app->cache, &sb);

@@ -64,11 +64,11 @@ void evaluation_free(struct evaluation *ev)
 }
 
 static int evaluation_start(struct evaluation *ev, const struct pod_info *pod, const char *const *names, size_t n,
-                            const char *block, size_t block_len)
+                            const struct name_block *block)
 {
     memset(ev, 0, sizeof(*ev));
-    ev->names_block = block;
-    ev->names_block_len = block_len;
+    if (block)
+        ev->names_block = *block;
     strbuf_init(&ev->text);
     ev->chosen = -1;
     ev->count = n;
@@ -85,8 +85,12 @@ static int evaluation_start(struct evaluation *ev, const struct pod_info *pod, c
 
 static void set_reason(struct evaluation *ev, struct verdict *v, const char *reason, size_t len)
 {
-    v->reason_off = ev->text.len;
-    v->reason_len = len;
+    if (ev->text.len >= UINT32_MAX || len >= UINT32_MAX - ev->text.len) {
+        ev->text.failed = 1; /* past a verdict's 32-bit offsets: the request fails as out of memory */
+        return;
+    }
+    v->reason_off = (uint32_t)ev->text.len;
+    v->reason_len = (uint32_t)len;
     strbuf_append(&ev->text, reason, len);
     strbuf_putc(&ev->text, '\0');
 }
@@ -99,31 +103,43 @@ static void share_reason(struct verdict *v, const struct verdict *from)
     v->reason_len = from->reason_len;
 }
 
-static int push_gpus(struct evaluation *ev, int value)
+/* Room for `more` entries in ev->gpus. */
+static int reserve_gpus(struct evaluation *ev, size_t more)
 {
-    if (ev->gpus_len == ev->gpus_cap) {
-        size_t cap = ev->gpus_cap ? ev->gpus_cap * 2 : 256;
-        int *g = realloc(ev->gpus, cap * sizeof(*g));
-        if (!g)
-            return -1;
-        ev->gpus = g;
-        ev->gpus_cap = cap;
-    }
-    ev->gpus[ev->gpus_len++] = value;
+    if (ev->gpus_cap - ev->gpus_len >= more)
+        return 0;
+    size_t cap = ev->gpus_cap ? ev->gpus_cap * 2 : 256;
+    if (more > SIZE_MAX / sizeof(int) - ev->gpus_len)
+        return -1;
+    if (cap < ev->gpus_len + more)
+        cap = ev->gpus_len + more;
+    int *g = realloc(ev->gpus, cap * sizeof(*g));
+    if (!g)
+        return -1;
+    ev->gpus = g;
+    ev->gpus_cap = cap;
     return 0;
 }
 
-/* Per container: the GPU count, then the device minors of the chosen slots. */
+/* Per container: the GPU count, then the device minors of the chosen slots
+ * (masks hold the node's slots only, at most 64 each). */
 static int record_gpus(struct evaluation *ev, struct verdict *v, const struct node_state *n, const uint64_t *masks)
 {
-    v->gpus_off = ev->gpus_len;
+    size_t most = (size_t)ev->ncontainers * 65;
+    if (ev->gpus_len > UINT32_MAX - most || reserve_gpus(ev, most) != 0)
+        return -1;
+    v->gpus_off = (uint32_t)ev->gpus_len;
+    int *w = ev->gpus + ev->gpus_len;
     for (int i = 0; i < ev->ncontainers; i++) {
-        if (push_gpus(ev, __builtin_popcountll(masks[i])) != 0)
-            return -1;
-        for (int s = 0; s < 64 && masks[i] >> s; s++) /* masks hold the node's slots only */
-            if ((masks[i] >> s & 1) && push_gpus(ev, n->fit.usable ? n->fit.minor[s] : n->gpus[s].minor) != 0)
-                return -1;
+        int *count = w++;
+        *count = 0;
+        for (uint64_t m = masks[i]; m; m &= m - 1) {
+            int s = __builtin_ctzll(m);
+            *w++ = n->fit.usable ? n->fit.minor[s] : n->gpus[s].minor;
+            ++*count;
+        }
     }
+    ev->gpus_len = (size_t)(w - ev->gpus);
     return 0;
 }
 
@@ -163,6 +179,21 @@ static void pass_all(struct evaluation *ev)
         ev->verdicts[i].fits = true;
         ev->verdicts[i].known = true;
     }
+    ev->fitting = ev->count;
+}
+
+/* A fitting verdict that no longer fits. */
+static void unfit(struct evaluation *ev, struct verdict *v)
+{
+    if (v->fits) {
+        v->fits = false;
+        ev->fitting--;
+    }
+}
+
+static int32_t saturate_i32(int64_t v)
+{
+    return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
 }
 
 static const char unknown_node_reason[] = "node is not in the extender's cache (not yet seen, or deleted)";
@@ -217,12 +248,15 @@ static void lookup_chunk(const struct cluster_cache *c, const struct verdict *v,
 static bool memo_lookup(struct name_memo *m, uint64_t epoch, const struct evaluation *ev, const struct node_state **out)
 {
     pthread_mutex_lock(&m->lock);
+    const struct name_block *b = &ev->names_block;
     bool hit = m->names && m->epoch == epoch && m->count == ev->count;
-    if (hit && ev->names_block && ev->names_block_len == m->names_len) {
+    if (hit && b->serial && b->serial == m->serial) {
+        /* The very list resolved last time (the caller's promise). */
+    } else if (hit && b->bytes && b->len == m->names_len) {
         /* The whole list at once; then each name must be where the memo's is. */
-        hit = memcmp(ev->names_block, m->names, m->names_len) == 0;
+        hit = memcmp(b->bytes, m->names, m->names_len) == 0;
         for (size_t i = 0; hit && i < ev->count; i++)
-            hit = ev->verdicts[i].name == ev->names_block + m->offsets[i];
+            hit = ev->verdicts[i].name == b->bytes + m->offsets[i];
     } else {
         const char *q = m->names, *end = hit ? m->names + m->names_len : NULL;
         for (size_t i = 0; hit && i < ev->count; i++) {
@@ -272,6 +306,7 @@ static void memo_store(struct name_memo *m, uint64_t epoch, const struct evaluat
     m->nodes = copy;
     m->count = ev->count;
     m->epoch = epoch;
+    m->serial = ev->names_block.serial;
     pthread_mutex_unlock(&m->lock);
     free(old_names);
     free(old_offsets);
@@ -289,11 +324,20 @@ static const struct pod_entry *own_entry(const struct cluster_cache *c, const st
 
 /* A refusal's reason: the same text as the last refusal's (the common case
  * over thousands of nodes) points at that copy, so it is stored, and
- * escaped into the answer, once (wire.c). */
-static void set_or_share_reason(struct evaluation *ev, struct verdict *v, const char *reason, size_t len, ssize_t *last)
+ * escaped into the answer, once (wire.c). A text the allocator marks as
+ * its memo's (fit_result.reason_memo) is known to be the same without
+ * comparing. */
+static void set_or_share_reason(struct evaluation *ev, struct verdict *v, const struct fit_result *fit, ssize_t *last,
+                                const void **last_memo)
 {
+    const char *reason = fit->reason;
+    size_t len = fit->reason_len;
     assert(strlen(reason) == len); /* fit_result.reason_len is kept by every writer */
     const struct verdict *prev = *last >= 0 ? &ev->verdicts[*last] : NULL;
+    if (prev && fit->reason_memo && fit->reason_memo == *last_memo) {
+        share_reason(v, prev);
+        return;
+    }
     if (prev && prev->reason_len == len && memcmp(ev->text.data + prev->reason_off, reason, len) == 0) {
         share_reason(v, prev);
     } else {
@@ -302,32 +346,46 @@ static void set_or_share_reason(struct evaluation *ev, struct verdict *v, const 
             return;
     }
     *last = v - ev->verdicts;
+    *last_memo = fit->reason_memo;
 }
 
+/* What judging one node after another shares. */
+struct judging {
+    struct placement *p;
+    const struct pod_info *pod;
+    const struct pod_entry *self;
+    const struct admission_policy *quota; /* NULL: no quota rule names the pod's namespace */
+    struct evaluation *ev;
+    struct fit_result fit;
+    ssize_t unknown_first, last_refusal; /* verdicts whose reason the next may share */
+    const void *last_memo;               /* last_refusal's fit_result.reason_memo */
+};
+
 /* One node's verdict: unknown, fits (with its GPUs) or not (with the reason). */
-static int judge(struct placement *p, const struct pod_info *pod, const struct pod_entry *self,
-                 const struct node_state *n, struct evaluation *ev, struct verdict *v, struct fit_result *fit,
-                 ssize_t *unknown_first, ssize_t *last_refusal)
+static int judge(struct judging *j, const struct node_state *n, struct verdict *v)
 {
+    struct evaluation *ev = j->ev;
     if (!n || !(n->fit.usable || n->present)) { /* a usable line means present: one line read, not two */
         set_why(v, REASON_NODE_UNKNOWN, -1, -1, 0);
-        if (*unknown_first < 0) {
-            *unknown_first = v - ev->verdicts;
+        if (j->unknown_first < 0) {
+            j->unknown_first = v - ev->verdicts;
             set_reason(ev, v, unknown_node_reason, sizeof(unknown_node_reason) - 1);
         } else {
-            share_reason(v, &ev->verdicts[*unknown_first]);
+            share_reason(v, &ev->verdicts[j->unknown_first]);
         }
         return 0;
     }
     v->known = true;
+    struct fit_result *fit = &j->fit;
     char *quota = NULL;
     enum quota_refusal refusal = QUOTA_ALLOWED;
-    if (allocator_fit(n, pod, self, &p->cfg.policy, fit) &&
-        !(quota = p->policy ? policy_check_quota(p->policy, p->cache, pod, self, n, &refusal) : NULL)) {
+    if (allocator_fit(n, j->pod, j->self, &j->p->cfg.policy, fit) &&
+        !(quota = j->quota ? policy_check_quota(j->quota, j->p->cache, j->pod, j->self, n, &refusal) : NULL)) {
         v->fits = true;
-        v->score = fit->score;
-        v->set_score = fit->set_score;
-        v->set_best = fit->set_best;
+        ev->fitting++;
+        v->score = (int16_t)fit->score; /* 0..FIT_SCORE_MAX */
+        v->set_score = saturate_i32(fit->set_score);
+        v->set_best = saturate_i32(fit->set_best);
         return record_gpus(ev, v, n, fit->masks);
     }
     if (quota) {
@@ -337,7 +395,7 @@ static int judge(struct placement *p, const struct pod_info *pod, const struct p
     } else {
         v->unresolvable = fit->unresolvable;
         set_why(v, fit->why, fit->why_container, fit->why_gpu, fit->short_by);
-        set_or_share_reason(ev, v, fit->reason, fit->reason_len, last_refusal);
+        set_or_share_reason(ev, v, fit, &j->last_refusal, &j->last_memo);
     }
     return 0;
 }
@@ -349,12 +407,17 @@ static int evaluate_locked(struct placement *p, const struct pod_info *pod, stru
     int rc = 0;
     uint64_t masks_store[16];
     uint64_t *masks = pod->ncontainers <= 16 ? masks_store : calloc((size_t)pod->ncontainers, sizeof(*masks));
-    struct fit_result fit = {.masks = masks};
-    ssize_t unknown_first = -1, last_refusal = -1;
     const struct node_state *chunk[LOOKUP_CHUNK];
     if (!masks)
         return -1;
-    const struct pod_entry *self = own_entry(c, pod);
+    struct judging j = {.p = p,
+                        .pod = pod,
+                        .self = own_entry(c, pod),
+                        .quota = p->policy && policy_quota_binds(p->policy, pod->ns) ? p->policy : NULL,
+                        .ev = ev,
+                        .fit = {.masks = masks},
+                        .unknown_first = -1,
+                        .last_refusal = -1};
     /* One shared container: nodes with a usable summary line decide on it
      * (allocator.h); whole GPUs read the tables where they fit. */
     bool line_enough = pod->ncontainers == 1 && !pod->hami && pod->containers[0].whole_gpus == 0;
@@ -370,7 +433,7 @@ static int evaluate_locked(struct placement *p, const struct pod_info *pod, stru
         else
             lookup_chunk(c, ev->verdicts + base, n, line_enough, nodes);
         for (size_t i = 0; i < n && rc == 0; i++)
-            rc = judge(p, pod, self, nodes[i], ev, &ev->verdicts[base + i], &fit, &unknown_first, &last_refusal);
+            rc = judge(&j, nodes[i], &ev->verdicts[base + i]);
     }
     if (all && !memo_hit && rc == 0)
         memo_store(&p->memo, c->nodes_epoch, ev, all);
@@ -403,13 +466,13 @@ static int precheck(struct placement *p, const struct pod_info *pod, struct eval
 int placement_evaluate(struct placement *p, const struct pod_info *pod, const char *const *names, size_t n,
                        struct evaluation *ev)
 {
-    return placement_evaluate_block(p, pod, names, n, NULL, 0, ev);
+    return placement_evaluate_block(p, pod, names, n, NULL, ev);
 }
 
 int placement_evaluate_block(struct placement *p, const struct pod_info *pod, const char *const *names, size_t n,
-                             const char *block, size_t block_len, struct evaluation *ev)
+                             const struct name_block *block, struct evaluation *ev)
 {
-    if (evaluation_start(ev, pod, names, n, block, block_len) != 0)
+    if (evaluation_start(ev, pod, names, n, block) != 0)
         return -1;
     int pre = precheck(p, pod, ev);
     if (pre != 0)
@@ -512,17 +575,17 @@ static int commit(struct placement *p, const struct pod_info *pod, struct evalua
     if (!node || !node->present) {
         set_why(chosen, REASON_NODE_UNKNOWN, -1, -1, 0);
         set_reason(ev, chosen, unknown_node_reason, sizeof(unknown_node_reason) - 1);
-        chosen->fits = false;
+        unfit(ev, chosen);
         rc = 1;
     } else if (!allocator_fit(node, pod, self, &p->cfg.policy, &fit)) {
         set_why(chosen, fit.why, fit.why_container, fit.why_gpu, fit.short_by);
         set_reason(ev, chosen, fit.reason, fit.reason_len);
-        chosen->fits = false;
+        unfit(ev, chosen);
         rc = 1;
     } else if (p->policy && (quota = policy_check_quota(p->policy, p->cache, pod, self, node, &refusal))) {
         set_why(chosen, quota_class(refusal), -1, -1, 0);
         set_reason(ev, chosen, quota, strlen(quota));
-        chosen->fits = false;
+        unfit(ev, chosen);
         rc = 1;
     } else if (record_gpus(ev, chosen, node, masks) == 0) {
         decision_indices(ev, chosen, idx, count);
@@ -549,7 +612,7 @@ static void assign_others(struct evaluation *ev)
         struct verdict *v = &ev->verdicts[i];
         if (!v->fits || (ssize_t)i == ev->chosen)
             continue;
-        v->fits = false;
+        unfit(ev, v);
         set_why(v, REASON_ASSIGNED_ELSEWHERE, -1, -1, 0);
         if (first >= 0) {
             share_reason(v, &ev->verdicts[first]);
@@ -725,20 +788,20 @@ static int filter_decide(struct placement *p, const struct pod_info *request, st
 int placement_filter(struct placement *p, const struct pod_info *pod, const char *const *names, size_t n,
                      struct evaluation *ev)
 {
-    return placement_filter_block(p, pod, names, n, NULL, 0, ev);
+    return placement_filter_block(p, pod, names, n, NULL, ev);
 }
 
 int placement_filter_block(struct placement *p, const struct pod_info *pod, const char *const *names, size_t n,
-                           const char *block, size_t block_len, struct evaluation *ev)
+                           const struct name_block *block, struct evaluation *ev)
 {
     if (!leading(p)) {
-        if (evaluation_start(ev, pod, names, n, block, block_len) != 0)
+        if (evaluation_start(ev, pod, names, n, block) != 0)
             return -1;
         return answer_error(ev, strdup(not_leader));
     }
     if (p->cfg.mode == PLACEMENT_BIND)
-        return placement_evaluate_block(p, pod, names, n, block, block_len, ev);
-    if (evaluation_start(ev, pod, names, n, block, block_len) != 0)
+        return placement_evaluate_block(p, pod, names, n, block, ev);
+    if (evaluation_start(ev, pod, names, n, block) != 0)
         return -1;
     int pre = precheck(p, pod, ev);
     if (pre != 0)

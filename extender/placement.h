@@ -90,9 +90,21 @@ struct decision_sink {
  * cache misses each. Valid while the cache's nodes_epoch is unchanged (no
  * node_state created or freed). Its mutex is a leaf, taken under the
  * cache's read lock for a copy in or out, never across anything else. */
+/* names[0..n) as the caller holds them: bytes[0..len) is the names back
+ * to back, each with its NUL, names[i] pointing into it. A nonzero serial
+ * is the caller's promise that a block with the same serial holds the
+ * same names at the same places (namelist.h gives each parsed NodeNames
+ * array one); 0 promises nothing. */
+struct name_block {
+    const char *bytes;
+    size_t len;
+    uint64_t serial;
+};
+
 struct name_memo {
     pthread_mutex_t lock;
-    char *names; /* the names back to back, each with its NUL */
+    uint64_t serial; /* the block's serial, or 0 */
+    char *names;     /* the names back to back, each with its NUL */
     size_t names_len;
     size_t *offsets; /* where each name starts in names */
     const struct node_state **nodes;
@@ -114,28 +126,34 @@ struct placement {
 void placement_set_sink(struct placement *p, const struct decision_sink *sink);
 void placement_require_leader(struct placement *p, const atomic_int *is_leader);
 
+/* One node's verdict. Thousands are walked several times per request
+ * (judged, answered, counted), so it is kept to 48 bytes: offsets and
+ * lengths are 32-bit (placement fails a request whose reasons or GPUs
+ * would pass 4 GiB) and topology scores saturate at INT32_MAX. */
 struct verdict {
     const char *name; /* the caller's string; must outlive the evaluation */
-    bool known;       /* the node is in the cache */
+    /* How much is missing: cores, memory units or GPUs (the class says which; fit_result.short_by). */
+    int64_t short_by;
+    int32_t set_score;   /* topology score of the whole-GPU sets chosen (0 for shares) */
+    int32_t set_best;    /* the best those sets could score on this node's shape */
+    uint32_t reason_off; /* into evaluation.text; reason_len 0 = no reason */
+    uint32_t reason_len;
+    uint32_t gpus_off; /* into evaluation.gpus: per container, count then minors */
+    int16_t score;     /* 0..FIT_SCORE_MAX */
+    bool known;        /* the node is in the cache */
     bool fits;
     bool unresolvable;
-    int score;         /* 0..FIT_SCORE_MAX */
-    int64_t set_score; /* topology score of the whole-GPU sets chosen (0 for shares) */
-    int64_t set_best;  /* the best those sets could score on this node's shape */
-    size_t reason_off; /* into evaluation.text; reason_len 0 = no reason */
-    size_t reason_len;
-    size_t gpus_off; /* into evaluation.gpus: per container, count then minors */
     /* Why it does not fit, as a class (allocator.h), with the container and
-     * GPU slot concerned (-1: none) and how much is missing (fit_result.short_by). */
+     * GPU slot concerned (-1: none). */
     uint8_t why;
     int8_t why_container;
     int8_t why_gpu;
-    int64_t short_by;
 };
 
 struct evaluation {
     size_t count;
     struct verdict *verdicts;
+    size_t fitting; /* how many verdicts fit (kept by every writer) */
     int ncontainers;
     struct strbuf text; /* reasons, back to back */
     int *gpus;          /* minors of fitting nodes, see verdict.gpus_off */
@@ -143,10 +161,9 @@ struct evaluation {
     ssize_t chosen; /* filter mode: index of the node answered, else -1 */
     bool decided;   /* filter mode: a new decision was recorded */
     char *error;    /* a request-level problem (the Error field), or NULL */
-    /* The caller's names back to back with their NULs, when it has them so
-     * (placement_*_block), else NULL: for the memo's comparison. */
-    const char *names_block;
-    size_t names_block_len;
+    /* The caller's names as a block (placement_*_block), else all zero:
+     * for the memo's comparison. */
+    struct name_block names_block;
 };
 
 int placement_init(struct placement *p, struct cluster_cache *cache, const struct placement_config *cfg);
@@ -164,13 +181,13 @@ int placement_filter(struct placement *p, const struct pod_info *pod, const char
 /* Prioritize / explain: evaluate without recording anything. */
 int placement_evaluate(struct placement *p, const struct pod_info *pod, const char *const *names, size_t n,
                        struct evaluation *ev);
-/* The same two, told that names[i] are the consecutive strings of
- * block[0..block_len), each with its NUL (wire.c collects them so): a list
- * kube-scheduler repeats is then recognised with one memcmp. */
+/* The same two, told that names[i] are the consecutive strings of a block
+ * (wire.c collects them so): a list kube-scheduler repeats is then
+ * recognised with one memcmp, or by its serial alone. */
 int placement_filter_block(struct placement *p, const struct pod_info *pod, const char *const *names, size_t n,
-                           const char *block, size_t block_len, struct evaluation *ev);
+                           const struct name_block *block, struct evaluation *ev);
 int placement_evaluate_block(struct placement *p, const struct pod_info *pod, const char *const *names, size_t n,
-                             const char *block, size_t block_len, struct evaluation *ev);
+                             const struct name_block *block, struct evaluation *ev);
 
 /* Bind (DESIGN section 4, bind mode): allocate the pod on node, record the
  * annotations, then create the Binding; a failure at any step leaves no

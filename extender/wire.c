@@ -96,12 +96,10 @@ static int expect(struct jscan *s, enum jscan_type t, const char *msg, char **er
     return -1;
 }
 
-static int parse_node_names(struct jscan *s, struct name_collector *nc, char **err)
+/* The array's names, scanned into nc (empty); *list is built from them. */
+static int scan_node_names(struct jscan *s, struct name_collector *nc, struct name_list **list, char **err)
 {
-    if (jscan_peek(s) == JSCAN_NULL)
-        return jscan_skip_value(s);
-    if (expect(s, JSCAN_ARRAY, "NodeNames must be an array of node names", err) != 0)
-        return -1;
+    const char *open = s->pos;
     jscan_enter_array(s);
     /* Thousands of names: room for them at once instead of by doubling,
      * up to a cluster of 64Ki nodes (beyond, doubling takes over). The
@@ -115,8 +113,10 @@ static int parse_node_names(struct jscan *s, struct name_collector *nc, char **e
         struct jscan_str name;
         if (jscan_next_plain_string(s, &name) != 1) { /* not the compact, plain common case */
             int r = jscan_next_element(s);
+            if (r == 0)
+                break;
             if (r != 1)
-                return r;
+                return -1;
             if (expect(s, JSCAN_STRING, "NodeNames must be an array of node names", err) != 0 ||
                 jscan_string(s, &name) != 0)
                 return -1;
@@ -126,6 +126,33 @@ static int parse_node_names(struct jscan *s, struct name_collector *nc, char **e
         if (!name.has_escapes && ascii_only(name.ptr, name.len)) /* it can go back as it came */
             nc->spans[nc->count - 1] = (struct jscan_span){name.ptr - 1, name.len + 2};
     }
+    size_t names_len = 0;
+    char *names_buf = strbuf_detach(&nc->buf, &names_len);
+    if (!names_buf)
+        return -1;
+    *list = name_list_build(open, (size_t)(s->pos - open), names_buf, names_len, nc->offsets, nc->spans, nc->count);
+    return *list ? 0 : -1;
+}
+
+/* NodeNames: the memo's list when the array is byte for byte its text
+ * (namelist.h), else scanned, and then remembered. */
+static int parse_node_names(struct jscan *s, struct name_list_memo *memo, struct name_list **list, char **err)
+{
+    name_list_unref(*list); /* a repeated key: the last one counts */
+    *list = NULL;
+    if (jscan_peek(s) == JSCAN_NULL)
+        return jscan_skip_value(s);
+    if (expect(s, JSCAN_ARRAY, "NodeNames must be an array of node names", err) != 0)
+        return -1;
+    if (memo && (*list = name_list_memo_match(memo, s->pos, (size_t)(s->end - s->pos))) != NULL)
+        return jscan_skip_known(s, (*list)->raw_len);
+    struct name_collector nc = {0};
+    strbuf_init(&nc.buf);
+    int rc = scan_node_names(s, &nc, list, err);
+    collector_free(&nc);
+    if (rc == 0 && memo)
+        name_list_memo_remember(memo, *list);
+    return rc;
 }
 
 /* metadata: find "name"; everything else is validated and skipped. */
@@ -348,6 +375,9 @@ static int parse_nodes(struct jscan *s, struct name_collector *nc, bool *present
         }
         if (expect(s, JSCAN_ARRAY, "Nodes.items must be an array of Node objects", err) != 0)
             return -1;
+        /* A repeated key: the last one counts, as in Go's encoding/json. */
+        nc->count = 0;
+        strbuf_reset(&nc->buf);
         jscan_enter_array(s);
         if (parse_node_items(s, nc, err) != 0)
             return -1;
@@ -373,7 +403,7 @@ static int parse_pod(struct jscan *s, struct extender_args *a, char **err)
     return 0;
 }
 
-static int parse_top(struct jscan *s, struct extender_args *a, struct name_collector *nc, bool *has_names,
+static int parse_top(struct jscan *s, struct extender_args *a, struct name_list_memo *memo, struct name_collector *nc,
                      bool *has_nodes, char **err)
 {
     if (expect(s, JSCAN_OBJECT, "ExtenderArgs must be a JSON object", err) != 0)
@@ -386,8 +416,7 @@ static int parse_top(struct jscan *s, struct extender_args *a, struct name_colle
         if (jscan_key_is(&key, "Pod")) {
             rc = parse_pod(s, a, err);
         } else if (jscan_key_is(&key, "NodeNames")) {
-            *has_names = jscan_peek(s) != JSCAN_NULL;
-            rc = parse_node_names(s, nc, err);
+            rc = parse_node_names(s, memo, &a->list, err);
         } else if (jscan_key_is(&key, "Nodes")) {
             rc = parse_nodes(s, nc, has_nodes, err);
         } else {
@@ -395,7 +424,7 @@ static int parse_top(struct jscan *s, struct extender_args *a, struct name_colle
         }
         if (rc != 0)
             return -1;
-        if (*has_names && *has_nodes) {
+        if (a->list && *has_nodes) {
             *err = message("ExtenderArgs carries both Nodes and NodeNames; kube-scheduler sends one of them");
             return -1;
         }
@@ -405,39 +434,47 @@ static int parse_top(struct jscan *s, struct extender_args *a, struct name_colle
 
 static int finish_args(struct extender_args *a, struct name_collector *nc, bool has_nodes)
 {
-    a->form = has_nodes ? ARGS_NODES : ARGS_NODE_NAMES;
+    if (!has_nodes) { /* the names are the list's */
+        a->form = ARGS_NODE_NAMES;
+        a->count = a->list->count;
+        a->names = a->list->names;
+        a->names_buf = a->list->names_buf;
+        a->names_len = a->list->names_len;
+        a->raw_names = a->list->raw_names;
+        return 0;
+    }
+    a->form = ARGS_NODES;
     a->count = nc->count;
-    if (has_nodes)
-        a->items = nc->spans; /* the collector gives them up */
-    else
-        a->raw_names = nc->spans;
+    a->items = nc->spans; /* the collector gives them up */
     nc->spans = NULL;
-    a->names = calloc(nc->count ? nc->count : 1, sizeof(*a->names));
+    a->own_names = calloc(nc->count ? nc->count : 1, sizeof(*a->own_names));
+    a->names = (const char *const *)a->own_names;
     if (!a->names)
         return -1;
-    a->names_buf = strbuf_detach(&nc->buf, &a->names_len);
+    a->own_names_buf = strbuf_detach(&nc->buf, &a->names_len);
+    a->names_buf = a->own_names_buf;
     if (!a->names_buf)
         return -1;
     for (size_t i = 0; i < nc->count; i++)
-        a->names[i] = a->names_buf + nc->offsets[i];
+        a->own_names[i] = a->own_names_buf + nc->offsets[i];
     return 0;
 }
 
-int wire_parse_args(const char *body, size_t len, struct extender_args *a, char **err)
+int wire_parse_args_memo(const char *body, size_t len, struct name_list_memo *memo, struct extender_args *a, char **err)
 {
     memset(a, 0, sizeof(*a));
     *err = NULL;
     struct jscan s;
     struct name_collector nc = {0};
     strbuf_init(&nc.buf);
-    bool has_names = false, has_nodes = false;
+    bool has_nodes = false;
     jscan_init(&s, body, len);
-    int rc = parse_top(&s, a, &nc, &has_names, &has_nodes, err);
+    int rc = parse_top(&s, a, memo, &nc, &has_nodes, err);
     if (rc == 0 && !a->pod) {
         *err = message("ExtenderArgs has no Pod");
         rc = -1;
     }
-    if (rc == 0 && !has_names && !has_nodes) {
+    if (rc == 0 && !a->list && !has_nodes) {
         *err = message("ExtenderArgs has neither Nodes nor NodeNames");
         rc = -1;
     }
@@ -451,13 +488,18 @@ int wire_parse_args(const char *body, size_t len, struct extender_args *a, char 
     return rc;
 }
 
+int wire_parse_args(const char *body, size_t len, struct extender_args *a, char **err)
+{
+    return wire_parse_args_memo(body, len, NULL, a, err);
+}
+
 void wire_args_free(struct extender_args *a)
 {
     cJSON_Delete(a->pod);
-    free(a->names);
-    free(a->names_buf);
+    name_list_unref(a->list);
+    free(a->own_names);
+    free(a->own_names_buf);
     free(a->items);
-    free(a->raw_names);
     memset(a, 0, sizeof(*a));
 }
 
@@ -632,23 +674,57 @@ static void repeat_bytes(struct strbuf *sb, size_t from, size_t len)
     sb->data[sb->len] = '\0';
 }
 
-static void put_failed(struct strbuf *sb, const char *field, const struct extender_args *a, const struct evaluation *ev,
+/* One refused node whose name goes back as it came and whose reason was
+ * escaped before, at sb[escaped_at, +escaped_len): the usual entry, written
+ * with one reservation. */
+static void put_repeated_entry(struct strbuf *sb, bool comma, const struct jscan_span *name, size_t escaped_at,
+                               size_t escaped_len)
+{
+    if (strbuf_reserve(sb, name->len + escaped_len + 2) != 0)
+        return;
+    char *w = sb->data + sb->len;
+    if (comma)
+        *w++ = ',';
+    memcpy(w, name->ptr, name->len);
+    w += name->len;
+    *w++ = ':';
+    memcpy(w, sb->data + escaped_at, escaped_len);
+    w += escaped_len;
+    *w = '\0';
+    sb->len = (size_t)(w - sb->data);
+}
+
+/* The refused nodes of one kind as a JSON object. Returns whether any
+ * refused node of the other kind was passed over (else its pass is not
+ * needed). */
+static bool put_failed(struct strbuf *sb, const char *field, const struct extender_args *a, const struct evaluation *ev,
                        bool unresolvable)
 {
-    bool first = true;
+    bool first = true, others = false;
     /* Nodes refused for the same reason share its text (placement.c):
      * it is escaped once and copied after that. */
     size_t escaped_at = 0, escaped_len = 0, escaped_off = SIZE_MAX;
     strbuf_printf(sb, "\"%s\":{", field);
     for (size_t i = 0; i < ev->count; i++) {
         const struct verdict *v = &ev->verdicts[i];
-        if (v->fits || v->unresolvable != unresolvable)
+        if (v->fits)
             continue;
+        if (v->unresolvable != unresolvable) {
+            others = true;
+            continue;
+        }
+        bool repeated = v->reason_len && v->reason_off == escaped_off;
+        const struct jscan_span *raw = raw_name(a, ev, i);
+        if (repeated && raw) {
+            put_repeated_entry(sb, !first, raw, escaped_at, escaped_len);
+            first = false;
+            continue;
+        }
         if (!first)
             strbuf_putc(sb, ',');
         put_node_name(sb, a, ev, i);
         strbuf_putc(sb, ':');
-        if (v->reason_len && v->reason_off == escaped_off) {
+        if (repeated) {
             repeat_bytes(sb, escaped_at, escaped_len);
         } else {
             escaped_at = sb->len;
@@ -659,6 +735,7 @@ static void put_failed(struct strbuf *sb, const char *field, const struct extend
         first = false;
     }
     strbuf_puts(sb, "},");
+    return others;
 }
 
 static void build_filter_result(struct answer *an, const struct extender_args *a, const struct evaluation *ev)
@@ -667,8 +744,10 @@ static void build_filter_result(struct answer *an, const struct extender_args *a
     strbuf_reserve(&an->text, 64 + ev->count * 48);
     strbuf_putc(&an->text, '{');
     put_kept_nodes(an, a, ev);
-    put_failed(&an->text, "FailedNodes", a, ev, false);
-    put_failed(&an->text, "FailedAndUnresolvableNodes", a, ev, true);
+    if (put_failed(&an->text, "FailedNodes", a, ev, false))
+        put_failed(&an->text, "FailedAndUnresolvableNodes", a, ev, true);
+    else
+        strbuf_puts(&an->text, "\"FailedAndUnresolvableNodes\":{},");
     strbuf_puts(&an->text, "\"Error\":");
     strbuf_json_string(&an->text, ev->error ? ev->error : "");
     strbuf_putc(&an->text, '}');

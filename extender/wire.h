@@ -27,6 +27,7 @@
 #include <stddef.h>
 
 #include "extender/http.h"
+#include "extender/namelist.h"
 #include "extender/placement.h"
 #include "lib/jscan.h"
 #include "lib/strbuf.h"
@@ -37,21 +38,32 @@ struct extender_args {
     cJSON *pod; /* the Pod object */
     enum args_form form;
     size_t count;
-    const char **names; /* count NUL-terminated names (point into names_buf) */
-    char *names_buf;    /* the names back to back, in order, each with its NUL */
-    size_t names_len;   /* bytes of names_buf */
+    const char *const *names; /* count NUL-terminated names (point into names_buf) */
+    const char *names_buf;    /* the names back to back, in order, each with its NUL */
+    size_t names_len;         /* bytes of names_buf */
     /* ARGS_NODES: count spans, item i's exact JSON text in the request body
      * (the body must outlive these args); NULL in the NodeNames form. */
     struct jscan_span *items;
-    /* ARGS_NODE_NAMES: count spans, name i's string token in the request,
-     * quotes included, when it can be answered as it came (no escapes, all
-     * ASCII), else {NULL, 0}; NULL in the Nodes form. */
-    struct jscan_span *raw_names;
+    /* ARGS_NODE_NAMES: count spans, name i's string token (quotes included)
+     * when it can be answered as it came (no escapes, all ASCII), else
+     * {NULL, 0}; NULL in the Nodes form. They point into list->raw. */
+    const struct jscan_span *raw_names;
+    /* ARGS_NODE_NAMES: the parsed array, shared with the memo (namelist.h),
+     * which names, names_buf and raw_names belong to; else NULL. */
+    struct name_list *list;
+    /* ARGS_NODES: the names and their buffer, owned here. */
+    char **own_names;
+    char *own_names_buf;
 };
 
 /* Decode body[0..len).
- * Returns 0, or -1 with *err a malloc'd message saying what is wrong. */
+ * Returns 0, or -1 with *err a malloc'd message saying what is wrong.
+ * A key given twice counts the last time, as in Go's encoding/json. */
 int wire_parse_args(const char *body, size_t len, struct extender_args *args, char **err);
+/* The same, with memo (or NULL) remembering the last NodeNames array: the
+ * same array again is not scanned again (namelist.h). */
+int wire_parse_args_memo(const char *body, size_t len, struct name_list_memo *memo, struct extender_args *args,
+                         char **err);
 void wire_args_free(struct extender_args *args);
 
 /* Large Nodes forms are scanned on two threads when a guessed item boundary

@@ -642,6 +642,14 @@ int jscan_skip_value(struct jscan *s)
     return 0;
 }
 
+int jscan_skip_known(struct jscan *s, size_t len)
+{
+    if (s->error || (size_t)(s->end - s->pos) < len)
+        return -1;
+    s->pos += len;
+    return 0;
+}
+
 int jscan_value_span(struct jscan *s, struct jscan_span *span)
 {
     span->ptr = NULL;

@@ -125,6 +125,13 @@ int jscan_skip_value(struct jscan *s);
  * whitespace excluded, nothing after the value included. On error the span
  * is {NULL, 0}. The span points into the scanned buffer. */
 int jscan_value_span(struct jscan *s, struct jscan_span *span);
+/* Move past the next value without scanning it, when its text is known:
+ * the len bytes at the value's first byte (where jscan_peek leaves s->pos)
+ * are, byte for byte, a complete value scanned without error before, at
+ * this depth (a JSON value ends where its bytes say, so the same bytes are
+ * the same value). The caller vouches for that; nothing is read. 0, or -1
+ * (nothing moved, no error set) when fewer than len bytes remain. */
+int jscan_skip_known(struct jscan *s, size_t len);
 /* Read a string value. 0, or -1 when the value is not a string. */
 int jscan_string(struct jscan *s, struct jscan_str *out);
 

@@ -28,7 +28,7 @@ void strbuf_reset(struct strbuf *sb)
         sb->data[0] = '\0';
 }
 
-int strbuf_reserve(struct strbuf *sb, size_t extra)
+int strbuf_reserve_growing(struct strbuf *sb, size_t extra)
 {
     if (sb->failed)
         return -1;

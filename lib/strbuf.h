@@ -24,8 +24,17 @@ struct strbuf {
 void strbuf_init(struct strbuf *sb);
 void strbuf_free(struct strbuf *sb);
 void strbuf_reset(struct strbuf *sb);
-/* Make room for at least `extra` more bytes. 0 or -1 (and the buffer fails). */
-int strbuf_reserve(struct strbuf *sb, size_t extra);
+/* Make room for at least `extra` more bytes. 0 or -1 (and the buffer fails).
+ * Inline while the room is there; strbuf_reserve_growing grows. */
+int strbuf_reserve_growing(struct strbuf *sb, size_t extra);
+
+static inline int strbuf_reserve(struct strbuf *sb, size_t extra)
+{
+    if (sb->cap - sb->len > extra && !sb->failed)
+        return 0;
+    return strbuf_reserve_growing(sb, extra);
+}
+
 /* The same, growing to exactly len + extra + 1 bytes when it must grow, for
  * callers that account for the memory a buffer holds (request bodies). */
 int strbuf_reserve_exact(struct strbuf *sb, size_t extra);

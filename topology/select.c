@@ -112,6 +112,8 @@ int64_t topology_set_score(const struct gpu_topology *t, uint64_t set)
     if (!usable(t))
         return 0;
     set &= all_gpus(t->count);
+    if (set && !(set & (set - 1))) /* one GPU, the whole-GPU pod's usual set: no links */
+        return numa_bonus(numa_add(NUMA_EMPTY, gpu_numa(t, __builtin_ctzll(set))));
     int64_t score = 0;
     int numa = NUMA_EMPTY;
     for (int i = 0; i < t->count; i++) {
@@ -806,13 +808,12 @@ static int64_t compute_best_possible(const struct gpu_topology *t, int k)
  * the whole link table), and every one-GPU request asks on every node. */
 static int64_t best_single(const struct gpu_topology *t)
 {
-    /* A single GPU has no links: its score is the NUMA bonus alone. */
-    int64_t best = 0;
-    for (int i = 0; i < t->count; i++) {
-        int64_t v = numa_bonus(numa_add(NUMA_EMPTY, gpu_numa(t, i)));
-        best = v > best ? v : best;
-    }
-    return best;
+    /* A single GPU has no links: its score is the NUMA bonus alone, which
+     * any GPU on a known NUMA node earns. */
+    for (int i = 0; i < t->count; i++)
+        if (numa_bonus(numa_add(NUMA_EMPTY, gpu_numa(t, i))) > 0)
+            return NUMA_BONUS;
+    return 0;
 }
 
 int64_t topology_best_possible(const struct gpu_topology *t, int k)

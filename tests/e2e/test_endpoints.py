@@ -264,6 +264,42 @@ def node_names_form(s):
         s.check_eq([h["Host"] for h in hp], ["cpu-0", "gpu-t4-0"], "prioritize answers exactly the names sent")
 
 
+def refused(res):
+    return set(res.get("FailedNodes") or {}) | set(res.get("FailedAndUnresolvableNodes") or {})
+
+
+def list_memo(srv, outcome):
+    samples, _types, _bad = g.parse_metrics(srv.metrics().body.decode("utf-8"))
+    return g.metric(samples, "gqa_node_list_memo_total", outcome=outcome)
+
+
+@suite.test
+def repeated_node_list(s):
+    """A NodeNames array byte for byte the last one is taken from its parse
+    (the metric counts a hit) and answers exactly as a scanned one; an
+    array one byte apart, or longer, is scanned; the node states behind the
+    names are read afresh every time."""
+    with g.Server(s, flags=["--placement", "bind"]) as srv:
+        pod = g.demo_pod("mps-share")
+        names = ["gpu-t4-0", "cpu-0", "gpu-a100-0"]
+        body = lambda p, ns: json.dumps({"Pod": p, "NodeNames": ns}).encode("utf-8")
+        first = srv.post("/scheduler/filter", body(pod, names))
+        hits, misses = list_memo(srv, "hit"), list_memo(srv, "miss")
+        again = srv.post("/scheduler/filter", body(g.demo_pod("mps-share"), names))
+        s.check_eq(again.body, first.body, "the same array answers the same bytes")
+        s.check_eq(list_memo(srv, "hit") - hits, 1, "and was not scanned again")
+        other = srv.post("/scheduler/filter", body(pod, ["gpu-t4-0", "cpu-1", "gpu-a100-0"])).json()
+        s.check_eq(other["NodeNames"], ["gpu-t4-0"], "one byte apart: its own names")
+        s.check("cpu-1" in refused(other), "the unknown name is refused by name")
+        longer = srv.post("/scheduler/filter", body(pod, names + ["gpu-v100-0"])).json()
+        s.check_eq(longer["NodeNames"], ["gpu-t4-0"], "a longer array: its own answer")
+        s.check("gpu-v100-0" in refused(longer), "with the last name read too")
+        s.check_eq(list_memo(srv, "miss") - misses, 2, "both were scanned")
+        hp = srv.prioritize(pod, names + ["gpu-v100-0"])
+        s.check_eq([h["Host"] for h in hp], names + ["gpu-v100-0"], "prioritize takes the remembered array too")
+        s.check_eq(list_memo(srv, "hit") - hits, 2, "counted as a hit")
+
+
 def raw_items(text, start):
     """The exact text of each element of the JSON array opening at text[start]."""
     dec = json.JSONDecoder()

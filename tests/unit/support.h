@@ -49,6 +49,16 @@ void add_mps_node(struct cluster_cache *c, const char *name, int gpus, int mem_p
     "{\\'version\\':1,\\'gpus\\':[" \
     "{\\'index\\':0,\\'numa\\':0},{\\'index\\':1,\\'numa\\':0},{\\'index\\':2,\\'numa\\':0},{\\'index\\':3,\\'numa\\':0}," \
     "{\\'index\\':4,\\'numa\\':1},{\\'index\\':5,\\'numa\\':1},{\\'index\\':6,\\'numa\\':1},{\\'index\\':7,\\'numa\\':1}]," \
+    SUPPORT_DGX1_LINKS
+
+/* The same links, with GPUs 6 and 7 on no known NUMA node. */
+#define SUPPORT_MIXED_NUMA_TOPOLOGY \
+    "{\\'version\\':1,\\'gpus\\':[" \
+    "{\\'index\\':0,\\'numa\\':0},{\\'index\\':1,\\'numa\\':0},{\\'index\\':2,\\'numa\\':0},{\\'index\\':3,\\'numa\\':0}," \
+    "{\\'index\\':4,\\'numa\\':1},{\\'index\\':5,\\'numa\\':1},{\\'index\\':6},{\\'index\\':7}]," \
+    SUPPORT_DGX1_LINKS
+
+#define SUPPORT_DGX1_LINKS \
     "\\'links\\':[" \
     "[\\'X\\',\\'NV1\\',\\'NV1\\',\\'NV2\\',\\'NV2\\',\\'SYS\\',\\'SYS\\',\\'SYS\\']," \
     "[\\'NV1\\',\\'X\\',\\'NV2\\',\\'NV1\\',\\'SYS\\',\\'NV2\\',\\'SYS\\',\\'SYS\\']," \

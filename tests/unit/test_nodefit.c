@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "extender/allocator.h"
+#include "topology/select.h"
 #include "tests/unit/support.h"
 
 /* Every field of the line against the GPU table, read directly. */
@@ -46,6 +47,20 @@ static void expect_line_matches(const struct cluster_cache *c, const char *name)
         assert_int_equal(f->minor[s], g->minor);
         bool idle = g->core_used == 0 && g->vmem_used == 0 && g->mmem_used == 0;
         assert_int_equal(f->idle >> s & 1, idle);
+    }
+    /* One whole GPU's scores, from the topology itself. */
+    const struct gpu_topology *shape = n->spec->shape;
+    if (!shape || shape->count != n->gpu_count) {
+        assert_int_equal(f->best1, 0);
+        assert_int_equal(f->best1_gpus, 0);
+        return;
+    }
+    int64_t best = topology_best_possible(shape, 1);
+    assert_int_equal(f->best1, best);
+    for (int s = 0; s < n->gpu_count; s++) {
+        int64_t alone = topology_set_score(shape, 1ULL << s);
+        assert_int_equal(f->best1_gpus >> s & 1, alone == best && best > 0);
+        assert_true(alone == 0 || alone == best);
     }
 }
 
@@ -210,7 +225,8 @@ static void test_line_decides_like_the_full_path(void **state)
 
 /* Whole GPUs when exactly as many are idle as asked: the line takes them,
  * with the full path's set score, best possible set and node score, on a
- * DGX-1 shape and on a node without one, under both node policies. */
+ * DGX-1 shape, on one whose GPUs 6 and 7 have no NUMA node, and on a node
+ * without one, under both node policies; down to the last idle GPU. */
 static void test_forced_whole_sets_on_the_line(void **state)
 {
     struct cluster_cache *c = *state;
@@ -219,11 +235,15 @@ static void test_forced_whole_sets_on_the_line(void **state)
                 "'tencent.com/vcuda-memory':'320','nvidia.com/gpu':'8'}}}");
     add_node(c, "{'kind':'Node','metadata':{'name':'plain'},'status':{'allocatable':{"
                 "'tencent.com/vcuda-core':'800','tencent.com/vcuda-memory':'320','nvidia.com/gpu':'8'}}}");
-    const char *nodes[] = {"dgx", "plain"};
-    for (size_t i = 0; i < 2; i++) {
-        /* Busy: 0, 4, 2, 6, 1, 5 in turn; idle left: 7..2 GPUs, then asks for as many. */
-        static const int busy_order[] = {0, 4, 2, 6, 1, 5};
-        for (int b = 0; b < 6; b++) {
+    add_node(c, "{'kind':'Node','metadata':{'name':'mixed','annotations':{'gpu-admission.io/topology':'"
+                SUPPORT_MIXED_NUMA_TOPOLOGY "'}},'status':{'allocatable':{'tencent.com/vcuda-core':'800',"
+                "'tencent.com/vcuda-memory':'320','nvidia.com/gpu':'8'}}}");
+    const char *nodes[] = {"dgx", "plain", "mixed"};
+    for (size_t i = 0; i < 3; i++) {
+        expect_line_matches(c, nodes[i]);
+        /* Busy: 0, 4, 2, 6, 1, 5, 3 in turn; idle left: 7..1 GPUs, then asks for as many. */
+        static const int busy_order[] = {0, 4, 2, 6, 1, 5, 3};
+        for (int b = 0; b < 7; b++) {
             char name[32];
             fmt(name, sizeof(name), "%s-b%d", nodes[i], b);
             put_pod(c, name, nodes[i], busy_order[b], 10, 1);
@@ -244,6 +264,8 @@ static void test_forced_whole_sets_on_the_line(void **state)
                 assert_int_equal(line.masks[0], n->fit.idle);
                 if (i == 0)
                     assert_true(line.r.set_best > 0 && line.r.set_score <= line.r.set_best);
+                if (i == 2 && idle == 1) /* GPU 7 alone, without a NUMA node: no bonus, while others have one */
+                    assert_true(line.r.set_score == 0 && line.r.set_best > 0);
             }
             pod_info_free(p);
         }

@@ -847,7 +847,8 @@ static void expect_known_block(struct world *w, const struct pod_info *pod, cons
         len += l;
     }
     struct evaluation ev;
-    assert_int_equal(placement_evaluate_block(&w->p, pod, inside, n, block, len, &ev), 0);
+    struct name_block b = {block, len, 0};
+    assert_int_equal(placement_evaluate_block(&w->p, pod, inside, n, &b, &ev), 0);
     for (size_t i = 0; i < n; i++) {
         assert_string_equal(ev.verdicts[i].name, names[i]);
         assert_int_equal(ev.verdicts[i].known, known[i]);
@@ -877,10 +878,33 @@ static void test_resolved_block_follows_the_names(void **state)
     static const char same_bytes[] = "n1\0c\0ab";
     struct evaluation ev;
     const char *const elsewhere[] = {"ab", "n1", "zz"};
-    assert_int_equal(placement_evaluate_block(&w->p, pod, elsewhere, 3, same_bytes, sizeof same_bytes, &ev), 0);
+    struct name_block b = {same_bytes, sizeof same_bytes, 0};
+    assert_int_equal(placement_evaluate_block(&w->p, pod, elsewhere, 3, &b, &ev), 0);
     assert_string_equal(ev.verdicts[0].name, "ab");
     assert_true(ev.verdicts[0].known && ev.verdicts[1].known && !ev.verdicts[2].known);
     evaluation_free(&ev);
+    pod_info_free(pod);
+}
+
+/* A block with a serial is recognised by it (wire.c gives each parsed
+ * NodeNames array one), and still not across a change of the nodes. */
+static void test_resolved_block_by_serial(void **state)
+{
+    struct world *w = *state;
+    struct pod_info *pod = pod_of("p", "u1", "1", 10, 1);
+    add_vcuda_node(&w->cache, "a", 2);
+    static const char bytes[] = "a\0b";
+    const char *const names[] = {bytes, bytes + 2};
+    struct name_block b = {bytes, sizeof bytes, 42};
+    for (int round = 0; round < 3; round++) {
+        if (round == 2)
+            add_vcuda_node(&w->cache, "b", 2);
+        struct evaluation ev;
+        assert_int_equal(placement_evaluate_block(&w->p, pod, names, 2, &b, &ev), 0);
+        assert_true(ev.verdicts[0].known);
+        assert_int_equal(ev.verdicts[1].known, round == 2); /* round 1 from the memo, round 2 not */
+        evaluation_free(&ev);
+    }
     pod_info_free(pod);
 }
 
@@ -920,6 +944,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_hami_filter_then_bind, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hami_reservation_survives_update, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resolved_names_follow_the_nodes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_resolved_block_by_serial, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resolved_block_follows_the_names, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,6 +6,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,6 +100,98 @@ static void test_node_names_form(void **state)
     assert_int_equal(a.form, ARGS_NODE_NAMES);
     assert_int_equal(a.count, 0);
     assert_non_null(a.names);
+    wire_args_free(&a);
+    free(body);
+}
+
+/* Parse body (already JSON) with the memo; it must be accepted. */
+static void parse_memo_ok(struct name_list_memo *m, const char *body, struct extender_args *a)
+{
+    char *err = NULL;
+    if (wire_parse_args_memo(body, strlen(body), m, a, &err) != 0)
+        fail_msg("rejected: %s\nbody: %s", err ? err : "(null)", body);
+}
+
+static void expect_names(const struct extender_args *a, const char *const *names, size_t n)
+{
+    assert_int_equal(a->form, ARGS_NODE_NAMES);
+    assert_int_equal(a->count, n);
+    for (size_t i = 0; i < n; i++)
+        assert_string_equal(a->names[i], names[i]);
+}
+
+/* A NodeNames array byte for byte the last one is that list again: not
+ * scanned again, shared, and still its own once the first request is gone;
+ * any other array (one byte apart, or longer) is scanned. */
+static void test_repeated_node_list_parsed_once(void **state)
+{
+    (void)state;
+    struct name_list_memo m;
+    assert_int_equal(name_list_memo_init(&m), 0);
+    static const char *const names[] = {"n1", "n2", "\xc3\xa9"};
+    char *b1 = q("{'Pod':{'metadata':{'name':'p'}},'NodeNames':['n1','n\\u0032','\xc3\xa9']}");
+    char *b2 = q("{ 'NodeNames' : ['n1','n\\u0032','\xc3\xa9'] ,'Pod':{'metadata':{'name':'other'}}}");
+    struct extender_args a1, a2, a3;
+    parse_memo_ok(&m, b1, &a1);
+    expect_names(&a1, names, 3);
+    assert_int_equal(atomic_load(&m.misses), 1);
+    parse_memo_ok(&m, b2, &a2);
+    assert_int_equal(atomic_load(&m.hits), 1);
+    assert_ptr_equal(a2.list, a1.list);
+    assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(a2.pod, "metadata"), "name")->valuestring[0], 'o');
+    /* The tokens are the list's own copy, the request is not needed. */
+    assert_non_null(a2.raw_names[0].ptr);
+    assert_memory_equal(a2.raw_names[0].ptr, "\"n1\"", 4);
+    assert_null(a2.raw_names[1].ptr); /* escaped: decoded and escaped again when answered */
+    assert_null(a2.raw_names[2].ptr); /* not ASCII */
+    wire_args_free(&a1);
+    free(b1);
+    expect_names(&a2, names, 3);
+    uint64_t serial = a2.list->serial;
+
+    /* One byte apart, then longer: scanned, a new list with a new serial. */
+    char *b3 = q("{'Pod':{},'NodeNames':['n1','n3','\xc3\xa9']}");
+    parse_memo_ok(&m, b3, &a3);
+    assert_int_equal(atomic_load(&m.hits), 1);
+    assert_string_equal(a3.names[1], "n3");
+    assert_true(a3.list->serial != serial);
+    wire_args_free(&a3);
+    char *b4 = q("{'Pod':{},'NodeNames':['n1','n3','\xc3\xa9','n4']}");
+    parse_memo_ok(&m, b4, &a3);
+    assert_int_equal(atomic_load(&m.hits), 1);
+    assert_int_equal(a3.count, 4);
+    wire_args_free(&a3);
+    wire_args_free(&a2);
+    free(b2);
+    free(b3);
+
+    /* The remembered bytes followed by what is not JSON: still refused. */
+    char *err = NULL;
+    char *b5 = q("{'Pod':{},'NodeNames':['n1','n3','\xc3\xa9','n4']]");
+    assert_int_equal(wire_parse_args_memo(b5, strlen(b5), &m, &a3, &err), -1);
+    assert_int_equal(atomic_load(&m.hits), 2);
+    assert_non_null(strstr(err, "malformed JSON"));
+    free(err);
+    free(b4);
+    free(b5);
+    name_list_memo_destroy(&m);
+}
+
+/* A key given twice counts the last time, as Go's encoding/json decodes
+ * it on kube-scheduler's side. */
+static void test_repeated_keys_last_counts(void **state)
+{
+    (void)state;
+    char *body;
+    struct extender_args a;
+    parse_ok("{'Pod':{},'NodeNames':['a'],'NodeNames':['b','c']}", &body, &a);
+    expect_names(&a, (const char *const[]){"b", "c"}, 2);
+    wire_args_free(&a);
+    free(body);
+    expect_error("{'Pod':{},'NodeNames':['a'],'NodeNames':null}", "ExtenderArgs has neither Nodes nor NodeNames");
+    parse_ok("{'Pod':{},'NodeNames':['a'],'NodeNames':null,'Nodes':{'items':[{'metadata':{'name':'n'}}]}}", &body, &a);
+    assert_int_equal(a.form, ARGS_NODES);
+    assert_int_equal(a.count, 1);
     wire_args_free(&a);
     free(body);
 }
@@ -868,7 +961,7 @@ static void test_round_trip_request_errors(void **state)
 
 /* The answer in pieces: joined, it equals the flat answer; kept items point
  * into the request body (never copied), and a run of neighbouring kept items
- * is one piece. Two "items" arrays never merge into one run. */
+ * is one piece. Of two "items" arrays the last counts, as in Go. */
 static char *join_pieces(const struct http_piece *p, size_t n)
 {
     struct strbuf sb;
@@ -884,10 +977,12 @@ static void test_filter_result_pieces(void **state)
     char fixture[4096], *body;
     struct extender_args a;
     args_with(fixture, sizeof(fixture),
-              "'Nodes':{'items':[{'metadata':{'name':'n1'}} , {'metadata':{'name':'n2'}},"
-              "{'metadata':{'name':'n3'}},{'metadata':{'name':'n4'}}],'items':[{'metadata':{'name':'n5'}}]}");
+              "'Nodes':{'items':[{'metadata':{'name':'n0'}}],'items':[{'metadata':{'name':'n1'}} , "
+              "{'metadata':{'name':'n2'}},{'metadata':{'name':'n3'}},{'metadata':{'name':'n4'}},"
+              "{'metadata':{'name':'n5'}}]}");
     parse_ok(fixture, &body, &a);
     assert_int_equal(a.count, 5);
+    assert_string_equal(a.names[0], "n1");
     struct evaluation ev;
     const char *reasons[] = {NULL, NULL, "full", NULL, NULL};
     make_evaluation(&ev, &a, "ffrff", reasons, (int[]){1, 1, 0, 1, 1});
@@ -899,13 +994,14 @@ static void test_filter_result_pieces(void **state)
     assert_int_equal(wire_filter_result_pieces(&a, &ev, &text, &pieces, &n), 0);
     char *joined = join_pieces(pieces, n);
     assert_string_equal(joined, flat);
-    /* n1+n2 (neighbours, separator kept as sent), then n4, then n5 from the
-     * second array: three pieces inside the request body. */
+    /* n1+n2 (neighbours, separator kept as sent), then n4+n5: two pieces
+     * inside the request body. */
     size_t in_request = 0;
     const char *end = body + strlen(body);
     for (size_t i = 0; i < n; i++)
         in_request += pieces[i].ptr >= body && pieces[i].ptr < end;
-    assert_int_equal(in_request, 3);
+    assert_int_equal(in_request, 2);
+    assert_null(strstr(flat, "n0"));
     assert_non_null(strstr(flat, "{\"metadata\":{\"name\":\"n1\"}} , {\"metadata\":{\"name\":\"n2\"}}"));
     assert_non_null(strstr(flat, "{\"name\":\"n2\"}},{\"metadata\":{\"name\":\"n4\"}},{\"metadata\":{\"name\":\"n5\"}}]}"));
     cJSON *r = parse_answer(flat, &len);
@@ -988,6 +1084,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_node_names_form),
+        cmocka_unit_test(test_repeated_node_list_parsed_once),
+        cmocka_unit_test(test_repeated_keys_last_counts),
         cmocka_unit_test(test_nodes_form),
         cmocka_unit_test(test_escaped_names),
         cmocka_unit_test(test_large_nodes_form_two_threads),

@@ -97,10 +97,10 @@ void name_list_memo_remember(struct name_list_memo *m, struct name_list *l)
 void name_list_memo_render_metrics(struct name_list_memo *m, struct strbuf *out)
 {
     strbuf_printf(out,
-                  "# HELP gqa_node_list_memo_total NodeNames arrays that were byte for byte the last one and were "
+                  "# HELP gqa_name_list_memo_total NodeNames arrays that were byte for byte the last one and were "
                   "not scanned again (hit), or were scanned (miss).\n"
-                  "# TYPE gqa_node_list_memo_total counter\n"
-                  "gqa_node_list_memo_total{outcome=\"hit\"} %llu\n"
-                  "gqa_node_list_memo_total{outcome=\"miss\"} %llu\n",
+                  "# TYPE gqa_name_list_memo_total counter\n"
+                  "gqa_name_list_memo_total{outcome=\"hit\"} %llu\n"
+                  "gqa_name_list_memo_total{outcome=\"miss\"} %llu\n",
                   (unsigned long long)atomic_load(&m->hits), (unsigned long long)atomic_load(&m->misses));
 }

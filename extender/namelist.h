@@ -61,7 +61,7 @@ void name_list_memo_destroy(struct name_list_memo *m);
 struct name_list *name_list_memo_match(struct name_list_memo *m, const char *text, size_t avail);
 /* l becomes the last list (the memo takes its own reference). */
 void name_list_memo_remember(struct name_list_memo *m, struct name_list *l);
-/* gqa_node_list_memo_total{outcome}: arrays found in the memo or scanned. */
+/* gqa_name_list_memo_total{outcome}: arrays found in the memo or scanned. */
 void name_list_memo_render_metrics(struct name_list_memo *m, struct strbuf *out);
 
 #endif

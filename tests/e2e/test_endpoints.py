@@ -270,7 +270,7 @@ def refused(res):
 
 def list_memo(srv, outcome):
     samples, _types, _bad = g.parse_metrics(srv.metrics().body.decode("utf-8"))
-    return g.metric(samples, "gqa_node_list_memo_total", outcome=outcome)
+    return g.metric(samples, "gqa_name_list_memo_total", outcome=outcome)
 
 
 @suite.test

@@ -664,6 +664,88 @@ static int slim_value(struct jscan *s, cJSON *obj, const char *name)
     return 0;
 }
 
+/* A NUL-terminated copy of a plain (escape-free) token, from cJSON's
+ * allocator (it frees a string item's value), or NULL. */
+static char *plain_dup(const struct jscan_str *str)
+{
+    char *p = cJSON_malloc(str->len + 1);
+    if (p) {
+        memcpy(p, str->ptr, str->len);
+        p[str->len] = '\0';
+    }
+    return p;
+}
+
+/* One member of a plain object: a string (taken here) or an object (walked
+ * by build_plain). 1 when added, 0 when not plain, -1 on error. */
+static int build_plain(struct jscan *s, cJSON *into, int depth);
+
+static int plain_member(struct jscan *s, const struct jscan_str *key, cJSON *into, int depth)
+{
+    enum jscan_type t = jscan_peek(s);
+    if (key->has_escapes || (t != JSCAN_STRING && t != JSCAN_OBJECT))
+        return 0;
+    char *name = plain_dup(key);
+    cJSON *item = NULL;
+    int r = -1;
+    if (name && t == JSCAN_OBJECT) {
+        item = cJSON_CreateObject();
+        r = item ? build_plain(s, item, depth + 1) : -1;
+    } else if (name) {
+        struct jscan_str str;
+        r = jscan_string(s, &str) != 0 ? -1 : str.has_escapes ? 0 : 1;
+        char *value = r == 1 ? plain_dup(&str) : NULL;
+        item = value ? cJSON_CreateStringReference("") : NULL;
+        if (item) { /* owned from here: cJSON_Delete frees valuestring */
+            item->type = cJSON_String;
+            item->valuestring = value;
+        } else if (r == 1) {
+            cJSON_free(value);
+            r = -1;
+        }
+    }
+    if (r == 1 && !cJSON_AddItemToObject(into, name, item))
+        r = -1;
+    if (r != 1)
+        cJSON_Delete(item);
+    cJSON_free(name);
+    return r;
+}
+
+static int build_plain(struct jscan *s, cJSON *into, int depth)
+{
+    if (depth > 4 || jscan_enter_object(s) != 0)
+        return depth > 4 ? 0 : -1;
+    struct jscan_str key;
+    int r;
+    while ((r = jscan_next_key(s, &key)) == 1) {
+        int m = plain_member(s, &key, into, depth);
+        if (m != 1)
+            return m;
+    }
+    return r == 0 ? 1 : -1;
+}
+
+/* Annotations and resources, built while they are scanned when they hold
+ * only strings without escapes and objects of such (what the API server
+ * sends), instead of scanning their text twice (here and in cJSON). Any
+ * other value is parsed by cJSON from its text as before, so both give
+ * the same tree (fuzz_pod compares them). */
+static int slim_plain(struct jscan *s, cJSON *obj, const char *name)
+{
+    if (jscan_peek(s) != JSCAN_OBJECT)
+        return slim_value(s, obj, name);
+    struct jscan probe = *s; /* a copy: the value is scanned again from s when not plain */
+    cJSON *v = cJSON_CreateObject();
+    int r = v ? build_plain(&probe, v, 0) : -1;
+    if (r == 1 && cJSON_AddItemToObject(obj, name, v)) {
+        *s = probe;
+        return 0;
+    }
+    cJSON_Delete(v);
+    return slim_value(s, obj, name); /* not plain, or failed: as before, with the scanner's own error */
+}
+
 typedef int (*slim_member_fn)(struct jscan *s, const struct jscan_str *key, cJSON *into);
 
 /* Walk an object value, letting `member` keep what it wants into a new
@@ -690,7 +772,7 @@ static int metadata_member(struct jscan *s, const struct jscan_str *key, cJSON *
         if (jscan_key_is(key, strings[i]))
             return slim_string(s, into, strings[i]);
     if (jscan_key_is(key, "annotations"))
-        return slim_value(s, into, "annotations");
+        return slim_plain(s, into, "annotations");
     return jscan_skip_value(s);
 }
 
@@ -699,7 +781,7 @@ static int container_member(struct jscan *s, const struct jscan_str *key, cJSON 
     if (jscan_key_is(key, "name"))
         return slim_string(s, into, "name");
     if (jscan_key_is(key, "resources"))
-        return slim_value(s, into, "resources");
+        return slim_plain(s, into, "resources");
     return jscan_skip_value(s);
 }
 

@@ -1,11 +1,35 @@
 /* fuzz_pod.c - Pod and Node objects (cluster/podspec.c, nodespec.c): the
  * slim pod parse the watch uses, the full parse, the decision annotations
- * written back, and the same object read as a Node. */
+ * written back, and the same object read as a Node. The slim pod's
+ * annotations and first container's resources must be cJSON's own parse
+ * of the same text (the slim parse builds plain ones itself). */
 #include "fuzz_common.h"
 #include "cluster/nodespec.h"
 #include "cluster/podspec.h"
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
+
+static const cJSON *at(const cJSON *obj, const char *a, const char *b, bool first_resources)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, a), b);
+    return first_resources ? cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(v, 0), "resources") : v;
+}
+
+static void compare_plain_parts(const cJSON *slim, const cJSON *full)
+{
+    for (int k = 0; k < 2; k++) {
+        const cJSON *a = k ? at(slim, "spec", "containers", true) : at(slim, "metadata", "annotations", false);
+        const cJSON *b = k ? at(full, "spec", "containers", true) : at(full, "metadata", "annotations", false);
+        if (!a || !b || !cJSON_IsObject(b))
+            continue; /* the slim parse keeps only what it reads; others may differ in shape */
+        char *pa = cJSON_PrintUnformatted(a), *pb = cJSON_PrintUnformatted(b);
+        if (pa && pb && strcmp(pa, pb) != 0)
+            abort();
+        cJSON_free(pa);
+        cJSON_free(pb);
+    }
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -16,6 +40,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cJSON *slim = pod_slim_from_text(buf, size);
     cJSON *full = cJSON_ParseWithLength(buf, size);
     free(buf);
+    if (slim && full)
+        compare_plain_parts(slim, full);
     for (int k = 0; k < 2; k++) {
         cJSON *obj = k ? full : slim;
         if (!obj)

@@ -150,6 +150,53 @@ static void test_clone_without_decision(void **state)
 }
 
 /* The slim form from text keeps exactly what pod_info reads. */
+/* Annotations and resources are built while scanned when plain, and
+ * parsed by cJSON otherwise (an escape, a number, an array, deep nesting):
+ * either way the tree is cJSON's own parse of the same text. */
+static void test_slim_plain_values_as_cjson_reads_them(void **state)
+{
+    (void)state;
+    static const char *const annotations[] = {
+        "{}",
+        "{'a':'x','b':'','a':'dup','c':{'d':{'e':'f'}}}",
+        "{'esc':'a\\nb','k\\u0041':'v'}",
+        "{'n':1,'t':true,'z':null,'l':['x']}",
+        "{'deep':{'a':{'b':{'c':{'d':{'e':{'f':'g'}}}}}}}",
+        "{'utf8':'\xc3\xa9','\xc3\xa9':'k'}",
+        "'not an object'",
+    };
+    for (size_t i = 0; i < sizeof(annotations) / sizeof(annotations[0]); i++) {
+        char fixture[1024];
+        fmt(fixture, sizeof(fixture),
+            "{'metadata':{'name':'p','annotations':%s},'spec':{'containers':[{'name':'c','resources':%s}]}}",
+            annotations[i], annotations[i]);
+        char *text = q(fixture);
+        cJSON *full = cJSON_Parse(text), *slim = pod_slim_from_text(text, strlen(text));
+        assert_non_null(full);
+        assert_non_null(slim);
+        const char *const paths[][2] = {{"metadata", "annotations"}, {"spec", "containers"}};
+        for (int k = 0; k < 2; k++) {
+            const cJSON *a = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(full, paths[k][0]),
+                                                              paths[k][1]);
+            const cJSON *b = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(slim, paths[k][0]),
+                                                              paths[k][1]);
+            if (k == 1) {
+                a = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(a, 0), "resources");
+                b = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(b, 0), "resources");
+            }
+            char *pa = cJSON_PrintUnformatted(a), *pb = cJSON_PrintUnformatted(b);
+            if (!pa || !pb || strcmp(pa, pb) != 0)
+                fail_msg("%s of %s: slim %s, cJSON %s", paths[k][1], annotations[i], pb ? pb : "(none)",
+                         pa ? pa : "(none)");
+            cJSON_free(pa);
+            cJSON_free(pb);
+        }
+        cJSON_Delete(full);
+        cJSON_Delete(slim);
+        free(text);
+    }
+}
+
 static void test_slim_from_text(void **state)
 {
     (void)state;
@@ -655,6 +702,7 @@ int main(void)
         cmocka_unit_test(test_wrong_shapes),
         cmocka_unit_test(test_clone_without_decision),
         cmocka_unit_test(test_slim_from_text),
+        cmocka_unit_test(test_slim_plain_values_as_cjson_reads_them),
         cmocka_unit_test(test_unnamed_container),
         cmocka_unit_test(test_vcuda_shared),
         cmocka_unit_test(test_vcuda_whole),

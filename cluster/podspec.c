@@ -634,6 +634,32 @@ struct pod_info *pod_info_clone(const struct pod_info *src)
 
 /* ---- slim pods from text -------------------------------------------------- */
 
+/* A NUL-terminated copy of a plain (escape-free) token, from cJSON's
+ * allocator (it frees a string item's value), or NULL. */
+static char *plain_dup(const struct jscan_str *str)
+{
+    char *p = cJSON_malloc(str->len + 1);
+    if (p) {
+        memcpy(p, str->ptr, str->len);
+        p[str->len] = '\0';
+    }
+    return p;
+}
+
+/* A string item holding a plain token's text (one copy), or NULL. */
+static cJSON *plain_string_item(const struct jscan_str *str)
+{
+    char *value = plain_dup(str);
+    cJSON *item = value ? cJSON_CreateStringReference("") : NULL;
+    if (!item) {
+        cJSON_free(value);
+        return NULL;
+    }
+    item->type = cJSON_String; /* owned from here: cJSON_Delete frees valuestring */
+    item->valuestring = value;
+    return item;
+}
+
 /* Copy a string value (escapes decoded) into obj[name]. */
 static int slim_string(struct jscan *s, cJSON *obj, const char *name)
 {
@@ -642,6 +668,13 @@ static int slim_string(struct jscan *s, cJSON *obj, const char *name)
         return jscan_skip_value(s);
     if (jscan_string(s, &str) != 0)
         return -1;
+    if (!str.has_escapes) {
+        cJSON *item = plain_string_item(&str);
+        if (item && cJSON_AddItemToObject(obj, name, item))
+            return 0;
+        cJSON_Delete(item);
+        return -1;
+    }
     char *v = jscan_str_dup(&str);
     int rc = v && cJSON_AddStringToObject(obj, name, v) ? 0 : -1;
     free(v);
@@ -664,18 +697,6 @@ static int slim_value(struct jscan *s, cJSON *obj, const char *name)
     return 0;
 }
 
-/* A NUL-terminated copy of a plain (escape-free) token, from cJSON's
- * allocator (it frees a string item's value), or NULL. */
-static char *plain_dup(const struct jscan_str *str)
-{
-    char *p = cJSON_malloc(str->len + 1);
-    if (p) {
-        memcpy(p, str->ptr, str->len);
-        p[str->len] = '\0';
-    }
-    return p;
-}
-
 /* One member of a plain object: a string (taken here) or an object (walked
  * by build_plain). 1 when added, 0 when not plain, -1 on error. */
 static int build_plain(struct jscan *s, cJSON *into, int depth);
@@ -694,15 +715,9 @@ static int plain_member(struct jscan *s, const struct jscan_str *key, cJSON *int
     } else if (name) {
         struct jscan_str str;
         r = jscan_string(s, &str) != 0 ? -1 : str.has_escapes ? 0 : 1;
-        char *value = r == 1 ? plain_dup(&str) : NULL;
-        item = value ? cJSON_CreateStringReference("") : NULL;
-        if (item) { /* owned from here: cJSON_Delete frees valuestring */
-            item->type = cJSON_String;
-            item->valuestring = value;
-        } else if (r == 1) {
-            cJSON_free(value);
+        item = r == 1 ? plain_string_item(&str) : NULL;
+        if (r == 1 && !item)
             r = -1;
-        }
     }
     if (r == 1 && !cJSON_AddItemToObject(into, name, item))
         r = -1;

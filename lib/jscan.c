@@ -799,12 +799,8 @@ static int decode_escape(const char **pp, const char *end, unsigned char out[4])
     return utf8_encode((uint32_t)cp, out);
 }
 
-int jscan_key_is(const struct jscan_str *key, const char *literal)
+int jscan_key_is_escaped(const struct jscan_str *key, const char *literal)
 {
-    if (!key->has_escapes) {
-        size_t n = strlen(literal);
-        return n == key->len && memcmp(key->ptr, literal, n) == 0;
-    }
     /* Decode piecewise and compare as we go: no allocation for the rare
      * escaped key. */
     const char *p = key->ptr, *end = key->ptr + key->len;

@@ -51,6 +51,7 @@
 #define GQA_JSCAN_H
 
 #include <stddef.h>
+#include <string.h>
 
 struct jscan {
     const char *start;
@@ -160,7 +161,18 @@ int jscan_join(struct jscan *s, const struct jscan *t);
  * an embedded NUL (\u0000) never equals a literal. Trusts has_escapes: with
  * has_escapes == 0 the raw bytes are compared. Works on any jscan_str (also
  * string values from jscan_string). */
-int jscan_key_is(const struct jscan_str *key, const char *literal);
+int jscan_key_is_escaped(const struct jscan_str *key, const char *literal);
+
+/* Inline for the common key without escapes: with a literal, its length
+ * and the comparison fold into a few instructions (thousands of keys per
+ * watched pod and per request). */
+static inline int jscan_key_is(const struct jscan_str *key, const char *literal)
+{
+    if (key->has_escapes)
+        return jscan_key_is_escaped(key, literal);
+    size_t n = strlen(literal);
+    return n == key->len && memcmp(key->ptr, literal, n) == 0;
+}
 
 /* Decode a string token (escapes, \uXXXX with surrogate pairs -> UTF-8) into
  * a freshly malloc'd NUL-terminated buffer. NULL on allocation failure or on

@@ -859,6 +859,7 @@ struct phase {
     struct body *bodies[CLIENT_THREADS];    /* per client thread (the same one in bind mode) */
     struct strbuf reference;                /* bind mode: the first answer, verified in full */
     enum pod_kind kind;                     /* what the request pod asks for (vcuda family) */
+    size_t rotate;                          /* the bodies' names begin with node `rotate` (NodeNames) */
 };
 
 struct result {
@@ -1007,7 +1008,7 @@ static int verify_filter_all(const struct phase *ph, const cJSON *root, char *wh
         return -1;
     size_t i = 0;
     for (const cJSON *it = list->child; it; it = it->next, i++)
-        if (i >= ph->n || check_name(i, kept_name(it, ph->form), why) != 0)
+        if (i >= ph->n || check_name((ph->rotate + i) % ph->n, kept_name(it, ph->form), why) != 0)
             break;
     if (i != ph->n || failed || unresolvable) {
         if (!why[0])
@@ -1105,7 +1106,7 @@ static int verify_priorities(const struct phase *ph, const cJSON *root, char *wh
             snprintf(why, VERIFY_MSG, "more hosts than the %zu requested", ph->n);
             return -1;
         }
-        if (check_name(i, cJSON_IsString(host) ? host->valuestring : NULL, why) != 0)
+        if (check_name((ph->rotate + i) % ph->n, cJSON_IsString(host) ? host->valuestring : NULL, why) != 0)
             return -1;
         if (!cJSON_IsNumber(score) || score->valuedouble < 0 || score->valuedouble > 10 ||
             score->valuedouble != (double)score->valueint) {
@@ -1450,7 +1451,7 @@ static int measure_form(struct run *r, const struct bench_opts *o, const struct 
     if (build_bodies(bodies, nbodies, d, form, r->mode) != 0)
         return -1;
     struct phase ph = {VERB_FILTER, form, r->mode, d->n, form == FORM_NAMES ? o->requests : o->nodes_requests,
-                       {&bodies[0], &bodies[nbodies - 1]}, {0}, KIND_VCUDA};
+                       {&bodies[0], &bodies[nbodies - 1]}, {0}, KIND_VCUDA, 0};
     bool main_figures = r->mode == MODE_BIND;
     int rc = measure_phase(r, &ph, main_figures ? (form == FORM_NAMES ? &rep->names_filter : &rep->nodes_filter)
                                                 : NULL);
@@ -1959,6 +1960,7 @@ struct summary {
     size_t share_n;
     struct share_result names[POL_COUNT][KIND_COUNT][2]; /* [policy][kind][verb] */
     struct share_result nodes;                           /* Nodes form, binpack, vcuda */
+    struct share_result turned[2];                       /* NodeNames in a new order each request, [verb] */
     double parse_ms;                                     /* cJSON_Parse of the same body */
     long share_rss_kb, share_hwm_kb;
     size_t scale_n;
@@ -2000,16 +2002,23 @@ static int healthz_one(struct client *c, double *ms)
 
 /* ph->count requests, each after a /healthz, on client 0 (bind mode: every
  * answer byte-identical to the verified first one). */
-static int run_share(struct run *r, struct phase *ph, struct share_result *res)
+/* Requests of phs[0..nphases) in turn, each after a /healthz on the same
+ * connection; each phase is warmed up (and its reference kept) first. */
+static int run_share(struct run *r, struct phase *const *phs, int nphases, struct share_result *res)
 {
-    double *ms = calloc((size_t)ph->count * 2, sizeof(*ms));
+    int count = phs[0]->count;
+    double *ms = calloc((size_t)count * 2, sizeof(*ms));
     if (!ms)
         return fail("out of memory");
-    double *hz = ms + ph->count;
-    strbuf_init(&ph->reference);
-    int rc = warm_up(r, ph);
+    double *hz = ms + count;
+    int rc = 0;
+    for (int k = 0; k < nphases; k++)
+        strbuf_init(&phs[k]->reference);
+    for (int k = 0; k < nphases && rc == 0; k++)
+        rc = warm_up(r, phs[k]);
     double cpu0 = cpu_ms(r->srv.pid);
-    for (int i = 0; rc == 0 && i < ph->count; i++) {
+    for (int i = 0; rc == 0 && i < count; i++) {
+        struct phase *ph = phs[i % nphases];
         rc = g_interrupted ? fail("interrupted") : healthz_one(&r->clients[0], &hz[i]);
         if (rc == 0)
             rc = send_one(r, ph, 0, &ms[i]);
@@ -2017,23 +2026,24 @@ static int run_share(struct run *r, struct phase *ph, struct share_result *res)
             rc = check_answer(ph, &r->clients[0].answer, false);
     }
     if (rc == 0) {
-        qsort(ms, (size_t)ph->count, sizeof(*ms), compare_ms);
-        qsort(hz, (size_t)ph->count, sizeof(*hz), compare_ms);
+        qsort(ms, (size_t)count, sizeof(*ms), compare_ms);
+        qsort(hz, (size_t)count, sizeof(*hz), compare_ms);
         *res = (struct share_result){true,
-                                     ph->count,
-                                     percentile(ms, ph->count, 50),
-                                     percentile(ms, ph->count, 99),
-                                     percentile(hz, ph->count, 50),
+                                     count,
+                                     percentile(ms, count, 50),
+                                     percentile(ms, count, 99),
+                                     percentile(hz, count, 50),
                                      0,
                                      0,
-                                     ph->bodies[0]->text.len,
+                                     phs[0]->bodies[0]->text.len,
                                      r->clients[0].answer.len,
                                      0};
         res->share_p50 = res->p50 - res->healthz_p50;
         res->share_p99 = res->p99 - res->healthz_p50;
-        res->cpu_ms = (cpu_ms(r->srv.pid) - cpu0) / ph->count;
+        res->cpu_ms = (cpu_ms(r->srv.pid) - cpu0) / count;
     }
-    strbuf_free(&ph->reference);
+    for (int k = 0; k < nphases; k++)
+        strbuf_free(&phs[k]->reference);
     free(ms);
     return rc;
 }
@@ -2044,16 +2054,60 @@ static void print_share_header(void)
            "request", "answer", "reqs", "p50 ms", "p99 ms", "healthz", "share p50", "share p99", "cpu/req");
 }
 
-static void print_share_row(const char *policy, enum pod_kind kind, enum verb verb, enum form form,
+static void print_share_row(const char *policy, enum pod_kind kind, enum verb verb, const char *form,
                             const struct share_result *res)
 {
     char req[24], ans[24];
     format_bytes(req, sizeof(req), (double)res->request_len);
     format_bytes(ans, sizeof(ans), (double)res->answer_len);
     printf("    %-8s %-6s %-10s %-9s %9s %9s %5d %8.3f %8.3f %9.3f %9.3f %9.3f %8.3f\n", policy, KIND_NAME[kind],
-           VERB_NAME[verb], FORM_NAME[form], req, ans, res->count, res->p50, res->p99, res->healthz_p50,
+           VERB_NAME[verb], form, req, ans, res->count, res->p50, res->p99, res->healthz_p50,
            res->share_p50, res->share_p99, res->cpu_ms);
     fflush(stdout);
+}
+
+/* A NodeNames body whose names begin with node `first` and wrap around. */
+static int body_build_turned(struct body *b, const struct dataset *d, enum pod_kind kind, size_t first)
+{
+    const char *names = d->names.data, *at = names;
+    for (size_t k = 0; k < first && at; k++) /* names hold no commas: the k-th comma ends name k */
+        at = strchr(at, ',') ? strchr(at, ',') + 1 : NULL;
+    if (!at || first == 0)
+        return body_build(b, d, FORM_NAMES, kind, 10, 32, false);
+    struct dataset turned = *d; /* read only: its names replaced */
+    strbuf_init(&turned.names);
+    strbuf_append(&turned.names, at, d->names.len - (size_t)(at - names));
+    strbuf_putc(&turned.names, ',');
+    strbuf_append(&turned.names, names, (size_t)(at - names) - 1);
+    int rc = strbuf_failed(&turned.names) ? fail("out of memory turning the node list")
+                                          : body_build(b, &turned, FORM_NAMES, kind, 10, 32, false);
+    strbuf_free(&turned.names);
+    return rc;
+}
+
+/* The vcuda rows again with a new node order every request: the requests
+ * alternate between the names in order and the names from the middle on,
+ * so neither the server's memo of the last array nor its resolved names
+ * apply (kube-scheduler's lists change order from pod to pod). */
+static int share_changing_order(struct run *r, const struct bench_opts *o, const struct dataset *d,
+                                struct body *in_order, struct summary *sum)
+{
+    struct body turned;
+    if (body_build_turned(&turned, d, KIND_VCUDA, d->n / 2) != 0)
+        return -1;
+    struct phase a = {VERB_FILTER, FORM_NAMES, MODE_BIND, d->n, o->requests, {in_order, in_order}, {0}, KIND_VCUDA, 0};
+    struct phase b = a;
+    b.bodies[0] = b.bodies[1] = &turned;
+    b.rotate = d->n / 2;
+    int rc = 0;
+    for (int v = VERB_FILTER; v <= VERB_PRIORITIZE && rc == 0; v++) {
+        a.verb = b.verb = (enum verb)v;
+        rc = run_share(r, (struct phase *const[]){&a, &b}, 2, &sum->turned[v]);
+        if (rc == 0)
+            print_share_row(POLICY_NAME[POL_BINPACK], KIND_VCUDA, a.verb, "NodeNames, new order", &sum->turned[v]);
+    }
+    strbuf_free(&turned.text);
+    return rc;
 }
 
 /* Filter and prioritize, NodeNames form, for one request pod. */
@@ -2063,14 +2117,16 @@ static int share_kind(struct run *r, const struct bench_opts *o, const struct da
     struct body b;
     if (body_build(&b, d, FORM_NAMES, kind, 10, 32, false) != 0)
         return -1;
-    struct phase ph = {VERB_FILTER, FORM_NAMES, MODE_BIND, d->n, o->requests, {&b, &b}, {0}, kind};
+    struct phase ph = {VERB_FILTER, FORM_NAMES, MODE_BIND, d->n, o->requests, {&b, &b}, {0}, kind, 0};
     int rc = 0;
     for (int v = VERB_FILTER; v <= VERB_PRIORITIZE && rc == 0; v++) {
         ph.verb = (enum verb)v;
-        rc = run_share(r, &ph, &sum->names[pol][kind][v]);
+        rc = run_share(r, (struct phase *const[]){&ph}, 1, &sum->names[pol][kind][v]);
         if (rc == 0)
-            print_share_row(POLICY_NAME[pol], kind, ph.verb, FORM_NAMES, &sum->names[pol][kind][v]);
+            print_share_row(POLICY_NAME[pol], kind, ph.verb, FORM_NAME[FORM_NAMES], &sum->names[pol][kind][v]);
     }
+    if (rc == 0 && pol == POL_BINPACK && kind == KIND_VCUDA)
+        rc = share_changing_order(r, o, d, &b, sum);
     strbuf_free(&b.text);
     return rc;
 }
@@ -2083,10 +2139,10 @@ static int share_nodes_form(struct run *r, const struct bench_opts *o, const str
     struct body b;
     if (body_build(&b, d, FORM_NODES, KIND_VCUDA, 10, 32, false) != 0)
         return -1;
-    struct phase ph = {VERB_FILTER, FORM_NODES, MODE_BIND, d->n, o->nodes_requests, {&b, &b}, {0}, KIND_VCUDA};
-    int rc = run_share(r, &ph, &sum->nodes);
+    struct phase ph = {VERB_FILTER, FORM_NODES, MODE_BIND, d->n, o->nodes_requests, {&b, &b}, {0}, KIND_VCUDA, 0};
+    int rc = run_share(r, (struct phase *const[]){&ph}, 1, &sum->nodes);
     if (rc == 0) {
-        print_share_row(POLICY_NAME[POL_BINPACK], KIND_VCUDA, VERB_FILTER, FORM_NODES, &sum->nodes);
+        print_share_row(POLICY_NAME[POL_BINPACK], KIND_VCUDA, VERB_FILTER, FORM_NAME[FORM_NODES], &sum->nodes);
         rc = measure_cjson(&b.text, o->parse_runs, &sum->parse_ms);
     }
     strbuf_free(&b.text);
@@ -2157,11 +2213,11 @@ static int scale_measure(const struct bench_opts *o, const struct dataset *d, st
     struct body b;
     if (body_build(&b, d, FORM_NAMES, KIND_VCUDA, 10, 32, false) != 0)
         return -1;
-    struct phase ph = {VERB_FILTER, FORM_NAMES, MODE_BIND, d->n, o->requests, {&b, &b}, {0}, KIND_VCUDA};
+    struct phase ph = {VERB_FILTER, FORM_NAMES, MODE_BIND, d->n, o->requests, {&b, &b}, {0}, KIND_VCUDA, 0};
     print_share_header();
-    int rc = run_share(r, &ph, &sum->scale_names);
+    int rc = run_share(r, (struct phase *const[]){&ph}, 1, &sum->scale_names);
     if (rc == 0)
-        print_share_row(POLICY_NAME[POL_BINPACK], KIND_VCUDA, VERB_FILTER, FORM_NAMES, &sum->scale_names);
+        print_share_row(POLICY_NAME[POL_BINPACK], KIND_VCUDA, VERB_FILTER, FORM_NAME[FORM_NAMES], &sum->scale_names);
     long hwm = 0;
     if (rc == 0 && read_memory(r->srv.pid, &sum->scale_rss_kb, &hwm) == 0)
         printf("    server memory: VmRSS %.1f MB, VmHWM %.1f MB\n", sum->scale_rss_kb / 1e3, hwm / 1e3);
@@ -2238,6 +2294,15 @@ static void summary_share_rows(const struct summary *sum)
                 summary_row(label, value, "<= 0.5 / 1.5",
                             res->share_p50 <= TARGET_SHARE_P50_MS && res->share_p99 <= TARGET_SHARE_P99_MS);
             }
+    for (int v = VERB_FILTER; v <= VERB_PRIORITIZE; v++) {
+        const struct share_result *res = &sum->turned[v];
+        if (!res->measured)
+            continue;
+        snprintf(label, sizeof(label), "%s NodeNames, vcuda pod, new order each request", VERB_NAME[v]);
+        snprintf(value, sizeof(value), "%.3f / %.3f ms", res->share_p50, res->share_p99);
+        summary_row(label, value, "<= 0.5 / 1.5",
+                    res->share_p50 <= TARGET_SHARE_P50_MS && res->share_p99 <= TARGET_SHARE_P99_MS);
+    }
 }
 
 static void print_summary(const struct summary *sum)

@@ -226,13 +226,24 @@ static void prefetch_nodes(const struct node_state *const *nodes, size_t n, bool
     }
 }
 
-static void lookup_chunk(const struct cluster_cache *c, const struct verdict *v, size_t n, bool line_enough,
-                         const struct node_state **out)
+/* Name i's length: where the next name begins, when the names are a
+ * parsed list's (a serial promises them back to back, in order), else
+ * strlen. */
+static size_t name_length(const struct evaluation *ev, size_t i)
 {
+    if (ev->names_block.serial && i + 1 < ev->count)
+        return (size_t)(ev->verdicts[i + 1].name - ev->verdicts[i].name) - 1;
+    return strlen(ev->verdicts[i].name);
+}
+
+static void lookup_chunk(const struct cluster_cache *c, const struct evaluation *ev, size_t base, size_t n,
+                         bool line_enough, const struct node_state **out)
+{
+    const struct verdict *v = ev->verdicts + base;
     uint64_t hash[LOOKUP_CHUNK];
     size_t len[LOOKUP_CHUNK];
     for (size_t i = 0; i < n; i++) {
-        len[i] = strlen(v[i].name);
+        len[i] = name_length(ev, base + i);
         hash[i] = dict_hash(v[i].name, len[i]);
         dict_prefetch_slot(&c->nodes, hash[i]);
     }
@@ -276,9 +287,14 @@ static bool memo_lookup(struct name_memo *m, uint64_t epoch, const struct evalua
 static void memo_store(struct name_memo *m, uint64_t epoch, const struct evaluation *ev,
                        const struct node_state *const *nodes)
 {
+    const struct name_block *b = &ev->names_block;
+    bool whole = b->serial && b->bytes; /* the names are the block, back to back (name_block) */
     size_t total = 0;
-    for (size_t i = 0; i < ev->count; i++)
-        total += strlen(ev->verdicts[i].name) + 1;
+    if (whole)
+        total = b->len;
+    else
+        for (size_t i = 0; i < ev->count; i++)
+            total += strlen(ev->verdicts[i].name) + 1;
     char *names = malloc(total ? total : 1);
     size_t *offsets = malloc((ev->count ? ev->count : 1) * sizeof(*offsets));
     const struct node_state **copy = malloc((ev->count ? ev->count : 1) * sizeof(*copy));
@@ -288,12 +304,18 @@ static void memo_store(struct name_memo *m, uint64_t epoch, const struct evaluat
         free(copy);
         return;
     }
-    char *w = names;
-    for (size_t i = 0; i < ev->count; i++) {
-        size_t len = strlen(ev->verdicts[i].name) + 1;
-        offsets[i] = (size_t)(w - names);
-        memcpy(w, ev->verdicts[i].name, len);
-        w += len;
+    if (whole) {
+        memcpy(names, b->bytes, total);
+        for (size_t i = 0; i < ev->count; i++)
+            offsets[i] = (size_t)(ev->verdicts[i].name - b->bytes);
+    } else {
+        char *w = names;
+        for (size_t i = 0; i < ev->count; i++) {
+            size_t len = strlen(ev->verdicts[i].name) + 1;
+            offsets[i] = (size_t)(w - names);
+            memcpy(w, ev->verdicts[i].name, len);
+            w += len;
+        }
     }
     memcpy(copy, nodes, ev->count * sizeof(*copy));
     pthread_mutex_lock(&m->lock);
@@ -431,7 +453,7 @@ static int evaluate_locked(struct placement *p, const struct pod_info *pod, stru
         if (memo_hit)
             prefetch_nodes(nodes, n, line_enough);
         else
-            lookup_chunk(c, ev->verdicts + base, n, line_enough, nodes);
+            lookup_chunk(c, ev, base, n, line_enough, nodes);
         for (size_t i = 0; i < n && rc == 0; i++)
             rc = judge(&j, nodes[i], &ev->verdicts[base + i]);
     }

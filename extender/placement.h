@@ -92,9 +92,10 @@ struct decision_sink {
  * cache's read lock for a copy in or out, never across anything else. */
 /* names[0..n) as the caller holds them: bytes[0..len) is the names back
  * to back, each with its NUL, names[i] pointing into it. A nonzero serial
- * is the caller's promise that a block with the same serial holds the
- * same names at the same places (namelist.h gives each parsed NodeNames
- * array one); 0 promises nothing. */
+ * is the caller's promise that names[i + 1] begins right after names[i]'s
+ * NUL, and that a block with the same serial holds the same names at the
+ * same places (namelist.h gives each parsed NodeNames array one); 0
+ * promises nothing. */
 struct name_block {
     const char *bytes;
     size_t len;

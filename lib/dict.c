@@ -7,15 +7,38 @@
 static char tombstone_marker;
 #define DICT_TOMBSTONE (&tombstone_marker)
 
-/* FNV-1a: short keys (node names, namespace/name) dominate, and it is fast
- * enough that a 5000-node request spends little time hashing. */
+/* Eight bytes at a time, each word multiplied in, then murmur3's final
+ * mix. Short keys (node names, namespace/name) dominate: a 16-byte node
+ * name is two multiplies instead of FNV-1a's sixteen dependent ones, which
+ * a 5,000-name request paid for every name (9% of a filter whose names
+ * were not memoised). Not keyed, like FNV-1a before it: the keys are the
+ * cluster's object names. */
 static uint64_t hash_bytes(const char *s, size_t len)
 {
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ULL;
+    const uint64_t k = 0x9E3779B97F4A7C15ULL;
+    uint64_t h = k ^ len, w = 0;
+    const char *end = s + len;
+    for (; end - s >= 8; s += 8) {
+        memcpy(&w, s, 8);
+        h = (h ^ w) * k;
+        h ^= h >> 29;
     }
+    if (s < end) {
+        if (len >= 8) { /* the last eight bytes, overlapping words already taken */
+            memcpy(&w, end - 8, 8);
+        } else {
+            w = 0;
+            for (size_t i = 0; i < len; i++)
+                w |= (uint64_t)(unsigned char)s[i] << (8 * i);
+        }
+        h = (h ^ w) * k;
+        h ^= h >> 29;
+    }
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
     return h;
 }
 

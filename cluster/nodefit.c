@@ -1,7 +1,6 @@
 /* nodefit.c - the one-line node summary. See nodefit.h. */
 #include "cluster/nodefit.h"
 #include "cluster/cache.h"
-#include "topology/select.h"
 
 #include <string.h>
 
@@ -36,28 +35,18 @@ static bool fill_slot(struct node_fit *f, int s, const struct gpu_state *g)
     return true;
 }
 
-/* best1 and best1_gpus: what scoring one whole GPU asks of the shape. */
+/* best1 and best1_gpus, from what the spec worked out (nodespec.h). */
 static void fill_best1(struct node_fit *f, const struct node_state *n)
 {
-    const struct gpu_topology *shape = n->spec->shape;
-    if (!shape || shape->count != n->gpu_count)
+    const struct node_spec *s = n->spec;
+    if (!s->shape || s->shape->count != n->gpu_count)
         return; /* the allocator scores no set there: 0 and 0 */
-    int64_t best = topology_best_possible(shape, 1);
-    if (best < 0 || best >= NODE_FIT_BEST1_UNKNOWN) {
-        f->best1 = NODE_FIT_BEST1_UNKNOWN;
+    if (!s->single_exact || s->single_best < 0 || s->single_best >= NODE_FIT_BEST1_UNKNOWN) {
+        f->best1 = NODE_FIT_BEST1_UNKNOWN; /* not the two values the line can say */
         return;
     }
-    f->best1 = (uint8_t)best;
-    for (int s = 0; s < n->gpu_count; s++) {
-        int64_t alone = topology_set_score(shape, 1ULL << s);
-        if (alone == best && best > 0)
-            f->best1_gpus |= (uint8_t)(1u << s);
-        else if (alone != 0) { /* not the two values the line can say */
-            f->best1 = NODE_FIT_BEST1_UNKNOWN;
-            f->best1_gpus = 0;
-            return;
-        }
-    }
+    f->best1 = (uint8_t)s->single_best;
+    f->best1_gpus = (uint8_t)s->single_gpus; /* at most NODE_FIT_SLOTS GPUs here */
 }
 
 void node_fit_refresh(struct node_state *n)

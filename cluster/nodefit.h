@@ -41,7 +41,8 @@ struct node_fit {
      * line to score it without reading the shape: best1 is the best score
      * of one GPU (topology_best_possible(shape, 1)), and GPU s alone
      * scores best1 when bit s of best1_gpus is set, else 0; both 0 when
-     * the node has no usable shape. NODE_FIT_BEST1_UNKNOWN: ask topology. */
+     * the node has no usable shape; copied from the node spec's single_*
+     * fields, worked out once per Node. NODE_FIT_BEST1_UNKNOWN: ask topology. */
     uint8_t best1;
     uint8_t best1_gpus;
     uint8_t cores_free[NODE_FIT_SLOTS]; /* 100 - core_used */

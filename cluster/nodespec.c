@@ -3,6 +3,7 @@
 #include "cluster/podspec.h"
 #include "lib/log.h"
 #include "lib/quantity.h"
+#include "topology/select.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -181,6 +182,21 @@ static void check_topology_fits(struct node_spec *s)
 
 /* DESIGN section 5: a node without the annotation is all-SYS with unknown
  * NUMA, and still schedules; the set search then only breaks ties. */
+/* single_best, single_gpus and single_exact: what scoring one whole GPU
+ * asks of the shape, once per Node instead of at every charge. */
+static void score_single_gpus(struct node_spec *s)
+{
+    s->single_best = topology_best_possible(s->shape, 1);
+    s->single_exact = true;
+    for (int g = 0; g < s->gpu_count && g < 64; g++) {
+        int64_t alone = topology_set_score(s->shape, 1ULL << g);
+        if (alone == s->single_best && s->single_best > 0)
+            s->single_gpus |= 1ULL << g;
+        else if (alone != 0)
+            s->single_exact = false;
+    }
+}
+
 static struct gpu_topology *all_sys_shape(int count)
 {
     struct gpu_topology *t = calloc(1, sizeof(*t));
@@ -293,6 +309,7 @@ struct node_spec *node_spec_from_json(const cJSON *obj, char **err)
         s->shape = s->topology ? s->topology : all_sys_shape(s->gpu_count);
         if (!s->shape)
             goto oom;
+        score_single_gpus(s);
     }
     return s;
 oom:

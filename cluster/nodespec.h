@@ -15,6 +15,9 @@
 #include <stdint.h>
 
 #include "cluster/hami_node.h"
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "topology/annotation.h"
 
 struct node_gpu_spec {
@@ -31,10 +34,17 @@ struct node_spec {
     struct node_gpu_spec *gpus;    /* gpu_count entries */
     struct gpu_topology *topology; /* NULL when absent or unusable */
     struct gpu_topology *shape;    /* what selection uses: topology, or all-SYS with unknown NUMA */
-    char *topology_error;          /* why an annotation present on the node was not used */
-    char *model;                   /* --gpu-model-label value (else a HAMi node's device type), or NULL */
-    char *pool;                    /* --gpu-pool-label value, or NULL */
-    char *labels;                  /* every label as "key\0value\0" pairs, then "\0"; NULL when none */
+    /* One whole GPU on shape, worked out once per Node for the summary line
+     * (nodefit.h): the best score of one GPU (topology_best_possible(shape,
+     * 1)) and the GPUs that alone score it; single_exact is false when some
+     * GPU alone scores neither that nor 0. */
+    int64_t single_best;
+    uint64_t single_gpus;
+    bool single_exact;
+    char *topology_error; /* why an annotation present on the node was not used */
+    char *model;          /* --gpu-model-label value (else a HAMi node's device type), or NULL */
+    char *pool;           /* --gpu-pool-label value, or NULL */
+    char *labels;         /* every label as "key\0value\0" pairs, then "\0"; NULL when none */
     /* The HAMi registration (hami.io/node-nvidia-register), NULL on other
      * nodes. Its devices are apart from gpus[]: on a HAMi node
      * nvidia.com/gpu counts vGPUs, not whole GPUs. */

@@ -4,6 +4,7 @@
 #include "extender/hamibind.h"
 #include "extender/metrics.h"
 #include "extender/podlookup.h"
+#include "lib/grow.h"
 #include "lib/log.h"
 
 #include <assert.h>
@@ -108,16 +109,12 @@ static int reserve_gpus(struct evaluation *ev, size_t more)
 {
     if (ev->gpus_cap - ev->gpus_len >= more)
         return 0;
-    size_t cap = ev->gpus_cap ? ev->gpus_cap * 2 : 256;
-    if (more > SIZE_MAX / sizeof(int) - ev->gpus_len)
+    if (more > SIZE_MAX - ev->gpus_len)
         return -1;
-    if (cap < ev->gpus_len + more)
-        cap = ev->gpus_len + more;
-    int *g = realloc(ev->gpus, cap * sizeof(*g));
+    int *g = grow_array(ev->gpus, &ev->gpus_cap, ev->gpus_len + more, sizeof(*g), 256);
     if (!g)
         return -1;
     ev->gpus = g;
-    ev->gpus_cap = cap;
     return 0;
 }
 

@@ -197,10 +197,6 @@ static const char unknown_node_reason[] = "node is not in the extender's cache (
 
 #define LOOKUP_CHUNK 32
 
-/* Resolve a chunk of names to nodes in stages (hash and fetch slots, fetch
- * keys and values, compare, fetch what fitting reads) so the cache misses
- * of 32 nodes overlap; one node at a time they add up to most of a large
- * request's time. */
 /* What fitting reads of each node, fetched ahead. A shared request on a
  * node with a usable summary line (cluster/nodefit.h, the first line of
  * node_state) is decided on that line (line_enough); otherwise every line
@@ -233,21 +229,22 @@ static size_t name_length(const struct evaluation *ev, size_t i)
     return strlen(ev->verdicts[i].name);
 }
 
+/* Resolve a chunk of names to nodes in stages (dict_get_many, then what
+ * fitting reads is fetched) so the cache misses of 32 nodes overlap; one
+ * node at a time they add up to most of a large request's time. */
 static void lookup_chunk(const struct cluster_cache *c, const struct evaluation *ev, size_t base, size_t n,
                          bool line_enough, const struct node_state **out)
 {
-    const struct verdict *v = ev->verdicts + base;
-    uint64_t hash[LOOKUP_CHUNK];
+    const char *names[LOOKUP_CHUNK];
     size_t len[LOOKUP_CHUNK];
     for (size_t i = 0; i < n; i++) {
+        names[i] = ev->verdicts[base + i].name;
         len[i] = name_length(ev, base + i);
-        hash[i] = dict_hash(v[i].name, len[i]);
-        dict_prefetch_slot(&c->nodes, hash[i]);
     }
+    void *found[LOOKUP_CHUNK];
+    dict_get_many(&c->nodes, names, len, found, n);
     for (size_t i = 0; i < n; i++)
-        dict_prefetch_entry(&c->nodes, hash[i]);
-    for (size_t i = 0; i < n; i++)
-        out[i] = dict_get_hashed(&c->nodes, v[i].name, len[i], hash[i]);
+        out[i] = found[i];
     prefetch_nodes(out, n, line_enough);
 }
 

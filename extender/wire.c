@@ -60,6 +60,43 @@ static int collect_name(struct name_collector *nc, const struct jscan_str *name)
     return strbuf_failed(&nc->buf) ? -1 : 0;
 }
 
+/* A run of plain names (no escapes) at once: room for all of them is made
+ * first, so each name is one copy with no checks. An ASCII name can go
+ * back as it came (its raw token); others are escaped in the answer. The
+ * run's text between names is '","', so one check of the whole run says
+ * whether every name in it is ASCII. `end` is the end of the text. */
+#define PLAIN_RUN 64
+#define SHORT_NAME 16 /* copied as one 16-byte move, the rest overwritten */
+
+static int collect_plain_run(struct name_collector *nc, const struct jscan_str *run, size_t n, const char *end)
+{
+    const struct jscan_str *last = &run[n - 1];
+    size_t span = (size_t)(last->ptr + last->len - run[0].ptr);
+    bool all_ascii = ascii_only(run[0].ptr, span);
+    /* No overflow: the names lie in one request, each plus its NUL no
+     * longer than its quoted text. */
+    size_t bytes = span + 2 + SHORT_NAME;
+    if ((nc->count + n > nc->cap && reserve_collector(nc, nc->count + n) != 0) || strbuf_reserve(&nc->buf, bytes) != 0)
+        return -1;
+    char *w = nc->buf.data + nc->buf.len;
+    for (size_t i = 0; i < n; i++) {
+        const struct jscan_str *name = &run[i];
+        nc->offsets[nc->count] = (size_t)(w - nc->buf.data);
+        nc->spans[nc->count++] = all_ascii || ascii_only(name->ptr, name->len)
+                                     ? (struct jscan_span){name->ptr - 1, name->len + 2}
+                                     : (struct jscan_span){NULL, 0};
+        if (name->len <= SHORT_NAME && end - name->ptr >= SHORT_NAME)
+            memcpy(w, name->ptr, SHORT_NAME);
+        else
+            memcpy(w, name->ptr, name->len);
+        w += name->len;
+        *w++ = '\0';
+    }
+    nc->buf.len = (size_t)(w - nc->buf.data);
+    nc->buf.data[nc->buf.len] = '\0'; /* strbuf's own terminator: room was reserved for it */
+    return 0;
+}
+
 static void collector_free(struct name_collector *nc)
 {
     strbuf_free(&nc->buf);
@@ -110,18 +147,21 @@ static int scan_node_names(struct jscan *s, struct name_collector *nc, struct na
         return -1;
     strbuf_reserve(&nc->buf, room < ((size_t)1 << 20) ? room : (size_t)1 << 20);
     for (;;) {
-        struct jscan_str name;
-        if (jscan_next_plain_string(s, &name) != 1) { /* not the compact, plain common case */
-            int r = jscan_next_element(s);
-            if (r == 0)
-                break;
-            if (r != 1)
+        struct jscan_str run[PLAIN_RUN];
+        size_t got = jscan_next_plain_strings(s, run, PLAIN_RUN);
+        if (got > 0) { /* the compact, plain common case */
+            if (collect_plain_run(nc, run, got, s->end) != 0)
                 return -1;
-            if (expect(s, JSCAN_STRING, "NodeNames must be an array of node names", err) != 0 ||
-                jscan_string(s, &name) != 0)
-                return -1;
+            continue;
         }
-        if (collect_name(nc, &name) != 0)
+        struct jscan_str name;
+        int r = jscan_next_element(s);
+        if (r == 0)
+            break;
+        if (r != 1)
+            return -1;
+        if (expect(s, JSCAN_STRING, "NodeNames must be an array of node names", err) != 0 ||
+            jscan_string(s, &name) != 0 || collect_name(nc, &name) != 0)
             return -1;
         if (!name.has_escapes && ascii_only(name.ptr, name.len)) /* it can go back as it came */
             nc->spans[nc->count - 1] = (struct jscan_span){name.ptr - 1, name.len + 2};

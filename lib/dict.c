@@ -83,30 +83,34 @@ static struct dict_entry *find_slot(const struct dict *d, const char *key, size_
     }
 }
 
-uint64_t dict_hash(const char *key, size_t len)
-{
-    return hash_bytes(key, len);
-}
+#define MANY_CHUNK 32
 
-void dict_prefetch_slot(const struct dict *d, uint64_t h)
+static void get_chunk(const struct dict *d, const char *const *keys, const size_t *lens, void **values, size_t n)
 {
-    __builtin_prefetch(&d->slots[h & (d->cap - 1)]);
-}
-
-/* The first probe usually is the entry: fetch its key and value too. */
-void dict_prefetch_entry(const struct dict *d, uint64_t h)
-{
-    const struct dict_entry *e = &d->slots[h & (d->cap - 1)];
-    if (e->key && e->key != DICT_TOMBSTONE && e->hash == h) {
-        __builtin_prefetch(e->key);
-        __builtin_prefetch(e->value);
+    uint64_t hash[MANY_CHUNK];
+    size_t mask = d->cap - 1;
+    for (size_t i = 0; i < n; i++) {
+        hash[i] = hash_bytes(keys[i], lens[i]);
+        __builtin_prefetch(&d->slots[hash[i] & mask]);
+    }
+    /* The first probe usually is the entry: fetch its key and value too. */
+    for (size_t i = 0; i < n; i++) {
+        const struct dict_entry *e = &d->slots[hash[i] & mask];
+        if (e->key && e->key != DICT_TOMBSTONE && e->hash == hash[i]) {
+            __builtin_prefetch(e->key);
+            __builtin_prefetch(e->value);
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct dict_entry *e = find_slot(d, keys[i], lens[i], hash[i]);
+        values[i] = e ? e->value : NULL;
     }
 }
 
-void *dict_get_hashed(const struct dict *d, const char *key, size_t len, uint64_t h)
+void dict_get_many(const struct dict *d, const char *const *keys, const size_t *lens, void **values, size_t n)
 {
-    struct dict_entry *e = find_slot(d, key, len, h);
-    return e ? e->value : NULL;
+    for (size_t base = 0; base < n; base += MANY_CHUNK)
+        get_chunk(d, keys + base, lens + base, values + base, n - base < MANY_CHUNK ? n - base : MANY_CHUNK);
 }
 
 static void *dict_get_n(const struct dict *d, const char *key, size_t len)

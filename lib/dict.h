@@ -34,13 +34,12 @@ void *dict_get(const struct dict *d, const char *key);
 int dict_set(struct dict *d, const char *key, void *value, void **old);
 /* Remove and return the value (NULL if absent). */
 void *dict_del(struct dict *d, const char *key);
-/* Batched lookups: hash first, then touch the slot and what it points to
- * ahead of time, so the memory latency of many lookups overlaps instead of
- * adding up (a 5000-node request is bound by cache misses, not by work). */
-uint64_t dict_hash(const char *key, size_t len);
-void dict_prefetch_slot(const struct dict *d, uint64_t hash);
-void dict_prefetch_entry(const struct dict *d, uint64_t hash);
-void *dict_get_hashed(const struct dict *d, const char *key, size_t len, uint64_t hash);
+/* Batched lookups: values[i] = the value of keys[i] (lens[i] bytes, no NUL
+ * needed), or NULL. The keys are hashed first, then each stage (slot, key
+ * and value) is fetched ahead for 32 keys at a time, so the memory latency
+ * of many lookups overlaps instead of adding up (a 5000-node request is
+ * bound by cache misses, not by work). */
+void dict_get_many(const struct dict *d, const char *const *keys, const size_t *lens, void **values, size_t n);
 
 /* Iterate: start with *pos = 0; returns the next entry or NULL at the end.
  * The table must not be modified during iteration. */

@@ -610,25 +610,34 @@ int jscan_next_element(struct jscan *s)
     return 1;
 }
 
-int jscan_next_plain_string(struct jscan *s, struct jscan_str *out)
+size_t jscan_next_plain_strings(struct jscan *s, struct jscan_str *out, size_t max)
 {
     const char *p = s->pos, *end = s->end;
-    if (s->error || s->depth <= 0 || p == s->start || end - p < 3)
+    size_t got = 0;
+    if (s->error || s->depth <= 0 || p == s->start)
         return 0;
-    if (*p == ',' && p[-1] == '"') /* after a string element */
-        p++;
-    else if (p[-1] != '[')
-        return 0;
-    if (*p != '"')
-        return 0;
-    const char *q = find_special(p + 1, end);
-    if (q == end || *q != '"')
-        return 0;
-    out->ptr = p + 1;
-    out->len = (size_t)(q - p - 1);
-    out->has_escapes = 0;
-    s->pos = q + 1;
-    return 1;
+    /* Each pass takes one element: '"' directly after the '[' or after the
+     * previous string's '",'; the loop keeps find_special inline over a
+     * whole run of names instead of a call per name. */
+    while (got < max && end - p >= 3) {
+        const char *q = p;
+        if (*q == ',' && q[-1] == '"') /* after a string element */
+            q++;
+        else if (q[-1] != '[')
+            break;
+        if (*q != '"')
+            break;
+        const char *close = find_special(q + 1, end);
+        if (close == end || *close != '"')
+            break;
+        out[got].ptr = q + 1;
+        out[got].len = (size_t)(close - q - 1);
+        out[got].has_escapes = 0;
+        got++;
+        p = close + 1;
+    }
+    s->pos = p;
+    return got;
 }
 
 int jscan_skip_value(struct jscan *s)

@@ -112,12 +112,14 @@ int jscan_enter_array(struct jscan *s);
  * 0 when the closing ']' was consumed, -1 on error. Handles commas. */
 int jscan_next_element(struct jscan *s);
 
-/* Inside an array, a shortcut for arrays of plain strings (NodeNames): when
- * the next element is a string without escapes that directly follows the
- * '[' or the previous string and its ',' (no whitespace), read it and
- * return 1. Otherwise return 0 having consumed nothing (also after an
- * error): use jscan_next_element. Never sets an error. */
-int jscan_next_plain_string(struct jscan *s, struct jscan_str *out);
+/* Inside an array, a shortcut for arrays of plain strings (NodeNames): read
+ * up to max elements in a row that are strings without escapes, each
+ * directly after the '[' or after the previous string and its ',' (no
+ * whitespace), into out[], and return how many. It stops, having consumed
+ * nothing more, at the first element that is not one (also at an error or
+ * at the end of the array): use jscan_next_element from there. Never sets
+ * an error. */
+size_t jscan_next_plain_strings(struct jscan *s, struct jscan_str *out, size_t max);
 
 /* Validate and skip one value of any type. 0 or -1. Nesting inside the value
  * counts on top of s->depth against JSCAN_MAX_DEPTH. */

@@ -39,7 +39,7 @@ static int skip_doc(const char *buf, size_t n, struct jscan *s)
 }
 
 /* Walk any value with the navigation API (enter/next_key/next_element, and
- * jscan_next_plain_string wherever it applies), so the same inputs exercise
+ * jscan_next_plain_strings wherever it applies), so the same inputs exercise
  * both code paths. */
 static int walk_value(struct jscan *s, int *values)
 {
@@ -58,8 +58,10 @@ static int walk_value(struct jscan *s, int *values)
         if (jscan_enter_array(s) != 0)
             return -1;
         for (;;) {
-            if (jscan_next_plain_string(s, &str) == 1) { /* the shortcut where it applies */
-                (*values)++;
+            struct jscan_str run[3]; /* the shortcut where it applies, runs of 1 to 3 */
+            size_t got = jscan_next_plain_strings(s, run, 1 + (size_t)*values % 3);
+            if (got > 0) {
+                *values += (int)got;
                 continue;
             }
             if ((r = jscan_next_element(s)) != 1)
@@ -1310,6 +1312,61 @@ static void test_mutations_match_reference(void **state)
     free(buf);
 }
 
+/* ---- runs of plain strings ------------------------------------------------ */
+
+/* The run reader takes plain strings up to max, stops where the shortcut
+ * does not apply (whitespace, an escape, another type, the end), and
+ * leaves the scanner where jscan_next_element goes on correctly. */
+static void expect_run(const char *text, size_t max, size_t want, const char *last, const char *rest_first)
+{
+    size_t n = strlen(text);
+    char *b = exact(text, n);
+    struct jscan s;
+    struct jscan_str run[8];
+    jscan_init(&s, b, n);
+    assert_int_equal(jscan_enter_array(&s), 0);
+    size_t got = jscan_next_plain_strings(&s, run, max);
+    assert_int_equal(got, want);
+    for (size_t i = 0; i < got; i++) {
+        assert_int_equal(run[i].has_escapes, 0);
+        assert_int_equal(run[i].ptr[-1], '"');
+        assert_int_equal(run[i].ptr[run[i].len], '"');
+    }
+    if (last)
+        assert_true(got > 0 && run[got - 1].len == strlen(last) && memcmp(run[got - 1].ptr, last, run[got - 1].len) == 0);
+    int r = jscan_next_element(&s);
+    if (!rest_first) {
+        assert_int_equal(r, 0);
+    } else {
+        struct jscan_str next;
+        assert_int_equal(r, 1);
+        if (jscan_peek(&s) == JSCAN_STRING) {
+            assert_int_equal(jscan_string(&s, &next), 0);
+            char *d = jscan_str_dup(&next);
+            assert_string_equal(d, rest_first);
+            free(d);
+        } else {
+            assert_int_equal(jscan_skip_value(&s), 0);
+        }
+    }
+    assert_null(s.error);
+    free(b);
+}
+
+static void test_plain_strings_run(void **state)
+{
+    (void)state;
+    expect_run("[\"a\",\"bb\",\"ccc\"]", 8, 3, "ccc", NULL);
+    expect_run("[\"a\",\"bb\",\"ccc\"]", 2, 2, "bb", "ccc");          /* max */
+    expect_run("[\"a\", \"bb\"]", 8, 1, "a", "bb");                      /* whitespace */
+    expect_run("[\"a\",\"b\\u0062\",\"c\"]", 8, 1, "a", "bb"); /* an escape */
+    expect_run("[\"a\",1,\"c\"]", 8, 1, "a", "");                        /* another type */
+    expect_run("[ \"a\"]", 8, 0, NULL, "a");                               /* not after '[' */
+    expect_run("[\"\",\"x\"]", 8, 2, "x", NULL);                           /* empty names */
+    expect_run("[]", 8, 0, NULL, NULL);
+    expect_run("[\"0123456789abcdef0123\",\"n\xc3\xa9\"]", 8, 2, "n\xc3\xa9", NULL); /* past 16 bytes, UTF-8 */
+}
+
 /* ---- keys and decoding --------------------------------------------------- */
 
 static void test_key_is_plain(void **state)
@@ -1498,6 +1555,7 @@ int main(void)
         cmocka_unit_test(test_depth_limit_enter),
         cmocka_unit_test(test_truncation_every_prefix),
         cmocka_unit_test(test_mutations_match_reference),
+        cmocka_unit_test(test_plain_strings_run),
         cmocka_unit_test(test_key_is_plain),
         cmocka_unit_test(test_key_is_escaped),
         cmocka_unit_test(test_str_dup_plain),

@@ -444,9 +444,72 @@ static int line_policy_score(const struct node_fit *f, int64_t placed, enum pack
     return node_policy == POLICY_SPREAD ? FIT_SCORE_MAX - util : util;
 }
 
-/* better_shared as one number per GPU, the smaller the better: free
- * cores, then free memory (each fewest first under binpack, most first
- * under spread), then fewer pods, then the lower minor. */
+/* The GPU place_shared would take on the line, or -1 when none has room:
+ * better_shared's order, the smaller the better, of free cores, then free
+ * memory (each fewest first under binpack, most first under spread), then
+ * fewer pods, then the lower minor; the first of equals. */
+#if defined(__SSE2__) && !defined(GQA_NO_SSE2)
+#include <emmintrin.h>
+
+/* Eight bytes as eight 16-bit lanes. */
+static inline __m128i widen8(const uint8_t *p)
+{
+    return _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(const void *)p), _mm_setzero_si128());
+}
+
+/* Bit s: lane s of a 16-bit lane mask is set. */
+static inline unsigned lane_bits(__m128i m)
+{
+    return (unsigned)_mm_movemask_epi8(_mm_packs_epi16(m, m)) & 0xFFu;
+}
+
+/* Bit s: lane s (unsigned) is at least need (0..65535). */
+static inline unsigned lanes_at_least(__m128i v, uint16_t need)
+{
+    __m128i short_by = _mm_subs_epu16(_mm_set1_epi16((short)need), v);
+    return lane_bits(_mm_cmpeq_epi16(short_by, _mm_setzero_si128()));
+}
+
+/* Of the lanes in cand (never empty), those holding their smallest value
+ * (unsigned). The others are lifted to the maximum first; a candidate
+ * holding the maximum too is still told apart by cand. */
+static inline unsigned smallest_lanes(__m128i v, unsigned cand)
+{
+    const __m128i bias = _mm_set1_epi16((short)0x8000); /* unsigned order as signed */
+    const __m128i bit = _mm_setr_epi16(1, 2, 4, 8, 16, 32, 64, 128);
+    __m128i in = _mm_cmpeq_epi16(_mm_and_si128(_mm_set1_epi16((short)cand), bit), bit);
+    __m128i x = _mm_or_si128(_mm_and_si128(in, _mm_xor_si128(v, bias)), _mm_andnot_si128(in, _mm_set1_epi16(0x7FFF)));
+    __m128i m = _mm_min_epi16(x, _mm_shuffle_epi32(x, _MM_SHUFFLE(1, 0, 3, 2)));
+    m = _mm_min_epi16(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(2, 3, 0, 1)));
+    m = _mm_min_epi16(m, _mm_shufflelo_epi16(_mm_shufflehi_epi16(m, _MM_SHUFFLE(2, 3, 0, 1)), _MM_SHUFFLE(2, 3, 0, 1)));
+    return lane_bits(_mm_cmpeq_epi16(x, m)) & cand;
+}
+
+/* The four keys lane-wise, each deciding among the ties the last left. */
+static int line_choose(const struct node_fit *f, const uint16_t *mem, int64_t cores, int64_t memory, bool spread)
+{
+    if (cores > UINT16_MAX || memory > UINT16_MAX)
+        return -1;
+    __m128i free_cores = widen8(f->cores_free);
+    __m128i free_mem = _mm_loadu_si128((const __m128i *)(const void *)mem);
+    unsigned cand = lanes_at_least(free_cores, (uint16_t)(cores > 0 ? cores : 0)) &
+                    lanes_at_least(free_mem, (uint16_t)(memory > 0 ? memory : 0)) & ((1u << f->count) - 1);
+    if (!cand)
+        return -1;
+    if (spread) { /* most free first */
+        free_cores = _mm_xor_si128(free_cores, _mm_set1_epi16(UINT8_MAX));
+        free_mem = _mm_xor_si128(free_mem, _mm_set1_epi16((short)UINT16_MAX));
+    }
+    cand = smallest_lanes(free_cores, cand);
+    if (cand & (cand - 1))
+        cand = smallest_lanes(free_mem, cand);
+    if (cand & (cand - 1))
+        cand = smallest_lanes(widen8(f->pods), cand);
+    if (cand & (cand - 1))
+        cand = smallest_lanes(widen8(f->minor), cand);
+    return __builtin_ctz(cand); /* the first of equals */
+}
+#else
 static uint64_t line_rank(uint64_t cores, uint64_t mem, uint64_t pods, uint64_t minor, bool spread)
 {
     if (spread) {
@@ -456,6 +519,22 @@ static uint64_t line_rank(uint64_t cores, uint64_t mem, uint64_t pods, uint64_t 
     return cores << 40 | mem << 24 | pods << 8 | minor;
 }
 
+static int line_choose(const struct node_fit *f, const uint16_t *mem, int64_t cores, int64_t memory, bool spread)
+{
+    uint64_t best_rank = UINT64_MAX;
+    int best = -1;
+    for (int s = 0; s < f->count; s++) {
+        uint64_t rank = line_rank(f->cores_free[s], mem[s], f->pods[s], f->minor[s], spread);
+        bool room = f->cores_free[s] >= cores && mem[s] >= memory;
+        if (room && rank < best_rank) { /* the first of equals, as place_shared */
+            best_rank = rank;
+            best = s;
+        }
+    }
+    return best;
+}
+#endif
+
 /* A shared container that fits: the GPU place_shared would take and the
  * node policy's score (policy_score with the share placed). Undecided
  * when it does not fit: the full path explains. */
@@ -464,17 +543,7 @@ static enum line_outcome line_shared(const struct node_fit *f, const struct cont
                                      struct fit_result *fit)
 {
     const uint16_t *mem = r->family == GPU_FAMILY_VCUDA ? f->vmem_free : f->mmem_free; /* line_applies: one of two */
-    bool spread = policy->gpu == POLICY_SPREAD;
-    uint64_t best_rank = UINT64_MAX;
-    int best = -1;
-    for (int s = 0; s < f->count; s++) {
-        uint64_t rank = line_rank(f->cores_free[s], mem[s], f->pods[s], f->minor[s], spread);
-        bool room = f->cores_free[s] >= r->cores && mem[s] >= r->memory;
-        if (room && rank < best_rank) { /* the first of equals, as place_shared */
-            best_rank = rank;
-            best = s;
-        }
-    }
+    int best = line_choose(f, mem, r->cores, r->memory, policy->gpu == POLICY_SPREAD);
     if (best < 0)
         return LINE_UNDECIDED;
     fit->masks[0] = 1ULL << best;

@@ -177,28 +177,25 @@ static struct pod_info *request(const char *limits)
     return request_with(limits, NULL);
 }
 
-/* Random occupancy, random shared and whole requests, both GPU and node
- * policies: the line and the full path agree on every field. */
-static void test_line_decides_like_the_full_path(void **state)
+/* Random occupancy (pods of up to pod_mem memory units) and random
+ * shared and whole requests (up to req_mem units), both GPU and node
+ * policies, on `node`: the line and the full path agree on every field. */
+static void random_rounds(struct cluster_cache *c, const char *node, unsigned seed, int pod_mem, int req_mem)
 {
-    struct cluster_cache *c = *state;
-    add_node(c, "{'kind':'Node','metadata':{'name':'n1'},'status':{'allocatable':{'tencent.com/vcuda-core':'800',"
-                "'tencent.com/vcuda-memory':'320','nvidia.com/mps-core':'800','nvidia.com/mps-memory':'320',"
-                "'nvidia.com/gpu':'8'}}}");
-    unsigned seed = 15;
     int on_line = 0;
     for (int round = 0; round < 60; round++) {
-        char name[16];
-        fmt(name, sizeof(name), "p%d", round % 12);
+        char name[16], key[32];
+        fmt(name, sizeof(name), "%s-p%d", node, round % 12);
+        fmt(key, sizeof(key), "t/%s-p3", node);
         if (round % 5 == 4)
-            cache_delete_pod(c, "t/p3");
+            cache_delete_pod(c, key);
         else
-            put_pod(c, name, "n1", (int)(rand_r(&seed) % 8), 5 + (int)(rand_r(&seed) % 40),
-                    1 + (int)(rand_r(&seed) % 15));
-        expect_line_matches(c, "n1");
-        on_line += cache_find_node(c, "n1")->fit.usable;
+            put_pod(c, name, node, (int)(rand_r(&seed) % 8), 5 + (int)(rand_r(&seed) % 40),
+                    1 + (int)(rand_r(&seed) % (unsigned)pod_mem));
+        expect_line_matches(c, node);
+        on_line += cache_find_node(c, node)->fit.usable;
         char limits[256];
-        int cores = 1 + (int)(rand_r(&seed) % 100), mem = (int)(rand_r(&seed) % 40);
+        int cores = 1 + (int)(rand_r(&seed) % 100), mem = (int)(rand_r(&seed) % (unsigned)req_mem);
         const char *kinds[] = {"{'tencent.com/vcuda-core':'%d','tencent.com/vcuda-memory':'%d'}",
                                "{'nvidia.com/mps-core':'%d','nvidia.com/mps-memory':'%d'}",
                                "{'nvidia.com/gpu':'%d'}"};
@@ -215,12 +212,28 @@ static void test_line_decides_like_the_full_path(void **state)
                                       .node = pol & 2 ? POLICY_SPREAD : POLICY_BINPACK};
             struct fit_out line, full;
             cache_read_lock(c);
-            fit_both(cache_find_node(c, "n1"), p, &ap, &line, &full);
+            fit_both(cache_find_node(c, node), p, &ap, &line, &full);
             cache_unlock(c);
         }
         pod_info_free(p);
     }
     assert_true(on_line > 20); /* most rounds compared the line, not two full paths */
+}
+
+/* On a node with 40 memory units a GPU, and on one with 65,000 (free
+ * amounts on both sides of 32,768, where a signed comparison of 16-bit
+ * lanes would go wrong). */
+static void test_line_decides_like_the_full_path(void **state)
+{
+    struct cluster_cache *c = *state;
+    add_node(c, "{'kind':'Node','metadata':{'name':'n1'},'status':{'allocatable':{'tencent.com/vcuda-core':'800',"
+                "'tencent.com/vcuda-memory':'320','nvidia.com/mps-core':'800','nvidia.com/mps-memory':'320',"
+                "'nvidia.com/gpu':'8'}}}");
+    add_node(c, "{'kind':'Node','metadata':{'name':'big'},'status':{'allocatable':{'tencent.com/vcuda-core':'800',"
+                "'tencent.com/vcuda-memory':'520000','nvidia.com/mps-core':'800','nvidia.com/mps-memory':'520000',"
+                "'nvidia.com/gpu':'8'}}}");
+    random_rounds(c, "n1", 15, 15, 40);
+    random_rounds(c, "big", 16, 40000, 65000);
 }
 
 /* Whole GPUs when exactly as many are idle as asked: the line takes them,

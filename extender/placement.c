@@ -402,7 +402,7 @@ static int judge(struct judging *j, const struct node_state *n, struct verdict *
         v->score = (int16_t)fit->score; /* 0..FIT_SCORE_MAX */
         v->set_score = saturate_i32(fit->set_score);
         v->set_best = saturate_i32(fit->set_best);
-        return record_gpus(ev, v, n, fit->masks);
+        return ev->skip_gpus ? 0 : record_gpus(ev, v, n, fit->masks);
     }
     if (quota) {
         set_why(v, quota_class(refusal), -1, -1, 0);
@@ -479,17 +479,12 @@ static int precheck(struct placement *p, const struct pod_info *pod, struct eval
     return 0;
 }
 
-int placement_evaluate(struct placement *p, const struct pod_info *pod, const char *const *names, size_t n,
-                       struct evaluation *ev)
-{
-    return placement_evaluate_block(p, pod, names, n, NULL, ev);
-}
-
-int placement_evaluate_block(struct placement *p, const struct pod_info *pod, const char *const *names, size_t n,
-                             const struct name_block *block, struct evaluation *ev)
+static int evaluate(struct placement *p, const struct pod_info *pod, const char *const *names, size_t n,
+                    const struct name_block *block, bool skip_gpus, struct evaluation *ev)
 {
     if (evaluation_start(ev, pod, names, n, block) != 0)
         return -1;
+    ev->skip_gpus = skip_gpus;
     int pre = precheck(p, pod, ev);
     if (pre != 0)
         return pre < 0 ? -1 : 0;
@@ -498,6 +493,18 @@ int placement_evaluate_block(struct placement *p, const struct pod_info *pod, co
     int rc = evaluate_locked(p, pod, ev);
     cache_unlock(p->cache);
     return rc;
+}
+
+int placement_evaluate(struct placement *p, const struct pod_info *pod, const char *const *names, size_t n,
+                       struct evaluation *ev)
+{
+    return evaluate(p, pod, names, n, NULL, false, ev);
+}
+
+int placement_evaluate_block(struct placement *p, const struct pod_info *pod, const char *const *names, size_t n,
+                             const struct name_block *block, struct evaluation *ev)
+{
+    return evaluate(p, pod, names, n, block, true, ev);
 }
 
 static bool better_verdict(const struct verdict *a, const struct verdict *b)
@@ -816,7 +823,7 @@ int placement_filter_block(struct placement *p, const struct pod_info *pod, cons
         return answer_error(ev, strdup(not_leader));
     }
     if (p->cfg.mode == PLACEMENT_BIND)
-        return placement_evaluate_block(p, pod, names, n, block, ev);
+        return evaluate(p, pod, names, n, block, block != NULL, ev);
     if (evaluation_start(ev, pod, names, n, block) != 0)
         return -1;
     int pre = precheck(p, pod, ev);

@@ -157,11 +157,15 @@ struct evaluation {
     size_t fitting; /* how many verdicts fit (kept by every writer) */
     int ncontainers;
     struct strbuf text; /* reasons, back to back */
-    int *gpus;          /* minors of fitting nodes, see verdict.gpus_off */
+    int *gpus;          /* minors of fitting nodes, see verdict.gpus_off (NULL: skip_gpus) */
     size_t gpus_len, gpus_cap;
     ssize_t chosen; /* filter mode: index of the node answered, else -1 */
     bool decided;   /* filter mode: a new decision was recorded */
     char *error;    /* a request-level problem (the Error field), or NULL */
+    /* No GPU lists are recorded (gpus stays NULL): the caller's answer
+     * names none (prioritize, and filter in bind mode); writing them was a
+     * tenth of such a request. */
+    bool skip_gpus;
     /* The caller's names as a block (placement_*_block), else all zero:
      * for the memo's comparison. */
     struct name_block names_block;
@@ -184,7 +188,9 @@ int placement_evaluate(struct placement *p, const struct pod_info *pod, const ch
                        struct evaluation *ev);
 /* The same two, told that names[i] are the consecutive strings of a block
  * (wire.c collects them so): a list kube-scheduler repeats is then
- * recognised with one memcmp, or by its serial alone. */
+ * recognised with one memcmp, or by its serial alone. These serve the
+ * verbs, whose answers list no GPUs: only a decision (filter mode) records
+ * the GPUs of the verdicts (ev->skip_gpus otherwise). */
 int placement_filter_block(struct placement *p, const struct pod_info *pod, const char *const *names, size_t n,
                            const struct name_block *block, struct evaluation *ev);
 int placement_evaluate_block(struct placement *p, const struct pod_info *pod, const char *const *names, size_t n,

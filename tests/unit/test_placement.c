@@ -820,9 +820,12 @@ static void expect_known(struct world *w, const struct pod_info *pod, const char
 {
     struct evaluation ev;
     assert_int_equal(placement_evaluate(&w->p, pod, names, n, &ev), 0);
+    assert_false(ev.skip_gpus); /* explain shows each fitting node's GPUs */
     for (size_t i = 0; i < n; i++) {
         assert_int_equal(ev.verdicts[i].known, known[i]);
         assert_int_equal(ev.verdicts[i].fits, known[i]);
+        if (known[i])
+            assert_int_equal(ev.gpus[ev.verdicts[i].gpus_off], 1); /* one GPU for the one container */
         if (!known[i])
             assert_string_equal(verdict_reason(&ev, &ev.verdicts[i]),
                                 "node is not in the extender's cache (not yet seen, or deleted)");
@@ -849,6 +852,8 @@ static void expect_known_block(struct world *w, const struct pod_info *pod, cons
     struct evaluation ev;
     struct name_block b = {block, len, 0};
     assert_int_equal(placement_evaluate_block(&w->p, pod, inside, n, &b, &ev), 0);
+    assert_true(ev.skip_gpus); /* the verbs' answers name no GPUs */
+    assert_null(ev.gpus);
     for (size_t i = 0; i < n; i++) {
         assert_string_equal(ev.verdicts[i].name, names[i]);
         assert_int_equal(ev.verdicts[i].known, known[i]);

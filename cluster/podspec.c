@@ -646,18 +646,36 @@ static char *plain_dup(const struct jscan_str *str)
     return p;
 }
 
-/* A string item holding a plain token's text (one copy), or NULL. */
+/* A string item holding a plain token's text, or NULL: one allocation,
+ * the item with its text right after it. The text is marked a reference
+ * (cJSON_IsReference), so cJSON_Delete frees the block once, as the item;
+ * cJSON_Duplicate copies the text like any other. Two allocations per
+ * string were a fifth of a watch event's. */
 static cJSON *plain_string_item(const struct jscan_str *str)
 {
-    char *value = plain_dup(str);
-    cJSON *item = value ? cJSON_CreateStringReference("") : NULL;
-    if (!item) {
-        cJSON_free(value);
+    if (str->len > SIZE_MAX - sizeof(cJSON) - 1)
         return NULL;
-    }
-    item->type = cJSON_String; /* owned from here: cJSON_Delete frees valuestring */
-    item->valuestring = value;
+    cJSON *item = cJSON_malloc(sizeof(cJSON) + str->len + 1);
+    if (!item)
+        return NULL;
+    memset(item, 0, sizeof(*item));
+    item->type = cJSON_String | cJSON_IsReference;
+    item->valuestring = (char *)(item + 1);
+    memcpy(item->valuestring, str->ptr, str->len);
+    item->valuestring[str->len] = '\0';
     return item;
+}
+
+/* The slim tree's own member names are string literals: they are added
+ * as cJSON constant keys (cJSON_AddItemToObjectCS), which cJSON neither
+ * copies nor frees; a copy per member was a third of a watch event's
+ * allocations. Every `name` below is such a literal. */
+static int add_member(cJSON *obj, const char *literal, cJSON *item)
+{
+    if (item && cJSON_AddItemToObjectCS(obj, literal, item))
+        return 0;
+    cJSON_Delete(item);
+    return -1;
 }
 
 /* Copy a string value (escapes decoded) into obj[name]. */
@@ -668,15 +686,10 @@ static int slim_string(struct jscan *s, cJSON *obj, const char *name)
         return jscan_skip_value(s);
     if (jscan_string(s, &str) != 0)
         return -1;
-    if (!str.has_escapes) {
-        cJSON *item = plain_string_item(&str);
-        if (item && cJSON_AddItemToObject(obj, name, item))
-            return 0;
-        cJSON_Delete(item);
-        return -1;
-    }
+    if (!str.has_escapes)
+        return add_member(obj, name, plain_string_item(&str));
     char *v = jscan_str_dup(&str);
-    int rc = v && cJSON_AddStringToObject(obj, name, v) ? 0 : -1;
+    int rc = v ? add_member(obj, name, cJSON_CreateString(v)) : -1;
     free(v);
     return rc;
 }
@@ -687,14 +700,7 @@ static int slim_value(struct jscan *s, cJSON *obj, const char *name)
     struct jscan_span span;
     if (jscan_value_span(s, &span) != 0)
         return -1;
-    cJSON *v = cJSON_ParseWithLength(span.ptr, span.len);
-    if (!v)
-        return -1;
-    if (!cJSON_AddItemToObject(obj, name, v)) {
-        cJSON_Delete(v);
-        return -1;
-    }
-    return 0;
+    return add_member(obj, name, cJSON_ParseWithLength(span.ptr, span.len));
 }
 
 /* One member of a plain object: a string (taken here) or an object (walked
@@ -719,10 +725,13 @@ static int plain_member(struct jscan *s, const struct jscan_str *key, cJSON *int
         if (r == 1 && !item)
             r = -1;
     }
-    if (r == 1 && !cJSON_AddItemToObject(into, name, item))
+    if (r == 1 && cJSON_AddItemToObjectCS(into, name, item)) {
+        item->type &= ~cJSON_StringIsConst; /* the item owns its copy of the key: cJSON_Delete frees it */
+        return 1;
+    }
+    if (r == 1)
         r = -1;
-    if (r != 1)
-        cJSON_Delete(item);
+    cJSON_Delete(item);
     cJSON_free(name);
     return r;
 }
@@ -753,7 +762,7 @@ static int slim_plain(struct jscan *s, cJSON *obj, const char *name)
     struct jscan probe = *s; /* a copy: the value is scanned again from s when not plain */
     cJSON *v = cJSON_CreateObject();
     int r = v ? build_plain(&probe, v, 0) : -1;
-    if (r == 1 && cJSON_AddItemToObject(obj, name, v)) {
+    if (r == 1 && cJSON_AddItemToObjectCS(obj, name, v)) {
         *s = probe;
         return 0;
     }
@@ -763,21 +772,34 @@ static int slim_plain(struct jscan *s, cJSON *obj, const char *name)
 
 typedef int (*slim_member_fn)(struct jscan *s, const struct jscan_str *key, cJSON *into);
 
-/* Walk an object value, letting `member` keep what it wants into a new
- * object stored as parent[name]; anything else is validated and skipped. */
-static int slim_object(struct jscan *s, cJSON *parent, const char *name, slim_member_fn member)
+/* The object value at s (the caller saw '{'), with what `member` keeps of
+ * it; anything else is validated and skipped. NULL on error. */
+static cJSON *walk_object(struct jscan *s, slim_member_fn member)
 {
-    if (jscan_peek(s) != JSCAN_OBJECT)
-        return jscan_skip_value(s);
-    cJSON *into = cJSON_AddObjectToObject(parent, name);
-    if (!into || jscan_enter_object(s) != 0)
-        return -1;
+    cJSON *into = cJSON_CreateObject();
+    if (!into || jscan_enter_object(s) != 0) {
+        cJSON_Delete(into);
+        return NULL;
+    }
     struct jscan_str key;
     int r;
     while ((r = jscan_next_key(s, &key)) == 1)
         if (member(s, &key, into) != 0)
-            return -1;
-    return r;
+            break;
+    if (r != 0) {
+        cJSON_Delete(into);
+        return NULL;
+    }
+    return into;
+}
+
+/* parent[name] = the object value at s walked by `member`; a value of
+ * another type is skipped. */
+static int slim_object(struct jscan *s, cJSON *parent, const char *name, slim_member_fn member)
+{
+    if (jscan_peek(s) != JSCAN_OBJECT)
+        return jscan_skip_value(s);
+    return add_member(parent, name, walk_object(s, member));
 }
 
 static int metadata_member(struct jscan *s, const struct jscan_str *key, cJSON *into)
@@ -804,16 +826,14 @@ static int slim_containers(struct jscan *s, cJSON *spec)
 {
     if (jscan_peek(s) != JSCAN_ARRAY)
         return slim_value(s, spec, "containers"); /* a wrong type stays visible to the parser */
-    cJSON *list = cJSON_AddArrayToObject(spec, "containers");
-    if (!list || jscan_enter_array(s) != 0)
+    cJSON *list = cJSON_CreateArray();
+    if (add_member(spec, "containers", list) != 0 || jscan_enter_array(s) != 0)
         return -1;
     int e;
     while ((e = jscan_next_element(s)) == 1) {
-        cJSON *holder = cJSON_CreateObject();
-        int rc = holder ? slim_object(s, holder, "c", container_member) : -1;
-        cJSON *c = holder ? cJSON_DetachItemFromObjectCaseSensitive(holder, "c") : NULL;
-        cJSON_Delete(holder);
-        if (rc != 0 || !c || !cJSON_AddItemToArray(list, c)) {
+        /* An element that is not an object fails the slim parse, as it always has. */
+        cJSON *c = jscan_peek(s) == JSCAN_OBJECT ? walk_object(s, container_member) : NULL;
+        if (!c || !cJSON_AddItemToArray(list, c)) {
             cJSON_Delete(c);
             return -1;
         }
@@ -851,12 +871,11 @@ static int pod_member(struct jscan *s, const struct jscan_str *key, cJSON *into)
 /* The slim Pod at s's position; whole: nothing but whitespace may follow. */
 static cJSON *slim_pod(struct jscan *s, bool whole)
 {
-    cJSON *holder = cJSON_CreateObject();
-    int rc = holder && jscan_peek(s) == JSCAN_OBJECT ? slim_object(s, holder, "pod", pod_member) : -1;
-    if (rc == 0 && whole)
-        rc = jscan_finish(s);
-    cJSON *pod = rc == 0 ? cJSON_DetachItemFromObjectCaseSensitive(holder, "pod") : NULL;
-    cJSON_Delete(holder);
+    cJSON *pod = jscan_peek(s) == JSCAN_OBJECT ? walk_object(s, pod_member) : NULL;
+    if (pod && whole && jscan_finish(s) != 0) {
+        cJSON_Delete(pod);
+        return NULL;
+    }
     return pod;
 }
 

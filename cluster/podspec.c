@@ -356,15 +356,34 @@ static int64_t parse_time_ns(const char *text)
 
 /* Index annotations are read for container i from the tencent.com key first:
  * GPU-Manager rewrites it with the minors it really used. */
+/* prefix, then i (>= 0) in decimal, into key (room for any int): built by
+ * hand, because snprintf cost more than the two lookups it served, for
+ * every container of every watched pod. */
+static const char *index_key(char *key, size_t size, const char *prefix, int i)
+{
+    char digits[12];
+    int n = 0;
+    unsigned v = (unsigned)i;
+    do {
+        digits[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v && n < (int)sizeof(digits));
+    size_t len = strlen(prefix);
+    if (len + (size_t)n + 1 > size)
+        return "";
+    memcpy(key, prefix, len);
+    while (n > 0)
+        key[len++] = digits[--n];
+    key[len] = '\0';
+    return key;
+}
+
 static int read_container_indices(const cJSON *ann, int i, struct pod_decision *d)
 {
     char key[96];
-    snprintf(key, sizeof(key), ANN_TENCENT_IDX_PREFIX "%d", i);
-    const char *text = string_field(ann, key);
-    if (!text) {
-        snprintf(key, sizeof(key), ANN_GQA_IDX_PREFIX "%d", i);
-        text = string_field(ann, key);
-    }
+    const char *text = string_field(ann, index_key(key, sizeof(key), ANN_TENCENT_IDX_PREFIX, i));
+    if (!text)
+        text = string_field(ann, index_key(key, sizeof(key), ANN_GQA_IDX_PREFIX, i));
     if (!text)
         return 0;
     int tmp[MAX_GPUS_PER_CONTAINER];

@@ -2,8 +2,8 @@
 #include "extender/feed.h"
 #include "extender/metrics.h"
 #include "lib/log.h"
+#include "lib/strbuf.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -109,9 +109,10 @@ static int pod_remove(void *ctx, const cJSON *obj)
     const char *name = meta_string(obj, "name"), *ns = meta_string(obj, "namespace");
     if (!name)
         return -1;
-    char key[512];
-    snprintf(key, sizeof(key), "%s/%s", ns ? ns : "default", name);
-    return cache_delete_pod(f->cache, key);
+    char *key = strbuf_join2(ns ? ns : "default", '/', name); /* no snprintf: one per deleted pod */
+    int rc = key ? cache_delete_pod(f->cache, key) : -1;
+    free(key);
+    return rc;
 }
 
 /* ---- configmaps ------------------------------------------------------------ */

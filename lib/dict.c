@@ -1,6 +1,7 @@
 /* dict.c - string-keyed open-addressing hash table; see dict.h. */
 #include "lib/dict.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,7 +14,7 @@ static char tombstone_marker;
  * a 5,000-name request paid for every name (9% of a filter whose names
  * were not memoised). Not keyed, like FNV-1a before it: the keys are the
  * cluster's object names. */
-static uint64_t hash_bytes(const char *s, size_t len)
+static inline uint64_t hash_bytes(const char *s, size_t len)
 {
     const uint64_t k = 0x9E3779B97F4A7C15ULL;
     uint64_t h = k ^ len, w = 0;
@@ -40,6 +41,26 @@ static uint64_t hash_bytes(const char *s, size_t len)
     h *= 0xc4ceb9fe1a85ec53ULL;
     h ^= h >> 33;
     return h;
+}
+
+static uint32_t tag_of(uint64_t h)
+{
+    return (uint32_t)(h >> 32);
+}
+
+/* Equal bytes, a and b both len long: short keys (node names) with two
+ * overlapping eight-byte loads each, longer ones with memcmp. */
+static inline bool same_bytes(const char *a, const char *b, size_t len)
+{
+    if (len >= 8 && len <= 16) {
+        uint64_t a0, a1, b0, b1;
+        memcpy(&a0, a, 8);
+        memcpy(&b0, b, 8);
+        memcpy(&a1, a + len - 8, 8);
+        memcpy(&b1, b + len - 8, 8);
+        return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+    }
+    return memcmp(a, b, len) == 0;
 }
 
 static size_t capacity_for(size_t n)
@@ -71,14 +92,15 @@ void dict_free(struct dict *d)
     d->cap = d->used = d->filled = 0;
 }
 
-static struct dict_entry *find_slot(const struct dict *d, const char *key, size_t len, uint64_t h)
+static inline struct dict_entry *find_slot(const struct dict *d, const char *key, size_t len, uint64_t h)
 {
     size_t mask = d->cap - 1;
+    uint32_t tag = tag_of(h);
     for (size_t i = h & mask;; i = (i + 1) & mask) {
         struct dict_entry *e = &d->slots[i];
         if (!e->key)
             return NULL;
-        if (e->key != DICT_TOMBSTONE && e->hash == h && strncmp(e->key, key, len) == 0 && e->key[len] == '\0')
+        if (e->tag == tag && e->len == len && e->key != DICT_TOMBSTONE && same_bytes(e->key, key, len))
             return e;
     }
 }
@@ -96,7 +118,7 @@ static void get_chunk(const struct dict *d, const char *const *keys, const size_
     /* The first probe usually is the entry: fetch its key and value too. */
     for (size_t i = 0; i < n; i++) {
         const struct dict_entry *e = &d->slots[hash[i] & mask];
-        if (e->key && e->key != DICT_TOMBSTONE && e->hash == hash[i]) {
+        if (e->key && e->key != DICT_TOMBSTONE && e->tag == tag_of(hash[i])) {
             __builtin_prefetch(e->key);
             __builtin_prefetch(e->value);
         }
@@ -124,10 +146,12 @@ void *dict_get(const struct dict *d, const char *key)
     return dict_get_n(d, key, strlen(key));
 }
 
+/* Put e in the first free slot from its hash's (its key is hashed again:
+ * an entry keeps only the hash's high half). */
 static void place(struct dict_entry *slots, size_t cap, struct dict_entry e)
 {
     size_t mask = cap - 1;
-    size_t i = e.hash & mask;
+    size_t i = hash_bytes(e.key, e.len) & mask;
     while (slots[i].key)
         i = (i + 1) & mask;
     slots[i] = e;
@@ -153,6 +177,8 @@ static int resize(struct dict *d, size_t cap)
 int dict_set(struct dict *d, const char *key, void *value, void **old)
 {
     size_t len = strlen(key);
+    if (len > UINT32_MAX)
+        return -1;
     uint64_t h = hash_bytes(key, len);
     if (old)
         *old = NULL;
@@ -170,7 +196,7 @@ int dict_set(struct dict *d, const char *key, void *value, void **old)
     if (!copy)
         return -1;
     memcpy(copy, key, len + 1);
-    place(d->slots, d->cap, (struct dict_entry){copy, h, value});
+    place(d->slots, d->cap, (struct dict_entry){copy, value, tag_of(h), (uint32_t)len});
     d->used++;
     d->filled++;
     return 0;

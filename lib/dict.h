@@ -14,8 +14,12 @@
 
 struct dict_entry {
     char *key; /* NULL: empty slot; DICT_TOMBSTONE: deleted */
-    uint64_t hash;
     void *value;
+    /* The key's hash's high half (its low bits chose the slot) and the
+     * key's length: a probe compares both before the key, and then the
+     * key with memcmp of a known length, not strncmp. */
+    uint32_t tag;
+    uint32_t len;
 };
 
 struct dict {

@@ -1,6 +1,8 @@
 /* test_dict.c - unit tests for lib/dict.c: set, replace, delete with
- * tombstones, growth, iteration, and the batched lookup (dict_get_many)
- * against one key at a time. */
+ * tombstones, growth, iteration, the batched lookup (dict_get_many)
+ * against one key at a time, keys one byte apart, and keys of one length
+ * whose hashes share the tag an entry keeps (so only the bytes tell them
+ * apart). lib/dict.c is compiled in (tests/CMakeLists.txt). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -11,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/dict.h"
+#include "lib/dict.c" /* the static hash, for keys whose tags collide */
 
 #define KEYS 3000
 
@@ -124,11 +126,128 @@ static void test_get_many_agrees(void **state)
     dict_free(&d);
 }
 
+/* Keys that differ from a stored one in a single byte, at every position
+ * and for every length around the eight-byte compares, are other keys. */
+static void test_one_byte_apart(void **state)
+{
+    (void)state;
+    struct dict d;
+    assert_int_equal(dict_init(&d, 64), 0);
+    const char base[] = "abcdefghijklmnopqrstu"; /* 21 bytes */
+    for (size_t len = 1; len < sizeof(base); len++) {
+        char key[32];
+        memcpy(key, base, len);
+        key[len] = '\0';
+        assert_int_equal(dict_set(&d, key, value_of((int)len), NULL), 0);
+    }
+    for (size_t len = 1; len < sizeof(base); len++) {
+        char key[32];
+        memcpy(key, base, len);
+        key[len] = '\0';
+        assert_ptr_equal(dict_get(&d, key), value_of((int)len));
+        for (size_t at = 0; at < len; at++) {
+            key[at] = 'Z';
+            const char *keys[] = {key};
+            size_t lens[] = {len};
+            void *got = value_of(-3);
+            dict_get_many(&d, keys, lens, &got, 1);
+            assert_null(got);
+            assert_null(dict_get(&d, key));
+            key[at] = base[at];
+        }
+    }
+    dict_free(&d);
+}
+
+/* Two different keys of `len` (6 to 30) bytes whose tags and lengths are
+ * equal and whose probes start at the same slot of a 16-slot table (so
+ * looking one up meets the other), by a birthday search over numbered
+ * keys; false when none was found. The keys are a six-digit number and
+ * padding, the number last or first, so two of them differ only at one
+ * end: a compare that skipped bytes there would take one for the other. */
+struct tagged {
+    uint64_t probe; /* the tag, and the first slot in a table of 16 */
+    uint32_t n;
+};
+
+static int by_probe(const void *a, const void *b)
+{
+    const struct tagged *x = a, *y = b;
+    return x->probe < y->probe ? -1 : x->probe > y->probe ? 1 : (x->n > y->n) - (x->n < y->n);
+}
+
+static void key_numbered(char *key, int len, bool number_first, uint32_t n)
+{
+    static const char pad[] = "pppppppppppppppppppppppp";
+    if (number_first)
+        snprintf(key, 32, "%06u%.*s", n, len - 6, pad);
+    else
+        snprintf(key, 32, "%.*s%06u", len - 6, pad, n);
+}
+
+static bool colliding_pair(int len, bool number_first, char *a, char *b)
+{
+    enum { TRIES = 1000000 }; /* 36 bits to match: about 7 pairs expected */
+    struct tagged *t = malloc(TRIES * sizeof(*t));
+    assert_non_null(t);
+    char key[32];
+    for (uint32_t n = 0; n < TRIES; n++) {
+        key_numbered(key, len, number_first, n);
+        uint64_t h = hash_bytes(key, (size_t)len);
+        t[n] = (struct tagged){(uint64_t)tag_of(h) << 4 | (h & 15), n};
+    }
+    qsort(t, TRIES, sizeof(*t), by_probe);
+    bool found = false;
+    for (size_t i = 1; i < TRIES && !found; i++) {
+        if (t[i].probe == t[i - 1].probe) {
+            key_numbered(a, len, number_first, t[i - 1].n);
+            key_numbered(b, len, number_first, t[i].n);
+            found = true;
+        }
+    }
+    free(t);
+    return found;
+}
+
+/* Only the bytes tell such keys apart: each is found as itself, and one
+ * stored is not found for the other, for short keys, keys of one or two
+ * eight-byte words, and long keys. */
+static void test_same_tag_other_key(void **state)
+{
+    (void)state;
+    static const struct {
+        int len;
+        bool number_first;
+    } shapes[] = {{6, false}, {12, false}, {14, true}, {16, false}, {24, false}};
+    for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+        char a[32], b[32];
+        assert_true(colliding_pair(shapes[i].len, shapes[i].number_first, a, b));
+        assert_string_not_equal(a, b);
+        struct dict d;
+        assert_int_equal(dict_init(&d, 4), 0);
+        assert_int_equal(d.cap, 16);
+        assert_int_equal(dict_set(&d, a, value_of(1), NULL), 0);
+        assert_null(dict_get(&d, b));
+        const char *keys[] = {b};
+        size_t klen[] = {strlen(b)};
+        void *got = value_of(-3);
+        dict_get_many(&d, keys, klen, &got, 1);
+        assert_null(got);
+        assert_int_equal(dict_set(&d, b, value_of(2), NULL), 0);
+        assert_ptr_equal(dict_get(&d, a), value_of(1));
+        assert_ptr_equal(dict_get(&d, b), value_of(2));
+        assert_int_equal(dict_size(&d), 2);
+        dict_free(&d);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_set_get_replace_delete),
         cmocka_unit_test(test_get_many_agrees),
+        cmocka_unit_test(test_one_byte_apart),
+        cmocka_unit_test(test_same_tag_other_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -356,24 +356,16 @@ static int64_t parse_time_ns(const char *text)
 
 /* Index annotations are read for container i from the tencent.com key first:
  * GPU-Manager rewrites it with the minors it really used. */
-/* prefix, then i (>= 0) in decimal, into key (room for any int): built by
- * hand, because snprintf cost more than the two lookups it served, for
- * every container of every watched pod. */
+/* An index annotation's key, prefix then container i in decimal, into key.
+ * Not snprintf: reading them, it cost more than the two lookups it served,
+ * for every container of every watched pod. */
 static const char *index_key(char *key, size_t size, const char *prefix, int i)
 {
-    char digits[12];
-    int n = 0;
-    unsigned v = (unsigned)i;
-    do {
-        digits[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v && n < (int)sizeof(digits));
     size_t len = strlen(prefix);
-    if (len + (size_t)n + 1 > size)
+    if (len + STRBUF_I64_DIGITS + 1 > size)
         return "";
     memcpy(key, prefix, len);
-    while (n > 0)
-        key[len++] = digits[--n];
+    len += strbuf_i64_decimal(key + len, i);
     key[len] = '\0';
     return key;
 }
@@ -543,14 +535,10 @@ static int set_indices(cJSON *ann, int i, const int *idx, int count, bool vcuda)
     }
     char key[96];
     int rc = strbuf_failed(&list) ? -1 : 0;
-    if (rc == 0 && vcuda) {
-        snprintf(key, sizeof(key), ANN_TENCENT_IDX_PREFIX "%d", i);
-        rc = json_set_string(ann, key, list.data);
-    }
-    if (rc == 0) {
-        snprintf(key, sizeof(key), ANN_GQA_IDX_PREFIX "%d", i);
-        rc = json_set_string(ann, key, list.data);
-    }
+    if (rc == 0 && vcuda)
+        rc = json_set_string(ann, index_key(key, sizeof(key), ANN_TENCENT_IDX_PREFIX, i), list.data);
+    if (rc == 0)
+        rc = json_set_string(ann, index_key(key, sizeof(key), ANN_GQA_IDX_PREFIX, i), list.data);
     strbuf_free(&list);
     return rc;
 }

@@ -162,9 +162,9 @@ int strbuf_set_error(char **err, const char *fmt, ...)
     return -1;
 }
 
-void strbuf_put_i64(struct strbuf *sb, int64_t v)
+size_t strbuf_i64_decimal(char *out, int64_t v)
 {
-    char tmp[24];
+    char tmp[STRBUF_I64_DIGITS];
     char *p = tmp + sizeof(tmp);
     uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
     do {
@@ -173,7 +173,15 @@ void strbuf_put_i64(struct strbuf *sb, int64_t v)
     } while (u);
     if (v < 0)
         *--p = '-';
-    strbuf_append(sb, p, (size_t)(tmp + sizeof(tmp) - p));
+    size_t len = (size_t)(tmp + sizeof(tmp) - p);
+    memcpy(out, p, len);
+    return len;
+}
+
+void strbuf_put_i64(struct strbuf *sb, int64_t v)
+{
+    char tmp[STRBUF_I64_DIGITS];
+    strbuf_append(sb, tmp, strbuf_i64_decimal(tmp, v));
 }
 
 /* Length of the valid UTF-8 sequence at p (at most avail bytes), or 0. */

@@ -68,6 +68,11 @@ void strbuf_puts(struct strbuf *sb, const char *s);
 void strbuf_printf(struct strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void strbuf_vprintf(struct strbuf *sb, const char *fmt, va_list ap);
 void strbuf_put_i64(struct strbuf *sb, int64_t v);
+/* v in decimal at out (room for STRBUF_I64_DIGITS bytes), not terminated;
+ * returns its length. For keys built on the stack, where a strbuf or
+ * snprintf would cost more than the work the key serves. */
+#define STRBUF_I64_DIGITS 20
+size_t strbuf_i64_decimal(char *out, int64_t v);
 /* Append s as a JSON string literal, quotes included. */
 void strbuf_json_string(struct strbuf *sb, const char *s);
 void strbuf_json_string_n(struct strbuf *sb, const char *s, size_t len);

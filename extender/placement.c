@@ -823,7 +823,7 @@ int placement_filter_block(struct placement *p, const struct pod_info *pod, cons
         return answer_error(ev, strdup(not_leader));
     }
     if (p->cfg.mode == PLACEMENT_BIND)
-        return evaluate(p, pod, names, n, block, block != NULL, ev);
+        return evaluate(p, pod, names, n, block, true, ev);
     if (evaluation_start(ev, pod, names, n, block) != 0)
         return -1;
     int pre = precheck(p, pod, ev);

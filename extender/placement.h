@@ -176,7 +176,8 @@ void placement_destroy(struct placement *p);
 void evaluation_free(struct evaluation *ev);
 
 /* Filter: evaluate names[0..n) for pod. In filter mode a decision is taken
- * and recorded (see above); in bind mode nothing is recorded. A problem with
+ * and recorded (see above); in bind mode nothing is recorded, and no GPU
+ * lists either (ev->skip_gpus: the answer names none). A problem with
  * the request as a whole (not the leader, a decision for the pod already in
  * progress, the pod unknown to the API server or already bound, the write
  * failed) is ev->error, the kube-scheduler error form.
@@ -189,8 +190,8 @@ int placement_evaluate(struct placement *p, const struct pod_info *pod, const ch
 /* The same two, told that names[i] are the consecutive strings of a block
  * (wire.c collects them so): a list kube-scheduler repeats is then
  * recognised with one memcmp, or by its serial alone. These serve the
- * verbs, whose answers list no GPUs: only a decision (filter mode) records
- * the GPUs of the verdicts (ev->skip_gpus otherwise). */
+ * verbs: placement_evaluate_block (prioritize) records no GPU lists
+ * either (ev->skip_gpus); explain uses placement_evaluate, which does. */
 int placement_filter_block(struct placement *p, const struct pod_info *pod, const char *const *names, size_t n,
                            const struct name_block *block, struct evaluation *ev);
 int placement_evaluate_block(struct placement *p, const struct pod_info *pod, const char *const *names, size_t n,

@@ -1,0 +1,257 @@
+/* podparts.c - the source-free steps of reading a pod. See podparts.h. */
+#include "cluster/podparts.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- GPU requests ------------------------------------------------------- */
+
+static int classify_vcuda(const struct gpu_amounts *a, struct container_request *c, struct strbuf *err)
+{
+    if (!a->has_vcore) {
+        strbuf_printf(err, "container \"%s\" asks for %s without %s", c->name, RES_VCUDA_MEMORY, RES_VCUDA_CORE);
+        return -1;
+    }
+    c->family = GPU_FAMILY_VCUDA;
+    c->cores = a->vcore;
+    c->memory = a->vmem;
+    c->memory_given = a->has_vmem;
+    if (a->vcore >= 100) {
+        if (a->vcore % 100 != 0) {
+            strbuf_printf(err,
+                          "container \"%s\": %s %" PRId64 " is neither below 100 (a share of one GPU) "
+                          "nor a multiple of 100 (whole GPUs)",
+                          c->name, RES_VCUDA_CORE, a->vcore);
+            return -1;
+        }
+        c->whole_gpus = (int)(a->vcore / 100 > MAX_GPUS_PER_CONTAINER ? MAX_GPUS_PER_CONTAINER + 1 : a->vcore / 100);
+        return 0;
+    }
+    if (!a->has_vmem) {
+        strbuf_printf(err,
+                      "container \"%s\" asks for %s %" PRId64 " (a share of one GPU) without %s; "
+                      "GPU-Manager needs both (or a CustomResourceLimitation default)",
+                      c->name, RES_VCUDA_CORE, a->vcore, RES_VCUDA_MEMORY);
+        return -1;
+    }
+    return 0;
+}
+
+static int classify_mps(const struct gpu_amounts *a, struct container_request *c, struct strbuf *err)
+{
+    if (!a->has_mcore) {
+        strbuf_printf(err, "container \"%s\" asks for %s without %s", c->name, RES_MPS_MEMORY, RES_MPS_CORE);
+        return -1;
+    }
+    if (a->mcore > 100) {
+        strbuf_printf(err, "container \"%s\": %s %" PRId64 " is above 100 (MPS shares one GPU, 1..100)", c->name,
+                      RES_MPS_CORE, a->mcore);
+        return -1;
+    }
+    c->family = GPU_FAMILY_MPS;
+    c->cores = a->mcore;
+    c->memory = a->mmem;
+    c->memory_given = a->has_mmem;
+    return 0;
+}
+
+/* nvidia.com/gpu alone: whole GPUs, or on a HAMi node as many vGPUs with
+ * HAMi's defaults (which cannot fail within the whole-GPU limit). */
+static int classify_pgpu(const struct gpu_amounts *a, struct container_request *c, struct strbuf *err)
+{
+    c->family = GPU_FAMILY_PGPU;
+    int64_t n = a->gpu > MAX_GPUS_PER_CONTAINER ? MAX_GPUS_PER_CONTAINER + 1 : a->gpu;
+    c->whole_gpus = (int)n;
+    c->cores = n * 100;
+    if (n <= HAMI_MAX_VGPUS)
+        return hami_request_from_amounts(&a->hami, c->name, &c->hami, err);
+    return 0;
+}
+
+static int classify_hami(const struct gpu_amounts *a, struct container_request *c, struct strbuf *err)
+{
+    if (hami_request_from_amounts(&a->hami, c->name, &c->hami, err) != 0)
+        return -1;
+    c->family = GPU_FAMILY_HAMI;
+    c->cores = (int64_t)c->hami.nums * c->hami.cores;
+    return 0;
+}
+
+int gpu_amounts_classify(const struct gpu_amounts *a, struct container_request *c, struct strbuf *err)
+{
+    bool hami = hami_amounts_explicit(&a->hami);
+    int families = (a->has_vcore || a->has_vmem) + (a->has_mcore || a->has_mmem) + (a->has_gpu || hami);
+    if (families > 1) {
+        strbuf_printf(err,
+                      "container \"%s\" mixes GPU resources of different kinds (%s, %s, %s); "
+                      "a container uses one kind",
+                      c->name, RES_VCUDA_CORE, RES_MPS_CORE, RES_NVIDIA_GPU);
+        return -1;
+    }
+    if (a->has_vcore || a->has_vmem)
+        return classify_vcuda(a, c, err);
+    if (a->has_mcore || a->has_mmem)
+        return classify_mps(a, c, err);
+    if (hami)
+        return classify_hami(a, c, err);
+    if (a->has_gpu)
+        return classify_pgpu(a, c, err);
+    return 0;
+}
+
+char *pod_container_name(const char *name, size_t len, int i)
+{
+    char fallback[32];
+    if (!name) { /* formatted only when needed: once per container of every watched pod */
+        snprintf(fallback, sizeof(fallback), "#%d", i);
+        name = fallback;
+        len = strlen(fallback);
+    }
+    char *out = malloc(len + 1);
+    if (out) {
+        memcpy(out, name, len);
+        out[len] = '\0';
+    }
+    return out;
+}
+
+int pod_check_whole_gpu_limit(struct pod_info *pod)
+{
+    if (pod->request_error || !pod->uses_gpu)
+        return 0;
+    for (int i = 0; i < pod->ncontainers; i++) {
+        if (pod->containers[i].whole_gpus > MAX_GPUS_PER_CONTAINER) {
+            struct strbuf err;
+            strbuf_init(&err);
+            strbuf_printf(&err, "container \"%s\" asks for more than %d whole GPUs", pod->containers[i].name,
+                          MAX_GPUS_PER_CONTAINER);
+            pod->request_error = strbuf_detach(&err, NULL);
+            return pod->request_error ? 0 : -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- decision annotations ---------------------------------------------- */
+
+int parse_gpu_index_list(const char *text, int *out, int max)
+{
+    int n = 0;
+    const char *p = text;
+    if (*p == '\0')
+        return 0;
+    for (;;) {
+        if (*p < '0' || *p > '9' || n >= max)
+            return -1;
+        errno = 0;
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (errno || v > 4096)
+            return -1;
+        out[n++] = (int)v;
+        p = end;
+        if (*p == '\0')
+            return n;
+        if (*p != ',')
+            return -1;
+        p++;
+    }
+}
+
+static int64_t parse_time_ns(const char *text)
+{
+    if (!text)
+        return 0;
+    errno = 0;
+    char *end;
+    long long v = strtoll(text, &end, 10);
+    return (errno || *end || v < 0) ? 0 : (int64_t)v;
+}
+
+/* An index annotation's key, prefix then container i in decimal, into key.
+ * Not snprintf: reading them, it cost more than the two lookups it served,
+ * for every container of every watched pod. */
+const char *pod_index_key(char *key, size_t size, const char *prefix, int i)
+{
+    size_t len = strlen(prefix);
+    if (len + STRBUF_I64_DIGITS + 1 > size)
+        return "";
+    memcpy(key, prefix, len);
+    len += strbuf_i64_decimal(key + len, i);
+    key[len] = '\0';
+    return key;
+}
+
+/* Index annotations are read for container i from the tencent.com key first:
+ * GPU-Manager rewrites it with the minors it really used. */
+static int read_container_indices(annotation_get_fn get, const void *src, int i, struct pod_decision *d)
+{
+    char key[96];
+    const char *text = get(src, pod_index_key(key, sizeof(key), ANN_TENCENT_IDX_PREFIX, i));
+    if (!text)
+        text = get(src, pod_index_key(key, sizeof(key), ANN_GQA_IDX_PREFIX, i));
+    if (!text)
+        return 0;
+    int tmp[MAX_GPUS_PER_CONTAINER];
+    int n = parse_gpu_index_list(text, tmp, MAX_GPUS_PER_CONTAINER);
+    if (n <= 0)
+        return 0; /* unreadable: treated as absent, the pod is then unattributed */
+    d->idx[i] = malloc(sizeof(int) * (size_t)n);
+    if (!d->idx[i])
+        return -1;
+    memcpy(d->idx[i], tmp, sizeof(int) * (size_t)n);
+    d->idx_count[i] = n;
+    return 0;
+}
+
+int pod_decision_read(annotation_get_fn get, const void *src, int ncontainers, struct pod_decision *d)
+{
+    const char *node = get(src, ANN_TENCENT_NODE);
+    if (!node)
+        node = get(src, ANN_GQA_NODE);
+    const char *time = get(src, ANN_TENCENT_TIME);
+    if (!time)
+        time = get(src, ANN_GQA_TIME);
+    const char *assigned = get(src, ANN_TENCENT_ASSIGNED);
+    d->assigned = assigned && strcmp(assigned, "true") == 0;
+    d->time_ns = parse_time_ns(time);
+    if (!node && !time) {
+        /* A decision of HAMi's own scheduler: node, and Unix seconds. */
+        node = get(src, HAMI_NODE_ANNOTATION);
+        int64_t secs = parse_time_ns(get(src, HAMI_TIME_ANNOTATION));
+        d->time_ns = secs > 0 && secs < INT64_MAX / 1000000000LL ? secs * 1000000000LL : 0;
+    }
+    if (node && !(d->node = strdup(node)))
+        return -1;
+    if (ncontainers == 0)
+        return 0;
+    d->nidx = ncontainers;
+    d->idx = calloc((size_t)ncontainers, sizeof(*d->idx));
+    d->idx_count = calloc((size_t)ncontainers, sizeof(*d->idx_count));
+    if (!d->idx || !d->idx_count)
+        return -1;
+    for (int i = 0; i < ncontainers; i++)
+        if (read_container_indices(get, src, i, d) != 0)
+            return -1;
+    return 0;
+}
+
+int pod_read_hami(struct pod_info *pod, const cJSON *ann)
+{
+    bool wanted = false;
+    for (int i = 0; i < pod->ncontainers && !wanted; i++)
+        wanted = pod->containers[i].hami.nums > 0;
+    if (!wanted)
+        return 0;
+    char *problem = NULL;
+    if (hami_pod_from_annotations(ann, &pod->hami, &problem) != 0)
+        return -1;
+    if (problem && !pod->request_error)
+        pod->request_error = problem;
+    else
+        free(problem);
+    return 0;
+}

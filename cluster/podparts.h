@@ -1,0 +1,66 @@
+/*
+ * podparts.h - the steps of reading a pod that do not depend on where the
+ * pod comes from.
+ *
+ * Owns: a container's GPU amounts turned into its request (the families of
+ * DESIGN section 3 and their errors), the whole-GPU limit, the decision
+ * annotations of section 4 read through a lookup function, and HAMi's pod
+ * annotations. podspec.c reads a Pod from cJSON and podtext.c a watched Pod
+ * straight from its text; both go through these steps, so the two readers
+ * give the same pod_info. No state, no locks.
+ */
+#ifndef GQA_PODPARTS_H
+#define GQA_PODPARTS_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cluster/podspec.h"
+#include "lib/strbuf.h"
+
+#define MAX_GPUS_PER_CONTAINER 64
+
+/* The GPU amounts one container names, already range-checked (each at
+ * most GPU_AMOUNT_MAX). has_* of the first five: the amount is above 0;
+ * the HAMi ones: the key is there, whatever its value. */
+struct gpu_amounts {
+    int64_t vcore, vmem, mcore, mmem, gpu;
+    bool has_vcore, has_vmem, has_mcore, has_mmem, has_gpu;
+    struct hami_amounts hami;
+};
+
+/* Set c's family and request from a (c->name already set). -1 with the
+ * reason in err when the request is invalid. */
+int gpu_amounts_classify(const struct gpu_amounts *a, struct container_request *c, struct strbuf *err);
+
+/* A container's name (len bytes, may hold no NUL), or "#i" for container i
+ * when name is NULL: malloc'd, NULL on allocation failure. */
+char *pod_container_name(const char *name, size_t len, int i);
+
+/* After every container was classified: a pod that uses GPUs and has a
+ * container past MAX_GPUS_PER_CONTAINER whole GPUs gets that as its
+ * request_error (unless it has one). 0, or -1 on allocation failure. */
+int pod_check_whole_gpu_limit(struct pod_info *pod);
+
+/* The annotation `key` of the pod being read as a NUL-terminated string,
+ * or NULL when the pod has no such string annotation. */
+typedef const char *(*annotation_get_fn)(const void *src, const char *key);
+
+/* Read the decision annotations of a pod that has an annotations object
+ * into d (zeroed by the caller): node, time, assigned, and per container
+ * the GPU minors. 0, or -1 on allocation failure. */
+int pod_decision_read(annotation_get_fn get, const void *src, int ncontainers, struct pod_decision *d);
+
+/* An index annotation's key: prefix then container i in decimal, into key
+ * (size bytes); "" when it does not fit. */
+const char *pod_index_key(char *key, size_t size, const char *prefix, int i);
+
+/* HAMi's pod annotations, read only when a container has a HAMi request:
+ * ann is the pod's annotations object, or NULL when it has none. A problem
+ * becomes the pod's request_error unless it has one. 0, or -1 on
+ * allocation failure. */
+int pod_read_hami(struct pod_info *pod, const cJSON *ann);
+
+#endif

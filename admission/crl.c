@@ -647,6 +647,14 @@ static bool same_quantity(const char *a, const char *b)
     return strcmp(a, b) == 0;
 }
 
+bool crl_registry_has_defaults(const struct crl_registry *r)
+{
+    for (size_t i = 0; r && i < r->count; i++)
+        if (r->crls[i]->limits == CRL_LIMITS_OPTIONAL && r->crls[i]->default_value)
+            return true;
+    return false;
+}
+
 static int add_default(struct crl_defaults *d, int container, const struct crl *c, bool set_request)
 {
     struct crl_default *items = realloc(d->items, (d->count + 1) * sizeof(*items));

@@ -86,6 +86,9 @@ struct crl_registry {
  * already has it"). NULL on allocation failure. */
 struct crl_registry *crl_registry_build(const cJSON *const *configmaps, size_t n, const char *crl_namespace);
 void crl_registry_free(struct crl_registry *r);
+/* Could the registry give a pod a default (crl_check_pod's defaults): an
+ * enabled CRL with optional limits and a defaultValue? r may be NULL. */
+bool crl_registry_has_defaults(const struct crl_registry *r);
 /* The problems a ConfigMap would have if it were created or updated now
  * alongside the registry's CRLs (validation webhook, validate-crl): its own
  * rules plus the duplicate-key rule against others (not itself: same name),

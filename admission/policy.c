@@ -149,6 +149,12 @@ void policy_apply_defaults(void *ctx, cJSON *pod)
         log_error("out of memory applying CustomResourceLimitation defaults");
 }
 
+bool policy_writes_defaults(void *ctx)
+{
+    const struct admission_policy *p = ctx;
+    return crl_registry_has_defaults(p->crls);
+}
+
 /* Does an excluded pod's quota usage count against (ns, model)? */
 static bool same_usage(const struct pod_entry *e, const char *ns, const char *model)
 {

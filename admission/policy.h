@@ -40,6 +40,9 @@ char *policy_prepare_pod(const struct admission_policy *p, cJSON *pod);
  * into a pod the cache is about to hold. Violations are not judged here: a
  * pod already in the cluster holds its GPUs whatever it breaks. */
 void policy_apply_defaults(void *ctx, cJSON *pod);
+/* The cache_config.prepares_pods hook (ctx = the policy), under the read
+ * lock: would policy_apply_defaults write anything into some pod? */
+bool policy_writes_defaults(void *ctx);
 
 /* Quota verdict for a pod on a node under the read lock: NULL when allowed,
  * else the reason (malloc'd) and, when why is not NULL, the rule that

@@ -876,6 +876,18 @@ struct pod_info *cache_pod_from_json(struct cluster_cache *c, cJSON *pod, char *
     return pod_info_from_json(pod, err);
 }
 
+bool cache_prepares_pods(struct cluster_cache *c)
+{
+    if (!c->cfg.prepare_pod)
+        return false;
+    if (!c->cfg.prepares_pods)
+        return true;
+    cache_read_lock(c);
+    bool prepares = c->cfg.prepares_pods(c->cfg.ctx);
+    cache_unlock(c);
+    return prepares;
+}
+
 int cache_apply_object(struct cluster_cache *c, cJSON *obj, int64_t now, char **err)
 {
     const cJSON *kind = cJSON_GetObjectItemCaseSensitive(obj, "kind");

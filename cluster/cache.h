@@ -107,6 +107,11 @@ struct cache_config {
      * cache: writes the CustomResourceLimitation defaults into it, so a
      * share relying on a default memory is charged that memory. May be NULL. */
     void (*prepare_pod)(void *ctx, cJSON *pod);
+    /* Called under the read lock: would prepare_pod change a pod now?
+     * While it would not, pods may be read straight from their text
+     * (podtext.h), without the cJSON object the hook edits. NULL: it
+     * would, whenever prepare_pod is set. */
+    bool (*prepares_pods)(void *ctx);
     void *ctx;
 };
 
@@ -150,6 +155,10 @@ int cache_apply_object(struct cluster_cache *c, cJSON *obj, int64_t now_ns, char
 /* Parse a pod object for the cache: the prepare_pod hook (CRL defaults)
  * first, then pod_info_from_json. The object may be modified. */
 struct pod_info *cache_pod_from_json(struct cluster_cache *c, cJSON *pod, char **err);
+/* Whether pods must now be read as cJSON objects for the prepare_pod hook
+ * (cache_pod_from_json) rather than straight from their text. Takes the
+ * read lock. */
+bool cache_prepares_pods(struct cluster_cache *c);
 
 /* Relist: make the cache hold exactly these objects of one kind, in one
  * write-locked step, so readers never see a half-replaced set and no object

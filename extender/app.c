@@ -16,6 +16,7 @@ int app_init(struct app *app, const struct options *opts)
     struct cache_config cc = {.assume_ttl_ns = opts->assume_ttl_ns,
                               .configmaps_changed = policy_rebuild,
                               .prepare_pod = policy_apply_defaults,
+                              .prepares_pods = policy_writes_defaults,
                               .ctx = &app->policy};
     struct placement_config pc = {.mode = opts->placement, .policy = opts->policy};
     snprintf(app->not_ready_reason, sizeof(app->not_ready_reason), "initial state not loaded yet");

@@ -1,5 +1,6 @@
 /* feed.c - informer sinks into the cluster cache. See feed.h. */
 #include "extender/feed.h"
+#include "cluster/podtext.h"
 #include "extender/metrics.h"
 #include "lib/log.h"
 #include "lib/strbuf.h"
@@ -103,6 +104,38 @@ static int pod_apply(void *ctx, cJSON *obj, char **err)
     return pod ? cache_apply_pod(f->cache, pod, clock_realtime_ns()) : -1;
 }
 
+/* A watched pod straight from its text (podtext.h), unless CRL defaults
+ * must first be written into its cJSON object: then NULL, and the informer
+ * takes the tree's way. */
+static void *pod_item_from_prefix(void *ctx, const char *text, size_t len, size_t *used, char *rv, size_t rv_size)
+{
+    struct feed *f = ctx;
+    if (cache_prepares_pods(f->cache))
+        return NULL;
+    struct pod_info *pod = pod_info_from_text_prefix(text, len, used);
+    const char *version = pod && pod->resource_version ? pod->resource_version : "";
+    size_t n = strlen(version) < rv_size ? strlen(version) : rv_size - 1;
+    memcpy(rv, version, n);
+    rv[n] = '\0';
+    return pod;
+}
+
+static int pod_apply_item(void *ctx, void *item, char **err)
+{
+    struct feed *f = ctx;
+    (void)err; /* the reader declines what the cJSON way would refuse: only memory can fail here */
+    return cache_apply_pod(f->cache, item, clock_realtime_ns());
+}
+
+static int pod_remove_item(void *ctx, void *item)
+{
+    struct feed *f = ctx;
+    struct pod_info *pod = item;
+    int rc = cache_delete_pod(f->cache, pod->key);
+    pod_info_free(pod);
+    return rc;
+}
+
 static int pod_remove(void *ctx, const cJSON *obj)
 {
     struct feed *f = ctx;
@@ -176,7 +209,10 @@ static const struct informer_sink sinks[] = {
                    .apply = pod_apply,
                    .remove = pod_remove,
                    .skipped = count_skipped,
-                   .parse_prefix = pod_slim_from_prefix},
+                   .parse_prefix = pod_slim_from_prefix,
+                   .item_from_prefix = pod_item_from_prefix,
+                   .apply_item = pod_apply_item,
+                   .remove_item = pod_remove_item},
     [FEED_CONFIGMAPS] = {.convert = cm_convert,
                          .free_item = cm_free,
                          .replace = cm_replace,

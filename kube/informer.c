@@ -140,55 +140,74 @@ static bool change_event(const char *type)
     return strcmp(type, "ERROR") != 0 && strcmp(type, "BOOKMARK") != 0;
 }
 
-/* The object of a change event whose type came first (as the API server
- * writes events), parsed where it stands (sink.parse_prefix): the scanner
- * then continues after it. */
-static int parse_in_place(const struct informer *inf, struct jscan *s, struct jscan_span *object, cJSON **parsed)
+/* A watch event taken apart: its type, and its object as text and as
+ * read in place (split_event), either the sink's item or a cJSON tree. */
+struct event {
+    char type[16];
+    struct jscan_span object;
+    cJSON *parsed;                                             /* the object parsed in place, or NULL */
+    void *item;                                                /* the sink's item read in place, or NULL */
+    char rv[sizeof(((struct informer *)0)->resource_version)]; /* the item's */
+};
+
+static void drop_in_place(const struct informer *inf, struct event *ev)
 {
-    size_t used = 0;
+    cJSON_Delete(ev->parsed);
+    ev->parsed = NULL;
+    if (ev->item)
+        inf->sink.free_item(ev->item);
+    ev->item = NULL;
+}
+
+/* The object of a change event whose type came first (as the API server
+ * writes events), read where it stands: into the sink's item when the sink
+ * can (sink.item_from_prefix), else into a tree (sink.parse_prefix). The
+ * scanner then continues after it. */
+static int read_in_place(const struct informer *inf, struct jscan *s, struct event *ev)
+{
+    size_t used = 0, left = (size_t)(s->end - s->pos);
     const char *at = s->pos;
-    cJSON_Delete(*parsed);
-    *parsed = inf->sink.parse_prefix(at, (size_t)(s->end - at), &used);
-    if (!*parsed)
+    drop_in_place(inf, ev);
+    if (inf->sink.item_from_prefix)
+        ev->item = inf->sink.item_from_prefix(inf->sink.ctx, at, left, &used, ev->rv, sizeof(ev->rv));
+    if (!ev->item)
+        ev->parsed = inf->sink.parse_prefix(at, left, &used);
+    if (!ev->item && !ev->parsed)
         return -1;
-    *object = (struct jscan_span){at, used};
+    ev->object = (struct jscan_span){at, used};
     s->pos = at + used;
     return 0;
 }
 
 /* The event's type and the text of its object, without building a tree;
- * *parsed is the object already parsed (parse_in_place), or NULL. */
-static int split_event(const struct informer *inf, const char *line, size_t len, char *type, size_t type_size,
-                       struct jscan_span *object, cJSON **parsed)
+ * the object may also be read in place (read_in_place). */
+static int split_event(const struct informer *inf, const char *line, size_t len, struct event *ev)
 {
     struct jscan s;
     struct jscan_str key, value;
     bool has_type = false;
-    object->ptr = NULL;
     jscan_init(&s, line, len);
     if (jscan_enter_object(&s) != 0)
         return -1;
     int r;
     while ((r = jscan_next_key(&s, &key)) == 1) {
         if (jscan_key_is(&key, "type") && jscan_peek(&s) == JSCAN_STRING) {
-            if (jscan_string(&s, &value) != 0 || value.len >= type_size || value.has_escapes)
+            if (jscan_string(&s, &value) != 0 || value.len >= sizeof(ev->type) || value.has_escapes)
                 return -1;
-            memcpy(type, value.ptr, value.len);
-            type[value.len] = '\0';
+            memcpy(ev->type, value.ptr, value.len);
+            ev->type[value.len] = '\0';
             has_type = true;
         } else if (jscan_key_is(&key, "object") && jscan_peek(&s) == JSCAN_OBJECT) {
-            bool in_place = has_type && change_event(type) && inf->sink.parse_prefix;
-            if (in_place ? parse_in_place(inf, &s, object, parsed) != 0 : jscan_value_span(&s, object) != 0)
+            bool in_place = has_type && change_event(ev->type) && inf->sink.parse_prefix;
+            if (in_place ? read_in_place(inf, &s, ev) != 0 : jscan_value_span(&s, &ev->object) != 0)
                 return -1;
-            if (!in_place) { /* a later object replaces one parsed before */
-                cJSON_Delete(*parsed);
-                *parsed = NULL;
-            }
+            if (!in_place) /* a later object replaces one read before */
+                drop_in_place(inf, ev);
         } else if (jscan_skip_value(&s) != 0) {
             return -1;
         }
     }
-    return r == 0 && jscan_finish(&s) == 0 && has_type && object->ptr ? 0 : -1;
+    return r == 0 && jscan_finish(&s) == 0 && has_type && ev->object.ptr ? 0 : -1;
 }
 
 static cJSON *parse_object(const struct informer *inf, const char *text, size_t len)
@@ -198,38 +217,63 @@ static cJSON *parse_object(const struct informer *inf, const char *text, size_t 
 
 /* ERROR and BOOKMARK objects are read here, not by the sink. The object
  * parsed in place (split_event) is used when the type is still a change. */
-static cJSON *event_object(const struct informer *inf, const char *type, const struct jscan_span *object, cJSON *parsed)
+static cJSON *event_object(const struct informer *inf, struct event *ev)
 {
-    if (parsed && change_event(type))
+    cJSON *parsed = ev->parsed;
+    ev->parsed = NULL;
+    if (parsed && change_event(ev->type))
         return parsed;
     cJSON_Delete(parsed);
-    return change_event(type) ? parse_object(inf, object->ptr, object->len)
-                              : cJSON_ParseWithLength(object->ptr, object->len);
+    return change_event(ev->type) ? parse_object(inf, ev->object.ptr, ev->object.len)
+                                  : cJSON_ParseWithLength(ev->object.ptr, ev->object.len);
+}
+
+/* A change event whose object the sink read as its item. */
+static enum event_result apply_item_event(struct informer *inf, struct event *ev)
+{
+    void *item = ev->item;
+    ev->item = NULL;
+    atomic_fetch_add(&inf->events, 1);
+    if (strcmp(ev->type, "DELETED") == 0) {
+        inf->sink.remove_item(inf->sink.ctx, item);
+    } else {
+        char *err = NULL;
+        if (inf->sink.apply_item(inf->sink.ctx, item, &err) != 0)
+            skip_object(inf, "object", err);
+        free(err);
+    }
+    set_rv(inf, ev->rv);
+    return EVENT_OK;
 }
 
 int informer_apply_event(struct informer *inf, const char *line, size_t len)
 {
-    char type[16];
-    struct jscan_span span;
-    cJSON *parsed = NULL, *obj = NULL;
-    if (split_event(inf, line, len, type, sizeof(type), &span, &parsed) == 0)
-        obj = event_object(inf, type, &span, parsed);
-    else
-        cJSON_Delete(parsed);
+    struct event ev = {0};
+    cJSON *obj = NULL;
+    bool split = split_event(inf, line, len, &ev) == 0;
+    if (split && ev.item && change_event(ev.type))
+        return apply_item_event(inf, &ev);
+    if (split && !ev.item)
+        obj = event_object(inf, &ev);
+    else if (split) { /* a later "type" made it an ERROR or BOOKMARK: read as one */
+        drop_in_place(inf, &ev);
+        obj = cJSON_ParseWithLength(ev.object.ptr, ev.object.len);
+    }
+    drop_in_place(inf, &ev);
     enum event_result result = EVENT_OK;
     if (!cJSON_IsObject(obj)) {
         skip_malformed(inf, "watch event");
         cJSON_Delete(obj);
         return EVENT_BAD;
     }
-    if (strcmp(type, "ERROR") == 0) {
+    if (strcmp(ev.type, "ERROR") == 0) {
         result = watch_error(inf, obj);
-    } else if (strcmp(type, "BOOKMARK") == 0) {
+    } else if (strcmp(ev.type, "BOOKMARK") == 0) {
         atomic_fetch_add(&inf->bookmarks, 1);
         set_rv(inf, object_rv(obj));
     } else {
         atomic_fetch_add(&inf->events, 1);
-        if (strcmp(type, "DELETED") == 0)
+        if (strcmp(ev.type, "DELETED") == 0)
             inf->sink.remove(inf->sink.ctx, obj);
         else
             apply_object(inf, obj);

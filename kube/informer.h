@@ -58,6 +58,20 @@ struct informer_sink {
      * it took (after the object's closing brace), so the event is scanned
      * once, not twice. NULL when the text there is not one object. */
     cJSON *(*parse_prefix)(const char *text, size_t len, size_t *used);
+    /* Optional, beside parse_prefix, apply_item and remove_item: a change
+     * event's object read where the event holds it straight into the item
+     * convert() would make, without a cJSON tree. Returns the item, with
+     * *used set as parse_prefix sets it and the object's
+     * metadata.resourceVersion copied into rv (rv_size bytes, cut short as
+     * the informer keeps it; "" when none); NULL when the sink wants the
+     * tree for this object, which the informer then parses with
+     * parse_prefix from the same place. */
+    void *(*item_from_prefix)(void *ctx, const char *text, size_t len, size_t *used, char *rv, size_t rv_size);
+    /* ADDED or MODIFIED of such an item, which it takes: 0, or -1 with
+     * *err (the object is skipped). */
+    int (*apply_item)(void *ctx, void *item, char **err);
+    /* DELETED of such an item, which it takes. */
+    int (*remove_item)(void *ctx, void *item);
 };
 
 struct informer {

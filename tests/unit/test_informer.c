@@ -184,6 +184,120 @@ static void test_replace_pods(void **state)
 }
 
 
+/* Watched pods are read straight from their text (podtext.h) when the
+ * sink can: an event whose "type" turns into BOOKMARK after its object is
+ * read as one, a later "object" replaces the first, and an event that is
+ * not JSON after its object is dropped whole; none applies anything twice
+ * or leaks (valgrind and ASan run this test). A pod the reader declines
+ * (an escape) is read the cJSON way, with the same result. */
+static const struct informer_sink *feed_pods;
+static int items_read;
+
+static void *counted_item(void *ctx, const char *text, size_t len, size_t *used, char *rv, size_t rv_size)
+{
+    void *item = feed_pods->item_from_prefix(ctx, text, len, used, rv, rv_size);
+    items_read += item != NULL;
+    return item;
+}
+
+static void test_pods_read_from_text(void **state)
+{
+    struct fixture *f = *state;
+    /* The feed's sink, counting the objects read in place as items. */
+    feed_pods = feed_sink(f->pod_feed);
+    struct informer_sink counting = *feed_pods;
+    counting.item_from_prefix = counted_item;
+    informer_free(f->pods);
+    f->pods = informer_new("pods", "/api/v1/pods", &counting, NULL);
+    assert_non_null(f->pods);
+    items_read = 0;
+    assert_int_equal(apply(f->nodes, node_event), 0);
+    char line[1200];
+    snprintf(line, sizeof(line), "%.*s,\"type\":\"BOOKMARK\"}", (int)strlen(pod_event("ADDED", "21", "Running")) - 1,
+             pod_event("ADDED", "21", "Running"));
+    assert_int_equal(apply(f->pods, line), 0);
+    assert_null(cache_find_pod(&f->cache, "a/p"));
+    rv_is(f->pods, "21");
+    assert_int_equal((int)atomic_load(&f->pods->bookmarks), 1);
+
+    snprintf(line, sizeof(line), "%s x", pod_event("ADDED", "22", "Running"));
+    assert_int_equal(apply(f->pods, line), -1);
+    assert_null(cache_find_pod(&f->cache, "a/p"));
+    rv_is(f->pods, "21");
+
+    const char *ev = pod_event("ADDED", "23", "Running");
+    snprintf(line, sizeof(line), "%.*s,\"object\":{\"metadata\":{\"name\":\"other\",\"namespace\":\"a\","
+             "\"resourceVersion\":\"24\"}}}", (int)strlen(ev) - 1, ev);
+    assert_int_equal(apply(f->pods, line), 0);
+    assert_null(cache_find_pod(&f->cache, "a/p"));
+    assert_non_null(cache_find_pod(&f->cache, "a/other"));
+    rv_is(f->pods, "24");
+    assert_int_equal(core_used(f, 1), 0);
+
+    /* Declined (an escaped uid), then read the cJSON way. */
+    assert_int_equal(apply(f->pods, "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"p\",\"namespace\":\"a\","
+                                    "\"uid\":\"\\u0041\",\"resourceVersion\":\"25\",\"annotations\":{"
+                                    "\"tencent.com/predicate-gpu-idx-0\":\"1\"}},\"spec\":{\"nodeName\":\"n1\","
+                                    "\"containers\":[{\"resources\":{\"limits\":{\"tencent.com/vcuda-core\":\"30\","
+                                    "\"tencent.com/vcuda-memory\":\"5\"}}}]}}}"),
+                     0);
+    assert_string_equal(cache_find_pod(&f->cache, "a/p")->info->uid, "A");
+    assert_int_equal(core_used(f, 1), 30);
+    rv_is(f->pods, "25");
+    assert_int_equal(apply(f->pods, pod_event("DELETED", "26", "Running")), 0);
+    assert_null(cache_find_pod(&f->cache, "a/p"));
+    assert_int_equal(core_used(f, 1), 0);
+    rv_is(f->pods, "26");
+    assert_int_equal(items_read, 5); /* every pod but the escaped one */
+}
+
+/* While the cache's prepare_pod hook would write a default into pods, they
+ * are read as cJSON objects the hook edits; once it would not, from text. */
+static bool defaults_on;
+
+static void write_memory_default(void *ctx, cJSON *pod)
+{
+    (void)ctx;
+    cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(pod, "spec"), "containers"), 0);
+    cJSON *limits = cJSON_GetObjectItem(cJSON_GetObjectItem(c, "resources"), "limits");
+    if (defaults_on && limits && !cJSON_GetObjectItem(limits, "tencent.com/vcuda-memory"))
+        cJSON_AddStringToObject(limits, "tencent.com/vcuda-memory", "7");
+}
+
+static bool writes_defaults(void *ctx)
+{
+    (void)ctx;
+    return defaults_on;
+}
+
+static void test_pod_defaults_take_the_tree(void **state)
+{
+    struct fixture *f = *state;
+    f->cache.cfg.prepare_pod = write_memory_default;
+    f->cache.cfg.prepares_pods = writes_defaults;
+    assert_int_equal(apply(f->nodes, node_event), 0);
+    static const char share[] =
+        "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"s\",\"namespace\":\"a\",\"resourceVersion\":"
+        "\"%d\",\"annotations\":{\"tencent.com/predicate-gpu-idx-0\":\"0\"}},\"spec\":{\"nodeName\":\"n1\","
+        "\"containers\":[{\"resources\":{\"limits\":{\"tencent.com/vcuda-core\":\"20\"}}}]}}}";
+    char line[512];
+    defaults_on = true;
+    snprintf(line, sizeof(line), share, 31);
+    assert_int_equal(apply(f->pods, line), 0);
+    const struct pod_entry *e = cache_find_pod(&f->cache, "a/s");
+    assert_non_null(e);
+    assert_null(e->info->request_error);
+    assert_int_equal(e->info->containers[0].memory, 7);
+    assert_int_equal(core_used(f, 0), 20);
+    defaults_on = false; /* the hook now writes nothing: the share lacks its memory */
+    snprintf(line, sizeof(line), share, 32);
+    assert_int_equal(apply(f->pods, line), 0);
+    e = cache_find_pod(&f->cache, "a/s");
+    assert_non_null(e->info->request_error);
+    assert_non_null(strstr(e->info->request_error, "without tencent.com/vcuda-memory"));
+    rv_is(f->pods, "32");
+}
+
 /* The value of one gqa_objects_skipped_total sample in /metrics. */
 static long long skipped(struct fixture *f, const char *kind, const char *reason)
 {
@@ -315,6 +429,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bookmark_and_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_configmaps_and_node_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replace_pods, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pods_read_from_text, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pod_defaults_take_the_tree, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_objects_skipped_and_counted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_streamed_and_checked, setup, teardown),
     };

@@ -334,16 +334,36 @@ struct list_stream {
  * request limit (1.5 MiB by default), ConfigMaps under 1 MiB. */
 #define LIST_MAX_ITEM ((size_t)64 << 20)
 
+/* A listed object straight into the sink's item (item_from_prefix), when
+ * the sink reads it so and it is the whole element; else NULL. */
+static void *read_list_item(struct informer *inf, const char *text, size_t len)
+{
+    size_t used = 0;
+    char rv[sizeof(inf->resource_version)];
+    void *item =
+        inf->sink.item_from_prefix ? inf->sink.item_from_prefix(inf->sink.ctx, text, len, &used, rv, sizeof(rv)) : NULL;
+    while (item && used < len && (text[used] == ' ' || text[used] == '\t' || text[used] == '\n' || text[used] == '\r'))
+        used++;
+    if (item && used != len) {
+        inf->sink.free_item(item);
+        item = NULL;
+    }
+    return item;
+}
+
 static int on_list_item(void *ctx, const char *text, size_t len)
 {
     struct list_stream *ls = ctx;
-    cJSON *obj = parse_object(ls->inf, text, len);
-    bool taken = false;
-    if (!cJSON_IsObject(obj))
-        skip_malformed(ls->inf, "listed object");
-    void *item = cJSON_IsObject(obj) ? convert_item(ls->inf, obj, &taken) : NULL;
-    if (!taken)
-        cJSON_Delete(obj);
+    void *item = read_list_item(ls->inf, text, len);
+    if (!item) {
+        cJSON *obj = parse_object(ls->inf, text, len);
+        bool taken = false;
+        if (!cJSON_IsObject(obj))
+            skip_malformed(ls->inf, "listed object");
+        item = cJSON_IsObject(obj) ? convert_item(ls->inf, obj, &taken) : NULL;
+        if (!taken)
+            cJSON_Delete(obj);
+    }
     if (item && push_item(&ls->items, item) != 0) {
         ls->inf->sink.free_item(item);
         ls->oom = 1;

@@ -58,9 +58,9 @@ struct informer_sink {
      * it took (after the object's closing brace), so the event is scanned
      * once, not twice. NULL when the text there is not one object. */
     cJSON *(*parse_prefix)(const char *text, size_t len, size_t *used);
-    /* Optional, beside parse_prefix, apply_item and remove_item: a change
-     * event's object read where the event holds it straight into the item
-     * convert() would make, without a cJSON tree. Returns the item, with
+    /* Optional, beside parse_prefix, apply_item and remove_item: a listed
+     * object, or a change event's object where the event holds it, read
+     * straight into the item convert() would make, without a cJSON tree. Returns the item, with
      * *used set as parse_prefix sets it and the object's
      * metadata.resourceVersion copied into rv (rv_size bytes, cut short as
      * the informer keeps it; "" when none); NULL when the sink wants the

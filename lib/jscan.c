@@ -504,6 +504,37 @@ static inline const char *scan_scalar(struct jscan *s, const char *p, int type)
     }
 }
 
+/* After a value inside a container, the run of members (closer '}') or
+ * elements (closer ']') that follow it as compact JSON writes them with
+ * string values and plain strings throughout: ,"key":"value" or ,"value".
+ * Nothing else is taken: at a space, a number, an escape or a bracket the
+ * run stops after the last whole value, where the general path goes on, so
+ * what is valid and every error stay the general path's. Most members of
+ * Kubernetes objects are such strings; one test per separator replaces
+ * the general path's several. */
+static inline const char *string_run(const char *p, const char *end, char closer)
+{
+    if (closer == '}') {
+        while (end - p >= 6 && p[0] == ',' && p[1] == '"') {
+            const char *k = find_special(p + 2, end);
+            if (end - k < 4 || k[0] != '"' || k[1] != ':' || k[2] != '"')
+                break;
+            const char *v = find_special(k + 3, end);
+            if (v == end || *v != '"')
+                break;
+            p = v + 1;
+        }
+    } else {
+        while (end - p >= 3 && p[0] == ',' && p[1] == '"') {
+            const char *v = find_special(p + 2, end);
+            if (v == end || *v != '"')
+                break;
+            p = v + 1;
+        }
+    }
+    return p;
+}
+
 /* Skip the value at p (whitespace allowed before it). Iterative: the closing
  * bracket of each open container lives on `closer`, indexed by absolute depth so the limit counts
  * the containers the caller already entered. */
@@ -533,6 +564,8 @@ static const char *skip_from(struct jscan *s, const char *p)
             p++; /* empty container: a complete value */
         } else if (!(p = scan_scalar(s, p, type))) {
             return NULL;
+        } else if (depth > base) {
+            p = string_run(p, end, closer[depth]);
         }
         p = after_value(s, p, closer, &depth, base);
         if (!p || depth == base)

@@ -1,5 +1,6 @@
 /* fuzz_jscan.c - the streaming JSON scanner (lib/jscan.c) over any bytes:
- * every value is visited (strings decoded), then the document must end. */
+ * every value is visited (strings decoded), then the document must end;
+ * skipping the document instead must agree, error for error. */
 #include "fuzz_common.h"
 #include "lib/jscan.h"
 
@@ -49,10 +50,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *buf = fuzz_exact(data, size);
     if (!buf)
         return 0;
-    struct jscan s;
+    struct jscan s, t;
     jscan_init(&s, buf, size);
-    if (walk(&s, 0) == 0)
-        (void)jscan_finish(&s);
+    int walked = walk(&s, 0) == 0 && jscan_finish(&s) == 0;
+    /* Skipping (skip_from, its string runs and escape blocks) must judge
+     * the text as the walk does, with the same first error, where it is. */
+    jscan_init(&t, buf, size);
+    int skipped = jscan_skip_value(&t) == 0 && jscan_finish(&t) == 0;
+    if (walked != skipped || (!walked && (s.error_offset != t.error_offset || strcmp(s.error, t.error) != 0)))
+        abort();
     jscan_init(&s, buf, size);
     struct jscan_span span;
     if (jscan_value_span(&s, &span) == 0 && (span.ptr < buf || span.ptr + span.len > buf + size))

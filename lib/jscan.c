@@ -652,7 +652,8 @@ static int leave(struct jscan *s, const char *p)
     return 0;
 }
 
-int jscan_next_key(struct jscan *s, struct jscan_str *key)
+/* The general reading of the next key, with every check and error. */
+static __attribute__((noinline)) int next_key_general(struct jscan *s, struct jscan_str *key)
 {
     int prev;
     const char *p = next_member(s, &prev);
@@ -669,6 +670,33 @@ int jscan_next_key(struct jscan *s, struct jscan_str *key)
     if (!(p = member_key(s, p, key)))
         return -1;
     s->pos = p;
+    return 1;
+}
+
+/* Compact JSON, as the API server and kube-scheduler write it, is read
+ * here: right after a value's last byte, the object's '}' or ,"key": ; or
+ * right after its '{', "key": . Keys without escapes only. Anything else
+ * (whitespace, an escape, a separator where a value should have been, an
+ * error) goes to next_key_general, which also gives every error, so what
+ * is valid and each error stay its own. */
+int jscan_next_key(struct jscan *s, struct jscan_str *key)
+{
+    const char *p = s->pos, *end = s->end;
+    if (s->error || s->depth <= 0 || p == s->start || end - p < 2)
+        return next_key_general(s, key);
+    unsigned char before = (unsigned char)p[-1];
+    int after_value = before != ',' && before != ':' && before != '{' && before != '[' && !is_ws[before];
+    if (after_value && *p == '}')
+        return leave(s, p);
+    const char *open = after_value && *p == ',' ? p + 1 : before == '{' ? p : NULL;
+    if (!open || *open != '"')
+        return next_key_general(s, key);
+    const char *close = find_special(open + 1, end);
+    if (end - close < 2 || close[0] != '"' || close[1] != ':')
+        return next_key_general(s, key);
+    if (key)
+        *key = (struct jscan_str){open + 1, (size_t)(close - open - 1), 0};
+    s->pos = close + 2;
     return 1;
 }
 
@@ -724,7 +752,15 @@ int jscan_skip_value(struct jscan *s)
 {
     if (s->error)
         return -1;
-    const char *p = skip_from(s, s->pos);
+    const char *p = s->pos;
+    if (p < s->end && *p == '"') { /* a plain string, the value most skipped: as skip_from takes it */
+        const char *q = find_special(p + 1, s->end);
+        if (q < s->end && *q == '"') {
+            s->pos = q + 1;
+            return 0;
+        }
+    }
+    p = skip_from(s, p);
     if (!p)
         return -1;
     s->pos = p;

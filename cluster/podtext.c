@@ -46,6 +46,7 @@ struct container_text {
  * NUL-terminated, into the scratch space. */
 struct note {
     const char *key, *value;
+    size_t key_len;
 };
 
 /* Where the fields are. Only what the walk reached is initialised. */
@@ -179,7 +180,7 @@ static const char *scratch_copy(struct pod_text *t, const char *ptr, size_t len)
 static bool noted(const struct pod_text *t, const struct jscan_str *key)
 {
     for (int i = 0; i < t->nnotes; i++)
-        if (strlen(t->notes[i].key) == key->len && memcmp(t->notes[i].key, key->ptr, key->len) == 0)
+        if (t->notes[i].key_len == key->len && memcmp(t->notes[i].key, key->ptr, key->len) == 0)
             return true;
     return false;
 }
@@ -197,6 +198,7 @@ static bool note_member(struct jscan *s, const struct jscan_str *key, struct pod
         return false;
     struct note *n = &t->notes[t->nnotes];
     n->key = scratch_copy(t, key->ptr, key->len);
+    n->key_len = key->len;
     n->value = n->key ? scratch_copy(t, v.ptr, v.len) : NULL;
     if (!n->value)
         return false;
@@ -337,8 +339,9 @@ static int build_containers(const struct pod_text *t, struct pod_info *pod)
 static const char *note_of(const void *src, const char *key)
 {
     const struct pod_text *t = src;
+    size_t len = strlen(key);
     for (int i = 0; i < t->nnotes; i++)
-        if (strcmp(t->notes[i].key, key) == 0)
+        if (t->notes[i].key_len == len && memcmp(t->notes[i].key, key, len) == 0)
             return t->notes[i].value;
     return NULL;
 }

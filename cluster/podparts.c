@@ -9,6 +9,32 @@
 
 /* ---- GPU requests ------------------------------------------------------- */
 
+const char *const gpu_amount_keys[GPU_AMOUNT_KEYS] = {[GPU_AMOUNT_VCUDA_CORE] = RES_VCUDA_CORE,
+                                                      [GPU_AMOUNT_VCUDA_MEMORY] = RES_VCUDA_MEMORY,
+                                                      [GPU_AMOUNT_MPS_CORE] = RES_MPS_CORE,
+                                                      [GPU_AMOUNT_MPS_MEMORY] = RES_MPS_MEMORY,
+                                                      [GPU_AMOUNT_GPU] = RES_NVIDIA_GPU,
+                                                      [GPU_AMOUNT_HAMI_MEMORY] = RES_HAMI_MEMORY,
+                                                      [GPU_AMOUNT_HAMI_PERCENT] = RES_HAMI_MEMORY_PERCENT,
+                                                      [GPU_AMOUNT_HAMI_CORES] = RES_HAMI_CORES};
+
+void gpu_amounts_set(struct gpu_amounts *a, enum gpu_amount_key k, int64_t value)
+{
+    struct hami_amounts *h = &a->hami;
+    int64_t *values[GPU_AMOUNT_KEYS] = {&a->vcore, &a->vmem,   &a->mcore,   &a->mmem,
+                                        &a->gpu,   &h->memory, &h->percent, &h->cores};
+    bool *present[GPU_AMOUNT_KEYS] = {&a->has_vcore, &a->has_vmem,   &a->has_mcore,   &a->has_mmem,
+                                      &a->has_gpu,   &h->has_memory, &h->has_percent, &h->has_cores};
+    *values[k] = value;
+    *present[k] = k >= GPU_AMOUNT_HAMI_MEMORY || value > 0;
+}
+
+void gpu_amounts_finish(struct gpu_amounts *a)
+{
+    a->hami.gpus = a->gpu;
+    a->hami.has_gpus = a->has_gpu;
+}
+
 static int classify_vcuda(const struct gpu_amounts *a, struct container_request *c, struct strbuf *err)
 {
     if (!a->has_vcore) {
@@ -239,12 +265,17 @@ int pod_decision_read(annotation_get_fn get, const void *src, int ncontainers, s
     return 0;
 }
 
+bool pod_wants_hami(const struct pod_info *pod)
+{
+    for (int i = 0; i < pod->ncontainers; i++)
+        if (pod->containers[i].hami.nums > 0)
+            return true;
+    return false;
+}
+
 int pod_read_hami(struct pod_info *pod, const cJSON *ann)
 {
-    bool wanted = false;
-    for (int i = 0; i < pod->ncontainers && !wanted; i++)
-        wanted = pod->containers[i].hami.nums > 0;
-    if (!wanted)
+    if (!pod_wants_hami(pod))
         return 0;
     char *problem = NULL;
     if (hami_pod_from_annotations(ann, &pod->hami, &problem) != 0)

@@ -31,6 +31,29 @@ struct gpu_amounts {
     struct hami_amounts hami;
 };
 
+/* The GPU resources a container's amounts are read for, in the order they
+ * are read and their errors reported. */
+enum gpu_amount_key {
+    GPU_AMOUNT_VCUDA_CORE,
+    GPU_AMOUNT_VCUDA_MEMORY,
+    GPU_AMOUNT_MPS_CORE,
+    GPU_AMOUNT_MPS_MEMORY,
+    GPU_AMOUNT_GPU,
+    GPU_AMOUNT_HAMI_MEMORY, /* HAMi's keys, from here on */
+    GPU_AMOUNT_HAMI_PERCENT,
+    GPU_AMOUNT_HAMI_CORES,
+    GPU_AMOUNT_KEYS
+};
+
+extern const char *const gpu_amount_keys[GPU_AMOUNT_KEYS]; /* their resource names */
+
+/* Record the amount of key k a container names (range-checked by the
+ * reader). HAMi's keys count when present, whatever the value (gpucores: 0
+ * is a HAMi request for no reserved cores); the others when above 0. */
+void gpu_amounts_set(struct gpu_amounts *a, enum gpu_amount_key k, int64_t value);
+/* After the keys: HAMi's view of nvidia.com/gpu. */
+void gpu_amounts_finish(struct gpu_amounts *a);
+
 /* Set c's family and request from a (c->name already set). -1 with the
  * reason in err when the request is invalid. */
 int gpu_amounts_classify(const struct gpu_amounts *a, struct container_request *c, struct strbuf *err);
@@ -56,6 +79,9 @@ int pod_decision_read(annotation_get_fn get, const void *src, int ncontainers, s
 /* An index annotation's key: prefix then container i in decimal, into key
  * (size bytes); "" when it does not fit. */
 const char *pod_index_key(char *key, size_t size, const char *prefix, int i);
+
+/* Does a container have a HAMi request (so HAMi's annotations are read)? */
+bool pod_wants_hami(const struct pod_info *pod);
 
 /* HAMi's pod annotations, read only when a container has a HAMi request:
  * ann is the pod's annotations object, or NULL when it has none. A problem

@@ -84,59 +84,38 @@ static const cJSON *container_amounts(const cJSON *container)
     return cJSON_IsObject(requests) ? requests : NULL;
 }
 
-static int read_amount(const cJSON *amounts, const char *resource, int64_t *value, bool *present, const char *cname,
-                       struct strbuf *err)
+static int read_amount(const cJSON *v, const char *resource, int64_t *value, const char *cname, struct strbuf *err)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(amounts, resource);
-    if (!v)
-        return 0;
     qty_status st = parse_int_quantity(v, value);
     bool past_cap = st == QTY_OK && *value > GPU_AMOUNT_MAX;
     if (past_cap)
         st = QTY_ERR_RANGE;
-    if (st != QTY_OK) {
-        strbuf_printf(err, "container \"%s\": %s ", cname, resource);
-        if (cJSON_IsString(v))
-            strbuf_json_string(err, v->valuestring);
-        else
-            strbuf_puts(err, "value");
-        strbuf_printf(err, " is invalid: %s", quantity_status_text(st));
-        if (past_cap)
-            strbuf_printf(err, " (at most %" PRId64 ")", GPU_AMOUNT_MAX);
-        return -1;
-    }
-    *present = *value > 0;
-    return 0;
-}
-
-/* HAMi's keys count when present, whatever the value (gpucores: 0 is a
- * HAMi request for no reserved cores). */
-static int read_hami_amount(const cJSON *amounts, const char *resource, int64_t *value, bool *present,
-                            const char *cname, struct strbuf *err)
-{
-    if (read_amount(amounts, resource, value, present, cname, err) != 0)
-        return -1;
-    *present = cJSON_GetObjectItemCaseSensitive(amounts, resource) != NULL;
-    return 0;
+    if (st == QTY_OK)
+        return 0;
+    strbuf_printf(err, "container \"%s\": %s ", cname, resource);
+    if (cJSON_IsString(v))
+        strbuf_json_string(err, v->valuestring);
+    else
+        strbuf_puts(err, "value");
+    strbuf_printf(err, " is invalid: %s", quantity_status_text(st));
+    if (past_cap)
+        strbuf_printf(err, " (at most %" PRId64 ")", GPU_AMOUNT_MAX);
+    return -1;
 }
 
 static int read_raw_amounts(const cJSON *amounts, const char *cname, struct gpu_amounts *a, struct strbuf *err)
 {
     memset(a, 0, sizeof(*a));
-    if (!amounts)
-        return 0;
-    struct hami_amounts *h = &a->hami;
-    if (read_amount(amounts, RES_VCUDA_CORE, &a->vcore, &a->has_vcore, cname, err) ||
-        read_amount(amounts, RES_VCUDA_MEMORY, &a->vmem, &a->has_vmem, cname, err) ||
-        read_amount(amounts, RES_MPS_CORE, &a->mcore, &a->has_mcore, cname, err) ||
-        read_amount(amounts, RES_MPS_MEMORY, &a->mmem, &a->has_mmem, cname, err) ||
-        read_amount(amounts, RES_NVIDIA_GPU, &a->gpu, &a->has_gpu, cname, err) ||
-        read_hami_amount(amounts, RES_HAMI_MEMORY, &h->memory, &h->has_memory, cname, err) ||
-        read_hami_amount(amounts, RES_HAMI_MEMORY_PERCENT, &h->percent, &h->has_percent, cname, err) ||
-        read_hami_amount(amounts, RES_HAMI_CORES, &h->cores, &h->has_cores, cname, err))
-        return -1;
-    h->gpus = a->gpu;
-    h->has_gpus = a->has_gpu;
+    for (int k = 0; amounts && k < GPU_AMOUNT_KEYS; k++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(amounts, gpu_amount_keys[k]);
+        int64_t value;
+        if (!v)
+            continue;
+        if (read_amount(v, gpu_amount_keys[k], &value, cname, err) != 0)
+            return -1;
+        gpu_amounts_set(a, (enum gpu_amount_key)k, value);
+    }
+    gpu_amounts_finish(a);
     return 0;
 }
 

@@ -15,14 +15,6 @@
 #define TEXT_MAX_NOTES 24
 #define TEXT_NOTE_BYTES 2048
 
-/* The GPU resources a container's limits or requests are read for, in the
- * order podspec.c's read_raw_amounts reads them. */
-enum { R_VCORE, R_VMEM, R_MCORE, R_MMEM, R_GPU, R_HAMI_MEM, R_HAMI_PCT, R_HAMI_CORES, R_COUNT };
-
-static const char *const resource_keys[R_COUNT] = {RES_VCUDA_CORE,          RES_VCUDA_MEMORY, RES_MPS_CORE,
-                                                   RES_MPS_MEMORY,          RES_NVIDIA_GPU,   RES_HAMI_MEMORY,
-                                                   RES_HAMI_MEMORY_PERCENT, RES_HAMI_CORES};
-
 /* A string field where the text holds it; set once at most. */
 struct field {
     const char *ptr;
@@ -33,7 +25,7 @@ struct field {
 struct amounts_text {
     bool seen;   /* the object was there */
     int members; /* of any key: an empty limits object falls back to requests */
-    struct field v[R_COUNT];
+    struct field v[GPU_AMOUNT_KEYS];
 };
 
 struct container_text {
@@ -106,8 +98,8 @@ static bool amount_member(struct jscan *s, const struct jscan_str *key, struct p
     (void)t;
     struct amounts_text *a = at;
     a->members++;
-    for (int i = 0; i < R_COUNT; i++)
-        if (jscan_key_is(key, resource_keys[i]))
+    for (int i = 0; i < GPU_AMOUNT_KEYS; i++)
+        if (jscan_key_is(key, gpu_amount_keys[i]))
             return take_string(s, &a->v[i]);
     return skip(s);
 }
@@ -277,22 +269,16 @@ static bool field_is(const struct field *f, const char *literal)
 static bool read_amounts(const struct amounts_text *set, struct gpu_amounts *a)
 {
     memset(a, 0, sizeof(*a));
-    if (!set)
-        return true;
-    int64_t *values[R_COUNT] = {&a->vcore, &a->vmem,        &a->mcore,        &a->mmem,
-                                &a->gpu,   &a->hami.memory, &a->hami.percent, &a->hami.cores};
-    bool *present[R_COUNT] = {&a->has_vcore, &a->has_vmem,        &a->has_mcore,        &a->has_mmem,
-                              &a->has_gpu,   &a->hami.has_memory, &a->hami.has_percent, &a->hami.has_cores};
-    for (int i = 0; i < R_COUNT; i++) {
-        const struct field *f = &set->v[i];
+    for (int k = 0; set && k < GPU_AMOUNT_KEYS; k++) {
+        const struct field *f = &set->v[k];
+        int64_t value;
         if (!f->set)
             continue;
-        if (quantity_parse_int(f->ptr, f->len, values[i]) != QTY_OK || *values[i] > GPU_AMOUNT_MAX)
+        if (quantity_parse_int(f->ptr, f->len, &value) != QTY_OK || value > GPU_AMOUNT_MAX)
             return false;
-        *present[i] = i >= R_HAMI_MEM || *values[i] > 0; /* HAMi's keys count when present */
+        gpu_amounts_set(a, (enum gpu_amount_key)k, value);
     }
-    a->hami.gpus = a->gpu;
-    a->hami.has_gpus = a->has_gpu;
+    gpu_amounts_finish(a);
     return true;
 }
 
@@ -367,14 +353,6 @@ static int read_hami(const struct pod_text *t, struct pod_info *pod)
     return rc;
 }
 
-static bool wants_hami(const struct pod_info *pod)
-{
-    for (int i = 0; i < pod->ncontainers; i++)
-        if (pod->containers[i].hami.nums > 0)
-            return true;
-    return false;
-}
-
 /* As pod_info_from_json; NULL when declined or out of memory. */
 static struct pod_info *build(const struct pod_text *t)
 {
@@ -397,7 +375,7 @@ static struct pod_info *build(const struct pod_text *t)
               (!t->node.len || pod->node_name) && build_containers(t, pod) == 1;
     if (ok && t->annotations)
         ok = pod_decision_read(note_of, t, pod->ncontainers, &pod->decision) == 0;
-    if (ok && wants_hami(pod))
+    if (ok && pod_wants_hami(pod))
         ok = read_hami(t, pod) == 0;
     if (!ok) {
         pod_info_free(pod);

@@ -130,18 +130,11 @@ int gpu_amounts_classify(const struct gpu_amounts *a, struct container_request *
 
 char *pod_container_name(const char *name, size_t len, int i)
 {
-    char fallback[32];
-    if (!name) { /* formatted only when needed: once per container of every watched pod */
-        snprintf(fallback, sizeof(fallback), "#%d", i);
-        name = fallback;
-        len = strlen(fallback);
-    }
-    char *out = malloc(len + 1);
-    if (out) {
-        memcpy(out, name, len);
-        out[len] = '\0';
-    }
-    return out;
+    if (name)
+        return strndup(name, len);
+    char fallback[32]; /* formatted only when needed: snprintf per container of every watched pod cost */
+    snprintf(fallback, sizeof(fallback), "#%d", i);
+    return strdup(fallback);
 }
 
 int pod_check_whole_gpu_limit(struct pod_info *pod)

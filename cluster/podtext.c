@@ -39,6 +39,7 @@ struct container_text {
 struct note {
     const char *key, *value;
     size_t key_len;
+    bool hami; /* under hami.io/ or nvidia.com/: HAMi's */
 };
 
 /* Where the fields are. Only what the walk reached is initialised. */
@@ -191,6 +192,7 @@ static bool note_member(struct jscan *s, const struct jscan_str *key, struct pod
     struct note *n = &t->notes[t->nnotes];
     n->key = scratch_copy(t, key->ptr, key->len);
     n->key_len = key->len;
+    n->hami = hami;
     n->value = n->key ? scratch_copy(t, v.ptr, v.len) : NULL;
     if (!n->value)
         return false;
@@ -247,16 +249,11 @@ static bool pod_member(struct jscan *s, const struct jscan_str *key, struct pod_
 
 /* ---- the pod_info -------------------------------------------------------- */
 
+/* The text holds no NUL in a field the scanner took (control bytes are
+ * refused), so strndup copies it whole. */
 static char *field_dup(const struct field *f)
 {
-    if (!f->set)
-        return NULL;
-    char *out = malloc(f->len + 1);
-    if (out) {
-        memcpy(out, f->ptr, f->len);
-        out[f->len] = '\0';
-    }
-    return out;
+    return f->set ? strndup(f->ptr, f->len) : NULL;
 }
 
 static bool field_is(const struct field *f, const char *literal)
@@ -341,9 +338,7 @@ static int read_hami(const struct pod_text *t, struct pod_info *pod)
     cJSON *ann = cJSON_CreateObject();
     for (int i = 0; ann && t->hami_notes && i < t->nnotes; i++) {
         const struct note *n = &t->notes[i];
-        if (strncmp(n->key, "hami.io/", 8) != 0 && strncmp(n->key, "nvidia.com/", 11) != 0)
-            continue;
-        if (!cJSON_AddStringToObject(ann, n->key, n->value)) {
+        if (n->hami && !cJSON_AddStringToObject(ann, n->key, n->value)) {
             cJSON_Delete(ann);
             ann = NULL;
         }

@@ -335,15 +335,14 @@ struct list_stream {
 #define LIST_MAX_ITEM ((size_t)64 << 20)
 
 /* A listed object straight into the sink's item (item_from_prefix), when
- * the sink reads it so and it is the whole element; else NULL. */
+ * the sink reads it so and it is the whole element (jstream hands over a
+ * value's exact text); else NULL. */
 static void *read_list_item(struct informer *inf, const char *text, size_t len)
 {
     size_t used = 0;
     char rv[sizeof(inf->resource_version)];
     void *item =
         inf->sink.item_from_prefix ? inf->sink.item_from_prefix(inf->sink.ctx, text, len, &used, rv, sizeof(rv)) : NULL;
-    while (item && used < len && (text[used] == ' ' || text[used] == '\t' || text[used] == '\n' || text[used] == '\r'))
-        used++;
     if (item && used != len) {
         inf->sink.free_item(item);
         item = NULL;

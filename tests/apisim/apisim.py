@@ -767,6 +767,11 @@ PATCH_TYPES = {
 # --------------------------------------------------------------------------
 
 
+# The longest a request waits at a gate that nobody opens (a test that failed
+# half-way must not leave the product's calls hanging for ever).
+GATE_MAX_S = 120.0
+
+
 class FaultRule:
     _ids = 0
 
@@ -774,7 +779,9 @@ class FaultRule:
                  watch=None, retry_after=None, message=None):
         FaultRule._ids += 1
         self.id = FaultRule._ids
-        self.kind = kind  # "fail" or "delay"
+        self.kind = kind  # "fail", "delay" or "gate"
+        self.waiting = 0  # gate: requests waiting behind it now
+        self.opened = False
         self.status = int(status)
         self.ms = float(ms or 0)
         self.count = None if count is None else int(count)
@@ -809,6 +816,8 @@ class FaultRule:
              "seconds": None if self.until is None else max(0.0, self.until - time.monotonic())}
         if self.kind == "fail":
             d.update(status=self.status, retryAfter=self.retry_after, message=self.message)
+        elif self.kind == "gate":
+            d.update(waiting=self.waiting, opened=self.opened)
         else:
             d["ms"] = self.ms
         return d
@@ -1625,8 +1634,43 @@ class APISim:
             self.faults.append(rule)
         return rule.id
 
+    def gate(self, path=None, method=None, watch=None):
+        """Stop matching requests until open_gate(): each waits (at most GATE_MAX_S) before it is
+        served. Unlike a delay, a test can see how many wait at once (gate_waiting) and so show that
+        a client sends requests concurrently, whatever the machine's speed."""
+        rule = FaultRule("gate", path=path, method=method, watch=watch)
+        with self.cond:
+            self.faults.append(rule)
+        return rule.id
+
+    def open_gate(self, gate_id=None):
+        """Let every request waiting at gate_id (None: at every gate) through, and end the gate."""
+        with self.cond:
+            for f in self.faults:
+                if f.kind == "gate" and (gate_id is None or f.id == gate_id):
+                    f.opened = True
+            self.faults = [f for f in self.faults if not (f.kind == "gate" and f.opened)]
+            self.cond.notify_all()
+
+    def gate_waiting(self, gate_id):
+        """How many requests wait at the gate now."""
+        with self.cond:
+            return sum(f.waiting for f in self.faults if f.kind == "gate" and f.id == gate_id)
+
+    def _pass_gate(self, gate):
+        deadline = time.monotonic() + GATE_MAX_S
+        with self.cond:
+            gate.waiting += 1
+            self.cond.notify_all()
+            while not gate.opened and time.monotonic() < deadline:
+                self.cond.wait(0.1)
+            gate.waiting -= 1
+
     def clear_faults(self):
         with self.cond:
+            for f in self.faults:
+                f.opened = True
+            self.cond.notify_all()
             self.faults = []
             self.list_garbage = []
 
@@ -1647,13 +1691,17 @@ class APISim:
             return [f.describe() for f in self.faults]
 
     def _take_faults(self, method, path, is_watch):
-        """Returns (delay_ms, failing rule or None), consuming counts."""
+        """Returns (delay_ms, failing rule or None), consuming counts; waits at any gate first."""
         now = time.monotonic()
         delay_ms, failing = 0.0, None
         with self.cond:
+            gates = [f for f in self.faults if f.kind == "gate" and f.matches(method, path, is_watch)]
+        for gate in gates:
+            self._pass_gate(gate)
+        with self.cond:
             self.faults = [f for f in self.faults if f.alive(now)]
             for f in self.faults:
-                if not f.matches(method, path, is_watch):
+                if f.kind == "gate" or not f.matches(method, path, is_watch):
                     continue
                 if f.kind == "delay":
                     delay_ms += f.ms
@@ -1746,6 +1794,7 @@ class APISim:
         """Back to the initial objects, tokens, settings; no faults, empty request log; watches dropped.
         The global resourceVersion keeps growing and old RVs become too old (410)."""
         self.drop_watches(graceful=False)
+        self.open_gate()
         with self.cond:
             self.faults = []
             self.holds = []
@@ -1877,6 +1926,13 @@ class APISim:
                 return {"id": self.fail(**args)}
             if name == "delay":
                 return {"id": self.delay(**args)}
+            if name == "gate":
+                return {"id": self.gate(**args)}
+            if name == "open_gate":
+                self.open_gate(**args)
+                return {}
+            if name == "gate_waiting":
+                return {"waiting": self.gate_waiting(**args)}
             if name == "clear":
                 self.clear_faults()
                 return {}

@@ -6,11 +6,12 @@ The simulator delays every pod PATCH and every Binding by 1 s. The binary
 runs with its default --threads (the machine's cores: 2 here), so the
 libmicrohttpd threads are fewer than the decisions in flight.
 
-  * 8 concurrent filter-mode decisions for 8 pods that all fit finish
-    within 2.5 s in total (serialised they would take 8 s), while /livez
-    keeps answering at once;
-  * the same with 8 concurrent binds in bind mode (a PATCH, then a
-    Binding: 2 s each);
+  * 8 concurrent filter-mode decisions for 8 pods that all fit are all
+    written at once: the simulator holds each write at a gate and sees all 8
+    waiting together (were a lock held across a write, it would see one),
+    while /livez keeps answering (it would wait for ever behind a held
+    decision: the gate opens only after the probes);
+  * the same with 8 concurrent binds in bind mode;
   * two pods racing for the last free GPU: exactly one wins; when the
     winner's write fails (500, or 409 on every attempt) its reservation is
     taken back and the GPU is free again;
@@ -19,10 +20,9 @@ libmicrohttpd threads are fewer than the decisions in flight.
   * SIGTERM while decisions wait (running or queued for a worker): the
     drain lets each finish and the process exits 0.
 
-Timing margins: the bounds are the issue's (2.5 s for work that takes 1 s
-or 2 s of API time); /livez is judged by its median (< 100 ms) and its
-worst sample (< 1 s, where a health check waiting behind even one
-decision would take over 1 s).
+No assertion is on elapsed time: concurrency is seen as requests waiting
+together at the simulator's gate, which holds on a loaded machine too. The
+latencies are printed for the reader.
 
 Standalone: python3 test_live_concurrency.py --binary PATH --source-dir REPO
 """
@@ -40,9 +40,7 @@ suite = g.Suite("live-concurrency")
 
 DELAY_MS = 1000
 NPODS = 8
-TOTAL_BOUND_S = 2.5
-LIVEZ_MEDIAN_S = 0.1
-LIVEZ_WORST_S = 1.0
+GATE_WAIT_S = 60.0
 SETTLE_S = 10.0
 POD_PATCH = r"^/api/v1/namespaces/[^/]+/pods/[^/]+$"
 BINDING = r"/binding$"
@@ -55,33 +53,6 @@ def vcuda_node(name, gpus, mem_per_gpu=64):
 def slow_api(c):
     c.sim.delay(DELAY_MS, path=POD_PATCH, method="PATCH")
     c.sim.delay(DELAY_MS, path=BINDING, method="POST")
-
-
-class LivezProbe(threading.Thread):
-    """GET /livez every 50 ms on a fresh connection; records each latency."""
-
-    def __init__(self, srv):
-        super().__init__(daemon=True)
-        self.srv = srv
-        self.times = []
-        self.failures = []
-        self.halt = threading.Event()
-
-    def run(self):
-        while not self.halt.is_set():
-            t0 = time.monotonic()
-            try:
-                r = self.srv.get("/livez", timeout=10)
-                if r.status != 200:
-                    self.failures.append(r)
-            except OSError as e:
-                self.failures.append(repr(e))
-            self.times.append(time.monotonic() - t0)
-            self.halt.wait(0.05)
-
-    def finish(self):
-        self.halt.set()
-        self.join(15)
 
 
 def concurrently(calls):
@@ -106,15 +77,39 @@ def concurrently(calls):
     return results, time.monotonic() - t0
 
 
-def check_livez(s, probe, what):
-    s.require(len(probe.times) >= 5, "/livez was sampled while %s" % what, probe.times)
-    med, worst = statistics.median(probe.times), max(probe.times)
-    print("  /livez while %s: %d samples, median %.1f ms, worst %.1f ms" % (what, len(probe.times), med * 1e3,
-                                                                         worst * 1e3))
-    s.check_eq(probe.failures, [], "/livez answered 200 every time while %s" % what)
-    s.check(med < LIVEZ_MEDIAN_S, "/livez answers in under %.0f ms while %s" % (LIVEZ_MEDIAN_S * 1e3, what),
-            "median %.3fs" % med)
-    s.check(worst < LIVEZ_WORST_S, "no /livez waited behind a decision while %s" % what, "worst %.3fs" % worst)
+def check_livez(s, srv, what):
+    """While every decision waits at the gate, /livez answers: a health check that waited behind one
+    would not answer until the gate opens, which happens only after this."""
+    times = []
+    for _ in range(5):
+        t0 = time.monotonic()
+        r = srv.get("/livez", timeout=GATE_WAIT_S / 2)
+        times.append(time.monotonic() - t0)
+        s.check_eq(r.status, 200, "/livez answers 200 while %s" % what)
+    print("  /livez while %s: %d samples, median %.1f ms, worst %.1f ms" %
+          (what, len(times), statistics.median(times) * 1e3, max(times) * 1e3))
+
+
+def gated_together(s, c, gate, count, what):
+    """Wait until `count` requests wait at the gate at once."""
+    s.require(g.wait_until(lambda: c.sim.gate_waiting(gate) >= count, GATE_WAIT_S, interval=0.02),
+              "%d %s wait on the API server at once" % (count, what), c.sim.gate_waiting(gate))
+
+
+def start_all(calls):
+    """Run the callables at once, each in its own thread; returns (results, threads)."""
+    results = [None] * len(calls)
+
+    def run(i):
+        try:
+            results[i] = calls[i]()
+        except Exception as e:  # noqa: BLE001 - recorded as the answer
+            results[i] = {"exception": repr(e)}
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
+    for t in threads:
+        t.start()
+    return results, threads
 
 
 def decided(c, name):
@@ -131,21 +126,23 @@ def test_parallel_filter_decisions(s):
             c.create_pod(g.pod(n, g.vcuda(30, 8)))
         with g.LiveServer(s, c.kubeconfig()) as srv:
             pods = [c.get_pod(n) for n in names]
-            slow_api(c)
-            probe = LivezProbe(srv)
-            probe.start()
-            results, took = concurrently([lambda p=p: srv.filter(p, ["n1", "n2"]) for p in pods])
-            probe.finish()
-            print("  %d filter-mode decisions with %d ms per PATCH: %.2fs in total" % (NPODS, DELAY_MS, took))
+            gate = c.sim.gate(path=POD_PATCH, method="PATCH")
+            t0 = time.monotonic()
+            results, threads = start_all([lambda p=p: srv.filter(p, ["n1", "n2"]) for p in pods])
+            try:
+                gated_together(s, c, gate, NPODS, "filter-mode decision writes")
+                check_livez(s, srv, "8 decisions wait on the API server")
+            finally:
+                c.sim.open_gate(gate)
+                for t in threads:
+                    t.join(60)
+            print("  %d filter-mode decisions written together: %.2fs in total" % (NPODS, time.monotonic() - t0))
             s.check_eq([r for r in results if not (isinstance(r, dict) and len(r.get("NodeNames") or []) == 1
                                                    and not r.get("Error"))], [],
                        "every filter answers one node and no Error")
-            s.check(took < TOTAL_BOUND_S, "%d decisions finish within %.1f s (one PATCH takes %.1f s)" %
-                    (NPODS, TOTAL_BOUND_S, DELAY_MS / 1e3), "%.2fs" % took)
             for n, r in zip(names, results):
                 s.check_eq(c.annotations(n).get("gpu-admission.io/node"), (r.get("NodeNames") or [None])[0],
                            "%s carries the decision it was answered" % n)
-            check_livez(s, probe, "8 decisions wait on the API server")
 
 
 @suite.test
@@ -156,22 +153,26 @@ def test_parallel_binds(s):
         names = ["b-%d" % i for i in range(NPODS)]
         uids = {n: c.create_pod(g.pod(n, g.vcuda(30, 8)))["metadata"]["uid"] for n in names}
         with g.LiveServer(s, c.kubeconfig(), ["--placement", "bind"]) as srv:
-            slow_api(c)
-            probe = LivezProbe(srv)
-            probe.start()
-            results, took = concurrently([
+            # Whichever write a bind starts with (a PATCH of the annotations, or a Binding that
+            # carries them), all 8 must wait on the API server together.
+            gate = c.sim.gate(path=POD_PATCH + "|" + BINDING, method=["PATCH", "POST"])
+            t0 = time.monotonic()
+            results, threads = start_all([
                 lambda n=n, i=i: srv.post_json("/scheduler/bind", {"PodName": n, "PodNamespace": "default",
                                                                    "PodUID": uids[n], "Node": "n%d" % (i % 2 + 1)})
                 for i, n in enumerate(names)])
-            probe.finish()
-            print("  %d binds with %d ms per PATCH and per Binding: %.2fs in total" % (NPODS, DELAY_MS, took))
+            try:
+                gated_together(s, c, gate, NPODS, "bind writes")
+                check_livez(s, srv, "8 binds wait on the API server")
+            finally:
+                c.sim.open_gate(gate)
+                for t in threads:
+                    t.join(60)
+            print("  %d binds written together: %.2fs in total" % (NPODS, time.monotonic() - t0))
             s.check_eq([r for r in results if not isinstance(r, dict) or r.get("Error")], [],
                        "every bind succeeds")
-            s.check(took < TOTAL_BOUND_S, "%d binds finish within %.1f s (one takes %.1f s of API time)" %
-                    (NPODS, TOTAL_BOUND_S, 2 * DELAY_MS / 1e3), "%.2fs" % took)
             for i, n in enumerate(names):
                 s.check_eq(decided(c, n), ("n%d" % (i % 2 + 1),) * 2, "%s is annotated and bound" % n)
-            check_livez(s, probe, "8 binds wait on the API server")
 
 
 def reserved(srv, node="n1"):
@@ -294,7 +295,7 @@ def test_sigterm_while_decisions_wait(s):
         srv.start()
         try:
             pods = [c.get_pod(n) for n in names]
-            slow_api(c)
+            gate = c.sim.gate(path=POD_PATCH, method="PATCH")
             out = {}
 
             def run(p):
@@ -306,16 +307,19 @@ def test_sigterm_while_decisions_wait(s):
             threads = [threading.Thread(target=run, args=(p,)) for p in pods]
             for t in threads:
                 t.start()
-            # Two run (one PATCH each, 1 s), four wait for a worker.
-            s.require(g.wait_until(lambda: sum(srv.cores()["n1"]) == 20, 5, interval=0.02),
-                      "two decisions are writing", srv.cores())
+            # Two run (each waits at the gate in its PATCH), four wait for a worker.
+            gated_together(s, c, gate, 2, "decisions (one per worker)")
             # Every request is accepted (running or queued) before the signal: one still on its way in
             # would meet a closed listener, which is the drain working, not a lost decision.
-            s.require(g.wait_until(lambda: decisions_accepted(srv) == len(names), 10, interval=0.02),
+            s.require(g.wait_until(lambda: decisions_accepted(srv) == len(names), GATE_WAIT_S, interval=0.02),
                       "all six decisions are accepted (2 running, 4 queued)", srv.metrics().text[-1500:])
             srv.signal()
+            # The gate opens only once the server is draining, so every decision finishes inside the drain.
+            s.require(g.wait_until(lambda: "finishing in-flight requests" in srv.stderr(), GATE_WAIT_S),
+                      "the server starts its drain", srv.stderr()[-2000:])
+            c.sim.open_gate(gate)
             for t in threads:
-                t.join(30)
+                t.join(60)
             decided = sorted(n for n, r in out.items() if r.get("NodeNames") == ["n1"])
             s.check_eq(decided, names, "every accepted decision finished during the drain", out)
             for n in decided:

@@ -1,10 +1,13 @@
 /*
  * duration.h - durations as flags write them.
  *
- * Owns the duration grammar of the command line: a non-negative decimal
- * number with an optional unit, "1500ms", "60s", "2m", "1h", or plain
- * seconds ("90", "0.5"). A value that does not fit in int64 nanoseconds
- * (about 292 years) is refused.
+ * Owns the duration grammar of the command line: Go's time.ParseDuration,
+ * as every Kubernetes component writes durations: one or more decimal
+ * numbers, each with a unit of ns, us (or µs), ms, s, m or h ("1h30m",
+ * "1.5s", "300ms"), an optional leading "+"; "0" alone; and, as earlier
+ * releases took, a plain number of seconds ("90", "0.5"). Negative
+ * durations and values past int64 nanoseconds (about 292 years) are
+ * refused.
  */
 #ifndef GQA_DURATION_H
 #define GQA_DURATION_H

@@ -14,7 +14,9 @@ char *read_whole_file(const char *path, size_t *len, char **err)
 {
     struct strbuf sb;
     strbuf_init(&sb);
-    if (strbuf_read_file(&sb, path) != 0) {
+    /* "-" is standard input, as kubectl reads "-f -". */
+    int rc = strcmp(path, "-") == 0 ? strbuf_read_stream(&sb, stdin) : strbuf_read_file(&sb, path);
+    if (rc != 0) {
         int e = errno;
         strbuf_free(&sb);
         strbuf_printf(&sb, "%s: %s", path, strerror(e));

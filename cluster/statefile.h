@@ -23,7 +23,7 @@ struct state_counts {
 
 /* Returns 0, or -1 with *err (malloc'd, names the file and item). */
 int statefile_load(struct cluster_cache *cache, const char *path, struct state_counts *counts, char **err);
-/* Read a whole file. NULL with *err on failure. */
+/* Read a whole file ("-": standard input). NULL with *err on failure. */
 char *read_whole_file(const char *path, size_t *len, char **err);
 /* Parse one object (a Pod for `simulate`) from YAML or JSON text. */
 cJSON *parse_object_text(const char *text, size_t len, char **err);

@@ -239,8 +239,12 @@ static int set_threads(void *target, const char *v)
     char *end;
     errno = 0;
     long n = strtol(v, &end, 10);
-    if (errno || *end || end == v || n < 1 || n > 1024)
+    if (errno || *end || end == v || n < 0 || n > 1024)
         return 1;
+    if (n == 0) { /* as Kubernetes components read 0 workers: one per core */
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        n = cores > 0 ? (cores > 1024 ? 1024 : cores) : 2;
+    }
     o->threads = (int)n;
     return 0;
 }
@@ -377,7 +381,7 @@ static const struct flag_spec flags[] = {
      SERVE},
     {"state-file", "FILE", set_state_file,
      "offline mode: load Nodes, Pods and ConfigMaps from a kind: List (YAML or JSON)", BOTH},
-    {"pod", "FILE", set_pod_file, "simulate: the Pod (YAML or JSON) to place", BOTH},
+    {"pod", "FILE", set_pod_file, "simulate: the Pod (YAML or JSON) to place; - reads standard input", BOTH},
     {"placement", "filter|bind", set_placement,
      "filter: decide in the filter and answer one node (default); bind: answer every feasible node", BOTH},
     {"gpu-policy", "binpack|spread", set_gpu_policy,
@@ -419,7 +423,7 @@ static const struct flag_spec flags[] = {
     {"lease-namespace", "NAMESPACE", set_lease_namespace,
      "namespace of the leader-election Lease (default kube-system)", SERVE},
     {"lease-name", "NAME", set_lease_name, "name of the leader-election Lease (default gpu-quota-admission)", SERVE},
-    {"threads", "N", set_threads, "HTTP worker threads (default: number of cores)", SERVE},
+    {"threads", "N", set_threads, "HTTP worker threads, 1..1024; 0 or unset: number of cores", SERVE},
     {"decision-workers", "N", set_decision_workers,
      "live mode: threads that take decisions (filter in filter mode, bind) and wait on the API server for them "
      "(default 16)",

@@ -324,22 +324,30 @@ char *strbuf_detach(struct strbuf *sb, size_t *len)
     return data;
 }
 
-int strbuf_read_file(struct strbuf *sb, const char *path)
+int strbuf_read_stream(struct strbuf *sb, FILE *f)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return -1;
     size_t start = sb->len;
     char chunk[65536];
     size_t n;
     while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
         strbuf_append(sb, chunk, n);
     int bad = ferror(f);
-    fclose(f);
     if (bad || strbuf_failed(sb)) {
         errno = bad ? EIO : ENOMEM;
         sb->len = start;
         return -1;
     }
     return 0;
+}
+
+int strbuf_read_file(struct strbuf *sb, const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    int rc = strbuf_read_stream(sb, f);
+    int e = errno;
+    fclose(f);
+    errno = e;
+    return rc;
 }

@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 struct strbuf {
@@ -95,6 +96,8 @@ int strbuf_vset_error(char **err, const char *fmt, va_list ap) __attribute__((fo
 /* Append the whole content of a file. 0, or -1 with errno set (the buffer
  * keeps what it had). */
 int strbuf_read_file(struct strbuf *sb, const char *path);
+/* The same from an open stream, read to its end (standard input for "-"). */
+int strbuf_read_stream(struct strbuf *sb, FILE *f);
 /* Hand the buffer's memory to the caller (NULL if failed); the strbuf is reset. */
 char *strbuf_detach(struct strbuf *sb, size_t *len);
 

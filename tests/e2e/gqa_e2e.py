@@ -535,15 +535,16 @@ class Run:
         return "<exit %r stdout=%r stderr=%r>" % (self.code, tail(self.out, 800), tail(self.err, 1500))
 
 
-def run_binary(suite, args, env=None, timeout=60):
+def run_binary(suite, args, env=None, timeout=60, stdin_data=None):
     e = dict(os.environ)
     for k in list(e):
         if k.startswith("GQA_"):
             del e[k]
     if env:
         e.update(env)
-    p = subprocess.run([suite.binary] + list(args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, env=e, timeout=timeout)
+    stdin = {"input": stdin_data} if stdin_data is not None else {"stdin": subprocess.DEVNULL}
+    p = subprocess.run([suite.binary] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=e,
+                       timeout=timeout, **stdin)
     r = Run(p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace"))
     rep = sanitizer_report(r.err)
     suite.check(rep is None, "no sanitizer report from: %s" % " ".join(args)[:120], "%s\n%s" % (rep, r.err[-4000:]))

@@ -120,7 +120,7 @@ def bad_flags(s):
     one_line_error(s, r, "--help", "a switch given a value")
     bad_values = [("--placement", "sideways"), ("--placement", ""), ("--gpu-policy", "random"),
                   ("--node-policy", "roundrobin"), ("--assume-ttl", "soon"), ("--assume-ttl", "-5s"),
-                  ("--assume-ttl", "0"), ("--assume-ttl", "10x"), ("--threads", "0"), ("--threads", "many"),
+                  ("--assume-ttl", "0"), ("--assume-ttl", "10x"), ("--threads", "-1"), ("--threads", "many"),
                   ("--threads", "2x"), ("--threads", "100000"), ("--max-body-bytes", "lots"),
                   ("--max-body-bytes", "100"), ("--max-body-bytes", "-1Mi"), ("--max-body-bytes", "0.5"),
                   ("--log-level", "loud"), ("--log-format", "xml"), ("--listen-http", "nonsense"),
@@ -262,6 +262,10 @@ def simulate_subcommand(s):
     s.check_eq(json.loads(r.out)["nodes"][0]["gpus"], {"worker": [0]}, "spread puts the MPS share on idle GPU 0")
     r = g.run_binary(s, ["simulate", "--pod", pj], env={"GQA_STATE_FILE": s.demo_state})
     s.check_eq(r.code, 0, "simulate takes GQA_STATE_FILE from the environment", r)
+    with open(pj, "rb") as f:
+        r = g.run_binary(s, ["simulate", "--state-file", s.demo_state, "--pod", "-"], stdin_data=f.read())
+    s.check_eq(r.code, 0, "simulate --pod - reads the pod from standard input", r)
+    s.check_eq(json.loads(r.out)["pod"], "default/j", "and places that pod")
 
     # Bad input: exit 2 with a message, nothing on stdout.
     cases = [("missing pod file", [os.path.join(s.tmp_root, "nope.yaml")], "nope.yaml"),

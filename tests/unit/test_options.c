@@ -6,11 +6,13 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
 #include <cmocka.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "extender/options.h"
 
@@ -18,8 +20,9 @@
 
 /* The environment variables any test here sets; cleared before each test so
  * that neither the caller's environment nor an earlier test leaks in. */
-static const char *const env_names[] = {"GQA_LISTEN_HTTP", "GQA_LEADER_ELECT", "GQA_ASSUME_TTL", "GQA_STATE_FILE",
-                                        "GQA_PLACEMENT",   "GQA_HELP",         "KUBERNETES_SERVICE_HOST"};
+static const char *const env_names[] = {"GQA_LISTEN_HTTP",        "GQA_LEADER_ELECT", "GQA_ASSUME_TTL",
+                                        "GQA_STATE_FILE",         "GQA_PLACEMENT",    "GQA_HELP",
+                                        "KUBERNETES_SERVICE_HOST"};
 
 static int clean_env(void **state)
 {
@@ -122,6 +125,20 @@ static void test_both_forms_and_values(void **state)
     free(err);
 }
 
+static void test_zero_threads_means_cores(void **state)
+{
+    (void)state;
+    struct options o;
+    char *err;
+    assert_int_equal(parse(&o, CMD_SERVE, &err, "--state-file=s.yaml", "--threads", "0", "--assume-ttl", "1h30m", NULL),
+                     0);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    assert_int_equal(o.threads, cores > 0 ? (cores > 1024 ? 1024 : cores) : 2);
+    assert_int_equal(o.assume_ttl_ns, 5400LL * 1000000000LL);
+    options_free(&o);
+    free(err);
+}
+
 static void test_environment_and_precedence(void **state)
 {
     (void)state;
@@ -174,6 +191,7 @@ static void test_switch_from_environment(void **state)
 static void test_value_checks(void **state)
 {
     (void)state;
+
     static const struct {
         const char *flag, *value, *expected;
     } bad[] = {
@@ -181,7 +199,7 @@ static void test_value_checks(void **state)
         {"--gpu-policy", "Spread", "binpack|spread"},
         {"--assume-ttl", "0s", "DURATION"},
         {"--assume-ttl", "1e9h", "DURATION"},
-        {"--threads", "0", "N"},
+        {"--threads", "-1", "N"},
         {"--threads", "1025", "N"},
         {"--max-body-bytes", "1000", "BYTES"},
         {"--max-body-bytes", "1.5", "BYTES"},
@@ -197,6 +215,7 @@ static void test_value_checks(void **state)
         {"--log-level", "trace", "debug|info|warn|error"},
         {"--log-format", "yaml", "text|json"},
     };
+
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         char want[256];
         snprintf(want, sizeof(want), "gpu-quota-admission: invalid value \"%s\" for %s (expected %s)\n", bad[i].value,
@@ -212,8 +231,7 @@ static void test_flag_shapes(void **state)
     expect_refused(CMD_SERVE, "gpu-quota-admission: unknown flag --state (see --help)\n", "--state=s", NULL);
     expect_refused(CMD_SERVE, "gpu-quota-admission: flag --placement needs a value (filter|bind)\n", "--placement",
                    NULL);
-    expect_refused(CMD_SERVE, "gpu-quota-admission: flag --leader-elect takes no value\n", "--leader-elect=true",
-                   NULL);
+    expect_refused(CMD_SERVE, "gpu-quota-admission: flag --leader-elect takes no value\n", "--leader-elect=true", NULL);
     expect_refused(CMD_SERVE, "gpu-quota-admission: unexpected argument \"serve\" (flags start with --; see --help)\n",
                    "serve", NULL);
 }
@@ -245,8 +263,8 @@ static void test_combinations(void **state)
     expect_refused(CMD_SERVE,
                    "gpu-quota-admission: --state-file (offline) and --kubeconfig (live) exclude each other\n",
                    "--state-file", "s", "--kubeconfig", "k", NULL);
-    expect_refused(CMD_SERVE, "gpu-quota-admission: --leader-elect needs a cluster, not --state-file\n",
-                   "--state-file", "s", "--leader-elect", NULL);
+    expect_refused(CMD_SERVE, "gpu-quota-admission: --leader-elect needs a cluster, not --state-file\n", "--state-file",
+                   "s", "--leader-elect", NULL);
     expect_refused(CMD_SERVE, "gpu-quota-admission: --listen-https needs --tls-cert and --tls-key\n", "--state-file",
                    "s", "--listen-https", ":8443", NULL);
     expect_refused(CMD_SERVE, "gpu-quota-admission: --tls-client-ca needs --listen-https\n", "--state-file", "s",
@@ -272,9 +290,9 @@ static void test_help_lists_every_flag(void **state)
     assert_non_null(out);
     options_print_help(out);
     fclose(out);
-    static const char *const names[] = {"--listen-http ADDR:PORT", "--kubeconfig FILE", "--state-file FILE",
-                                        "--placement filter|bind", "--assume-ttl DURATION", "--leader-elect",
-                                        "--max-body-bytes BYTES", "--log-format text|json", "--help"};
+    static const char *const names[] = {"--listen-http ADDR:PORT", "--kubeconfig FILE",      "--state-file FILE",
+                                        "--placement filter|bind", "--assume-ttl DURATION",  "--leader-elect",
+                                        "--max-body-bytes BYTES",  "--log-format text|json", "--help"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (!strstr(buf, names[i]))
             fail_msg("--help does not list %s", names[i]);
@@ -286,6 +304,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_defaults, clean_env),
         cmocka_unit_test_setup(test_both_forms_and_values, clean_env),
+        cmocka_unit_test_setup(test_zero_threads_means_cores, clean_env),
         cmocka_unit_test_setup(test_environment_and_precedence, clean_env),
         cmocka_unit_test_setup(test_switch_from_environment, clean_env),
         cmocka_unit_test_setup(test_value_checks, clean_env),

@@ -102,15 +102,19 @@ void handle_filter(struct app *app, const struct http_request *req, struct http_
 {
     struct extender_args args;
     struct pod_info *pod = decode_args(app, req, &args, ANSWER_FILTER, resp);
-    if (!pod)
+    if (!pod) {
+        metrics_count_answer(VERB_FILTER, ANSWER_ERROR);
         return;
+    }
     struct evaluation ev = {0};
     struct name_block block = names_of(&args);
     if (placement_filter_block(&app->placement, pod, args.names, args.count, &block, &ev) == 0) {
         answer_filter(&args, &ev, resp);
         count_outcome(pod, &ev);
+        metrics_count_answer(VERB_FILTER, ev.error ? ANSWER_ERROR : ev.fitting ? ANSWER_FIT : ANSWER_UNSCHEDULABLE);
     } else {
         http_set_body(resp, 200, CONTENT_JSON, NULL, 0); /* out of memory: 500 */
+        metrics_count_answer(VERB_FILTER, ANSWER_ERROR);
     }
     evaluation_free(&ev);
     pod_info_free(pod);
@@ -121,11 +125,14 @@ void handle_prioritize(struct app *app, const struct http_request *req, struct h
 {
     struct extender_args args;
     struct pod_info *pod = decode_args(app, req, &args, ANSWER_STATUS, resp);
-    if (!pod)
+    if (!pod) {
+        metrics_count_answer(VERB_PRIORITIZE, ANSWER_ERROR);
         return;
+    }
     struct evaluation ev = {0};
     size_t len = 0;
     struct name_block block = names_of(&args);
+    enum answer_outcome outcome = ANSWER_ERROR;
     if (placement_evaluate_block(&app->placement, pod, args.names, args.count, &block, &ev) != 0) {
         http_set_body(resp, 200, CONTENT_JSON, NULL, 0); /* out of memory: 500 */
     } else if (ev.error) {
@@ -133,7 +140,9 @@ void handle_prioritize(struct app *app, const struct http_request *req, struct h
     } else {
         char *body = wire_priority_list(&args, &ev, &len);
         http_set_body(resp, 200, CONTENT_JSON, body, len);
+        outcome = ANSWER_FIT;
     }
+    metrics_count_answer(VERB_PRIORITIZE, outcome);
     evaluation_free(&ev);
     pod_info_free(pod);
     wire_args_free(&args);
@@ -150,6 +159,7 @@ void handle_bind(struct app *app, const struct http_request *req, struct http_re
     size_t len = 0;
     char *body = wire_binding_result(err, &len);
     http_set_body(resp, 200, CONTENT_JSON, body, len);
+    metrics_count_answer(VERB_BIND, err ? ANSWER_ERROR : ANSWER_FIT);
     free(err);
 }
 
@@ -160,9 +170,11 @@ void handle_preemption(struct app *app, const struct http_request *req, struct h
     if (wire_parse_preemption(req->body ? req->body : "", req->body_len, &a, &err) != 0) {
         extender_error(resp, ANSWER_STATUS, err ? err : "out of memory");
         log_warn("%s: bad ExtenderPreemptionArgs: %s", req->path, err ? err : "out of memory");
+        metrics_count_answer(VERB_PREEMPTION, ANSWER_ERROR);
         free(err);
         return;
     }
+    enum answer_outcome outcome = ANSWER_ERROR;
     struct pod_info *pod = app_pod_from_json(app, (cJSON *)a.pod, &err);
     if (!pod) {
         char *msg = strbuf_format("Pod: %s", err ? err : "out of memory");
@@ -174,7 +186,9 @@ void handle_preemption(struct app *app, const struct http_request *req, struct h
         size_t len = 0;
         char *body = wire_preemption_result(&a, &len);
         http_set_body(resp, 200, CONTENT_JSON, body, len);
+        outcome = ANSWER_FIT;
     }
+    metrics_count_answer(VERB_PREEMPTION, outcome);
     pod_info_free(pod);
     wire_preemption_free(&a);
     free(err);

@@ -4,6 +4,8 @@
 #include "extender/wire.h"
 #include "extender/workers.h"
 
+#include "lib/version.h"
+
 #include <stdatomic.h>
 #include <string.h>
 
@@ -35,6 +37,9 @@ static const char *const skip_reasons[] = {"malformed", "invalid", "out_of_memor
 static atomic_uint_fast64_t skipped_objects[NSKIP_KINDS][NSKIP_REASONS];
 static atomic_uint_fast64_t filter_nodes_fit, filter_nodes_failed, decisions;
 static atomic_uint_fast64_t hami_binds[HAMI_BIND_RESULTS];
+/* The extender verbs come first in enum metric_verb. */
+#define ANSWER_VERBS (VERB_PREEMPTION + 1)
+static atomic_uint_fast64_t answers[ANSWER_VERBS][ANSWER_OUTCOMES];
 
 void metrics_observe_request(enum metric_verb verb, int status, double seconds, uint64_t body_bytes)
 {
@@ -63,6 +68,36 @@ void metrics_count_hami_bind(enum hami_bind_result result)
 {
     if (result < HAMI_BIND_RESULTS)
         atomic_fetch_add_explicit(&hami_binds[result], 1, memory_order_relaxed);
+}
+
+void metrics_count_answer(enum metric_verb verb, enum answer_outcome outcome)
+{
+    if ((int)verb >= 0 && verb < ANSWER_VERBS && outcome < ANSWER_OUTCOMES)
+        atomic_fetch_add_explicit(&answers[verb][outcome], 1, memory_order_relaxed);
+}
+
+static void render_answers(struct strbuf *out)
+{
+    static const char *const names[ANSWER_OUTCOMES] = {"fit", "unschedulable", "error"};
+    strbuf_puts(out, "# HELP gqa_extender_answers_total Extender answers by verb and outcome: fit, unschedulable (a "
+                     "filter that kept no node), error (Error set in a 200 answer, or an error status).\n"
+                     "# TYPE gqa_extender_answers_total counter\n");
+    for (int v = 0; v < ANSWER_VERBS; v++)
+        for (int o = 0; o < ANSWER_OUTCOMES; o++)
+            strbuf_printf(out, "gqa_extender_answers_total{verb=\"%s\",outcome=\"%s\"} %llu\n", verb_names[v], names[o],
+                          (unsigned long long)atomic_load_explicit(&answers[v][o], memory_order_relaxed));
+}
+
+static void render_build_info(struct strbuf *out)
+{
+    strbuf_puts(out, "# HELP gqa_build_info The running build: version, git commit and build date, value 1.\n"
+                     "# TYPE gqa_build_info gauge\ngqa_build_info{version=");
+    metrics_label_value(out, GQA_VERSION);
+    strbuf_puts(out, ",commit=");
+    metrics_label_value(out, GQA_GIT_COMMIT);
+    strbuf_puts(out, ",build_date=");
+    metrics_label_value(out, GQA_BUILD_DATE);
+    strbuf_puts(out, "} 1\n");
 }
 
 static void render_hami_binds(struct strbuf *out)
@@ -172,7 +207,9 @@ static void render_skipped(struct strbuf *out)
 
 void metrics_render(struct strbuf *out, struct cluster_cache *cache)
 {
+    render_build_info(out);
     render_requests(out);
+    render_answers(out);
     render_latency(out);
     strbuf_printf(out,
                   "# HELP gqa_filter_nodes_total Nodes judged by filter requests, by outcome.\n"

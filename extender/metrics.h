@@ -2,8 +2,8 @@
  * metrics.h - Prometheus metrics (text format 0.0.4).
  *
  * Owns the counters and histograms the service exports: requests by verb and
- * status code, request latency histograms by verb, request body sizes, filter
- * outcomes and decisions. All updates are lock-free atomics, so hot paths
+ * status code, extender answers by outcome, request latency histograms by
+ * verb, request body sizes, filter outcomes and decisions, and the build. All updates are lock-free atomics, so hot paths
  * pay a few instructions. Cache gauges are read at scrape time.
  */
 #ifndef GQA_METRICS_H
@@ -40,6 +40,14 @@ void metrics_count_skipped(const char *kind, const char *reason);
 enum hami_bind_result { HAMI_BIND_BOUND = 0, HAMI_BIND_LOCKED, HAMI_BIND_FAILED, HAMI_BIND_RESULTS };
 
 void metrics_count_hami_bind(enum hami_bind_result result);
+
+/* How an extender verb's answer ended, whatever its HTTP status (the filter
+ * and bind carry errors in a 200 answer's Error field): "fit" (a filter that
+ * kept a node, or any other verb that succeeded), "unschedulable" (a filter
+ * that kept none, with reasons), "error" (Error set, or an error status). */
+enum answer_outcome { ANSWER_FIT = 0, ANSWER_UNSCHEDULABLE, ANSWER_ERROR, ANSWER_OUTCOMES };
+
+void metrics_count_answer(enum metric_verb verb, enum answer_outcome outcome);
 /* Append the exposition text; reads cache gauges under the read lock. */
 void metrics_render(struct strbuf *out, struct cluster_cache *cache);
 /* Append s as a Prometheus label value: quoted, with \\, \" and \n

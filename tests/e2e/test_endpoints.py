@@ -112,6 +112,39 @@ def metrics_prometheus(s):
 
 
 @suite.test
+def answers_by_outcome(s):
+    """A 200 answer whose Error is set counts as an error; a filter that keeps no node as unschedulable."""
+    with g.Server(s) as srv:
+        def answers(verb, outcome):
+            samples, _t, _b = g.parse_metrics(srv.metrics().text)
+            return g.metric(samples, "gqa_extender_answers_total", verb=verb, outcome=outcome)
+
+        base = {(v, o): answers(v, o) for v in ("filter", "prioritize", "bind") for o in ("fit", "unschedulable",
+                                                                                          "error")}
+        fits = {"Pod": g.demo_pod("mps-share"), "NodeNames": g.DEMO_ARGS_ORDER}
+        s.check_eq(srv.post("/scheduler/filter", fits).status, 200, "a filter that fits")
+        nowhere = {"Pod": g.demo_pod("mps-share"), "NodeNames": ["cpu-0"]}
+        s.check_eq(srv.post("/scheduler/filter", nowhere).status, 200, "a filter that fits nowhere")
+        r = srv.post("/scheduler/filter", '{"Pod":')
+        s.check(r.status == 200 and r.json().get("Error"), "a malformed filter answers 200 with Error", r.text)
+        r = srv.post("/scheduler/prioritize", '{"Pod":')
+        s.check_eq(r.status, 500, "a malformed prioritize answers 500")
+        r = srv.post("/scheduler/bind", {"PodName": "nope", "PodNamespace": "default", "PodUID": "u", "Node": "n"})
+        s.check(r.status == 200 and r.json().get("Error"), "a bind that fails answers 200 with Error", r.text)
+        want = {("filter", "fit"): 1, ("filter", "unschedulable"): 1, ("filter", "error"): 1,
+                ("prioritize", "error"): 1, ("bind", "error"): 1, ("bind", "fit"): 0}
+        for k, n in want.items():
+            s.check_eq(answers(*k) - base[k], n, "gqa_extender_answers_total{verb=%s,outcome=%s} went up by %d"
+                       % (k[0], k[1], n))
+        samples, types, _b = g.parse_metrics(srv.metrics().text)
+        s.check_eq(types.get("gqa_build_info"), "gauge", "gqa_build_info is a gauge")
+        info = [dict(lbl) for (name, lbl), v in samples.items() if name == "gqa_build_info" and v == 1]
+        version = srv.get("/version").json()
+        s.check(len(info) == 1 and info[0].get("version") == version.get("version"),
+                "gqa_build_info carries the version /version reports", (info, version))
+
+
+@suite.test
 def inspect_nodes(s):
     with g.Server(s) as srv:
         r = srv.get("/inspect/nodes")

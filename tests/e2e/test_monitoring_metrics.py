@@ -130,13 +130,25 @@ def every_metric_used_is_exported(s):
 
 
 @suite.test
+def error_alert_sees_error_fields(s):
+    """The filter and bind answer errors with 200 and Error set: the alert must count those."""
+    with open(component("prometheusrule.yaml")) as f:
+        text = f.read()
+    start = text.index("alert: GpuQuotaAdmissionErrorRatio")
+    rule = text[start:text.index("- alert:", start + 1)]
+    s.check_in('gqa_extender_answers_total{outcome="error"}', rule, "GpuQuotaAdmissionErrorRatio counts Error answers")
+
+
+@suite.test
 def dashboard_covers_what_operators_watch(s):
     with open(component("dashboard.json")) as f:
         dash = json.load(f)
     exprs = " ".join(t["expr"] for p in dash["panels"] for t in p.get("targets") or [])
     for what, needle in (("latency per verb", "gqa_http_request_duration_seconds_bucket"),
                          ("the httpTimeout line", "$http_timeout"), ("decisions", "gqa_decisions_total"),
-                         ("errors", 'code!="200"'), ("cache sync", "gqa_informer_synced"),
+                         ("errors carried in Error fields", 'gqa_extender_answers_total{job=~"$job",outcome="error"}'),
+                         ("errors carried in status codes", 'code!~"200|500"'),
+                         ("cache sync", "gqa_informer_synced"),
                          ("watch health", "gqa_informer_errors_total"), ("leader", "gqa_leader"),
                          ("quota use", "gqa_quota_used_gpus"), ("fragmentation", "gqa_gpu_fragmentation_ratio")):
         s.check(needle in exprs, "the dashboard shows %s" % what)

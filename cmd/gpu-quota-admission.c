@@ -147,7 +147,7 @@ int main(int argc, char **argv)
     } else if (opts.show_version) {
         printf("gpu-quota-admission %s (commit %s, built %s)\n", GQA_VERSION, GQA_GIT_COMMIT, GQA_BUILD_DATE);
     } else {
-        log_configure(opts.log_level, opts.log_json);
+        log_configure(opts.log_level, opts.log_format);
         rc = serve(&opts);
     }
     options_free(&opts);

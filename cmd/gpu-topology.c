@@ -64,7 +64,7 @@ struct config {
     int once;
     int64_t timeout_ns;
     enum log_level log_level;
-    int log_json;
+    int log_format;
     int show_help, show_version;
 };
 
@@ -165,10 +165,23 @@ static int set_log_level(void *target, const char *v)
     return log_parse_level(v, &c->log_level) ? 1 : 0;
 }
 
+/* klog's -v: 4 and above is --log-level debug, below it info. */
+static int set_verbosity(void *target, const char *v)
+{
+    struct config *c = target;
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (errno || *end || end == v || n < 0 || n > 10)
+        return 1;
+    c->log_level = log_level_of_verbosity((int)n);
+    return 0;
+}
+
 static int set_log_format(void *target, const char *v)
 {
     struct config *c = target;
-    return log_parse_format(v, &c->log_json) ? 1 : 0;
+    return log_parse_format(v, &c->log_format) ? 1 : 0;
 }
 
 static int set_help(void *target, const char *v)
@@ -207,7 +220,9 @@ static const struct flag_spec flags[] = {
     {"once", NULL, set_once, "run one round and exit (the default)", 0},
     {"timeout", "DURATION", set_timeout, "limit for each nvidia-smi run and each API request (default 30s)", 0},
     {"log-level", "debug|info|warn|error", set_log_level, "least severe level logged to stderr (default info)", 0},
-    {"log-format", "text|json", set_log_format, "log line format (default text)", 0},
+    {"v", "N", set_verbosity, "klog verbosity, 0..10: 4 or more logs debug lines (as --log-level debug)", 0},
+    {"log-format", "text|json|klog", set_log_format,
+     "log line format: text, one JSON object per line, or klog's (Kubernetes components') text (default text)", 0},
     {"version", NULL, set_version, "print the version and exit", FLAG_NO_ENV},
     {"help", NULL, set_help, "print this help and exit", FLAG_NO_ENV},
 };
@@ -958,7 +973,7 @@ int main(int argc, char **argv)
         config_free(&cfg);
         return EXIT_OK;
     }
-    log_configure(cfg.log_level, cfg.log_json);
+    log_configure(cfg.log_level, cfg.log_format);
     if (cfg.interval_ns > 0) {
         /* Taken synchronously (sigtimedwait), so a stop never cuts a patch in half. */
         sigemptyset(&stop_signals);

@@ -329,10 +329,23 @@ static int set_log_level(void *target, const char *v)
     return log_parse_level(v, &o->log_level) ? 1 : 0;
 }
 
+/* klog's -v: 4 and above is --log-level debug, below it info. */
+static int set_verbosity(void *target, const char *v)
+{
+    struct options *o = target;
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (errno || *end || end == v || n < 0 || n > 10)
+        return 1;
+    o->log_level = log_level_of_verbosity((int)n);
+    return 0;
+}
+
 static int set_log_format(void *target, const char *v)
 {
     struct options *o = target;
-    return log_parse_format(v, &o->log_json) ? 1 : 0;
+    return log_parse_format(v, &o->log_format) ? 1 : 0;
 }
 
 static int set_metrics_per_node(void *target, const char *v)
@@ -440,7 +453,9 @@ static const struct flag_spec flags[] = {
      "longest time a client may take to send one whole request; the connection is closed after it (default 30s)",
      SERVE},
     {"log-level", "debug|info|warn|error", set_log_level, "least severe level logged (default info)", BOTH},
-    {"log-format", "text|json", set_log_format, "log line format (default text)", BOTH},
+    {"v", "N", set_verbosity, "klog verbosity, 0..10: 4 or more logs debug lines (as --log-level debug)", BOTH},
+    {"log-format", "text|json|klog", set_log_format,
+     "log line format: text, one JSON object per line, or klog's (Kubernetes components') text (default text)", BOTH},
     {"metrics-per-node", NULL, set_metrics_per_node,
      "also export the capacity gauges per node (gqa_node_*; one series per node and resource)", SERVE},
     {"version", NULL, set_version, "print the version and exit", BOTH | FLAG_NO_ENV},

@@ -42,7 +42,7 @@ struct options {
     unsigned max_connections, max_connections_per_ip;
     int64_t read_timeout_ns;
     enum log_level log_level;
-    int log_json;
+    int log_format;
     int show_help, show_version;
     int metrics_per_node; /* also export gqa_node_* capacity series, one per node */
 };

@@ -69,7 +69,7 @@ int simulate_main(int argc, char **argv)
         options_free(&opts);
         return 0;
     }
-    log_configure(opts.log_level > LOG_WARN ? opts.log_level : LOG_WARN, opts.log_json);
+    log_configure(opts.log_level > LOG_WARN ? opts.log_level : LOG_WARN, opts.log_format);
     struct app app;
     int rc = 2;
     if (app_init(&app, &opts) == 0) {

@@ -23,7 +23,7 @@ EXPECTED_FLAGS = ["listen-http", "listen-https", "tls-cert", "tls-key", "tls-cli
                   "log-format", "version", "help", "kubeconfig", "crl-namespace", "quota-configmap",
                   "leader-elect", "lease-namespace", "lease-name", "gpu-model-label", "gpu-pool-label",
                   "tls-min-version", "tls-cipher-suites", "body-budget", "max-connections",
-                  "max-connections-per-ip", "read-timeout"]
+                  "max-connections-per-ip", "read-timeout", "v"]
 
 
 def help_flags(text):

@@ -39,7 +39,7 @@ suite = g.Suite("test_gpu_topology")
 ANNOTATION = "gpu-admission.io/topology"
 QUERY_ARGS = ["--query-gpu=index,uuid,name,memory.total", "--format=csv,noheader"]
 FLAGS = ["topo-file", "query-file", "nvidia-smi", "proc-dir", "patch-node", "kubeconfig", "interval", "once",
-         "timeout", "log-level", "log-format", "version", "help"]
+         "timeout", "log-level", "v", "log-format", "version", "help"]
 FIXTURES = ["dgx1-v100", "dgx-a100", "hgx-h100", "pcie8-2socket", "t4x4", "gh200x4", "p100x4-legacy"]
 LINK_RE = re.compile(r"^(X|NV[1-9][0-9]*|PIX|PXB|PHB|NODE|SYS)$")
 

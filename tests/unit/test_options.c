@@ -120,7 +120,7 @@ static void test_both_forms_and_values(void **state)
     assert_int_equal(o.max_body_bytes, 64LL << 20);
     assert_string_equal(o.listen_http, "[::1]:0");
     assert_int_equal(o.threads, 3);
-    assert_int_equal(o.log_json, 1);
+    assert_int_equal(o.log_format, LOG_FORMAT_JSON);
     options_free(&o);
     free(err);
 }
@@ -213,7 +213,7 @@ static void test_value_checks(void **state)
         {"--quota-configmap", "a/b/c", "NAMESPACE/NAME"},
         {"--gpu-model-label", "", "LABEL"},
         {"--log-level", "trace", "debug|info|warn|error"},
-        {"--log-format", "yaml", "text|json"},
+        {"--log-format", "yaml", "text|json|klog"},
     };
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -292,7 +292,7 @@ static void test_help_lists_every_flag(void **state)
     fclose(out);
     static const char *const names[] = {"--listen-http ADDR:PORT", "--kubeconfig FILE",      "--state-file FILE",
                                         "--placement filter|bind", "--assume-ttl DURATION",  "--leader-elect",
-                                        "--max-body-bytes BYTES",  "--log-format text|json", "--help"};
+                                        "--max-body-bytes BYTES",  "--log-format text|json|klog", "--help"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (!strstr(buf, names[i]))
             fail_msg("--help does not list %s", names[i]);

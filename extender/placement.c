@@ -1144,7 +1144,12 @@ static bool fits_without(const struct placement *p, const struct node_state *n, 
     return quota == NULL;
 }
 
-/* Victims are tried for sparing from the last one kube-scheduler listed. */
+/* A node is kept, with every victim kube-scheduler listed, when the pod's
+ * GPUs fit once they are all gone. None is spared: kube-scheduler's default
+ * preemption already reprieved every victim its own filters (resource fit
+ * of cpu, memory and the GPU resources it counts) can do without, so each
+ * one left is one its fit needs; sparing it here made the preemptor fail
+ * that fit and a second preemption round follow (docs/behaviour.md). */
 static void preempt_node(struct placement *p, const struct pod_info *pod, const struct pod_entry *self,
                          struct preempt_node *pn, uint64_t *masks, const struct pod_entry **out)
 {
@@ -1164,22 +1169,7 @@ static void preempt_node(struct placement *p, const struct pod_info *pod, const 
         pn->keep = pn->nvictims > 0; /* GPU is not what blocks the pod here */
         return;
     }
-    if (!fits_without(p, n, pod, out, nout, masks))
-        return;
-    pn->keep = true;
-    for (size_t i = pn->nvictims; i-- > 0;) {
-        const struct pod_entry *v = victim_on(n, pn->victims[i]);
-        size_t at = 0;
-        while (v && at < nout && out[at] != v)
-            at++;
-        if (!v || at == nout)
-            continue;
-        out[at] = out[--nout];
-        if (fits_without(p, n, pod, out, nout, masks))
-            pn->keep_victim[i] = false;
-        else
-            out[nout++] = v;
-    }
+    pn->keep = fits_without(p, n, pod, out, nout, masks);
 }
 
 int placement_preempt(struct placement *p, const struct pod_info *pod, struct preempt_node *nodes, size_t n)

@@ -212,13 +212,13 @@ struct preempt_node {
     const char *const *victims; /* pod UIDs */
     size_t nvictims;
     /* answer */
-    bool keep;         /* removing the kept victims frees enough GPU */
+    bool keep;         /* removing the victims frees enough GPU */
     bool *keep_victim; /* nvictims entries, set by placement_preempt */
 };
 
-/* Decide every proposed node: keep it only if evicting its victims frees
- * enough GPU for pod, and keep only victims whose GPUs are needed (victims
- * without GPU on that node are the scheduler's business and stay). */
+/* Decide every proposed node: keep it, with all of its victims, only if
+ * evicting them frees enough GPU (and quota) for pod. Victims are never
+ * spared: kube-scheduler lists only those its own fit needs. */
 int placement_preempt(struct placement *p, const struct pod_info *pod, struct preempt_node *nodes, size_t n);
 
 /* Scheduler-facing score 0..10 of a verdict. */

@@ -280,10 +280,16 @@ static unsigned accept_queue(int listen_fd)
     return ti.tcpi_unacked;
 }
 
-static int cmp_deadline(const void *a, const void *b)
+/* A connection that may be closed to make room, with its deadline when
+ * looked at (the connection's thread may change it meanwhile). */
+struct candidate {
+    int64_t deadline_ns;
+    struct guard_conn *gc;
+};
+
+static int by_deadline(const void *a, const void *b)
 {
-    int64_t x = atomic_load(&(*(struct guard_conn *const *)a)->deadline_ns);
-    int64_t y = atomic_load(&(*(struct guard_conn *const *)b)->deadline_ns);
+    int64_t x = ((const struct candidate *)a)->deadline_ns, y = ((const struct candidate *)b)->deadline_ns;
     return x < y ? -1 : x > y;
 }
 
@@ -314,21 +320,25 @@ static unsigned make_room_locked(struct guard *g, struct guard_pool *pool, int64
     if (!want)
         return 0;
     int64_t grace = g->cfg.read_timeout_ns / 2 < EVICT_GRACE_NS ? g->cfg.read_timeout_ns / 2 : EVICT_GRACE_NS;
-    struct guard_conn **cand = malloc((size_t)pool->open * sizeof(*cand));
+    struct candidate *cand = malloc((size_t)pool->open * sizeof(*cand));
     if (!cand)
         return 0;
     size_t n = 0;
     for (struct guard_conn *gc = g->conns; gc && n < pool->open; gc = gc->next) {
         int64_t deadline = atomic_load(&gc->deadline_ns);
         if (gc->pool == pool && !gc->evicted && deadline && deadline - gc->timeout_ns <= now - grace)
-            cand[n++] = gc;
+            cand[n++] = (struct candidate){deadline, gc};
     }
-    qsort(cand, n, sizeof(*cand), cmp_deadline);
+    qsort(cand, n, sizeof(*cand), by_deadline);
     unsigned closed = 0;
     for (size_t i = 0; i < n && closed < want; i++) {
-        cand[i]->evicted = true;
-        atomic_store(&cand[i]->deadline_ns, 0);
-        shutdown(cand[i]->fd, SHUT_RDWR);
+        /* Only if it still waits as it did when looked at: a request that
+         * has arrived whole since is answered, not cut off. */
+        int_fast64_t expected = cand[i].deadline_ns;
+        if (!atomic_compare_exchange_strong(&cand[i].gc->deadline_ns, &expected, 0))
+            continue;
+        cand[i].gc->evicted = true;
+        shutdown(cand[i].gc->fd, SHUT_RDWR);
         pool->evicting++;
         closed++;
     }

@@ -434,7 +434,10 @@ static const struct flag_spec flags[] = {
     {"max-body-bytes", "BYTES", set_max_body, "largest request body; larger ones get 413 (default 256Mi)", SERVE},
     {"body-budget", "BYTES", set_body_budget,
      "memory all request bodies in flight may hold together; past it requests get 503 (default 384Mi)", SERVE},
-    {"max-connections", "N", set_max_connections, "open client connections per listener (default 1024)", SERVE},
+    {"max-connections", "N", set_max_connections,
+     "open client connections per listener; when full, those that have waited longest for a request are closed for "
+     "clients waiting to connect (default 1024)",
+     SERVE},
     {"max-connections-per-ip", "N", set_max_connections_per_ip,
      "open client connections per listener from one address; 0: no limit (default 256)", SERVE},
     {"read-timeout", "DURATION", set_read_timeout,

@@ -295,13 +295,14 @@ static int by_deadline(const void *a, const void *b)
 
 /* How many of pool's connections to close so clients waiting in the accept
  * queue get in: none while the listener is below its limit (libmicrohttpd
- * splits --max-connections among its threads, hence the slack) or nobody
- * waits. */
+ * splits --max-connections among its threads, hence the slack), nobody
+ * waits, or the server drains (the daemons stop and close the listening
+ * socket while the reaper still runs). */
 static unsigned room_wanted(const struct guard *g, const struct guard_pool *pool)
 {
     unsigned live = pool->open - pool->evicting, limit = g->cfg.max_connections;
-    if (pool->listen_fd < 0 || live + limit / 16 < limit)
-        return 0;
+    if (pool->listen_fd < 0 || live + limit / 16 < limit || atomic_load(&g->refuse_new))
+        return 0; /* draining: what waits is closed on acceptance anyway */
     unsigned waiting = accept_queue(pool->listen_fd);
     if (waiting == UINT_MAX) /* unknown: one at a time, at the limit only */
         waiting = live >= limit ? 1 : 0;

@@ -81,6 +81,7 @@ static int run_server(struct app *app, const struct options *opts)
 {
     struct server_config sc = {.listen_http = opts->listen_http,
                                .listen_https = opts->listen_https,
+                               .listen_probes = opts->listen_probes,
                                .tls_cert_file = opts->tls_cert,
                                .tls_key_file = opts->tls_key,
                                .tls_client_ca_file = opts->tls_client_ca,

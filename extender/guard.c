@@ -6,6 +6,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -19,25 +22,43 @@
  * epoll sets, API watches, certificate reloads, logs. */
 #define FD_RESERVE 256
 /* The reaper looks at most this often, and at least every tenth of the
- * read timeout, so a deadline is enforced within a tick of passing. */
+ * read timeout, so a deadline is enforced within a tick of passing; and at
+ * least every 100 ms, so a client waiting at a full listener is let in
+ * within about that (make_room_locked). */
 #define REAPER_TICK_MIN_NS (50 * NS_PER_MS)
-#define REAPER_TICK_MAX_NS (250 * NS_PER_MS)
+#define REAPER_TICK_MAX_NS (100 * NS_PER_MS)
+/* A connection is closed to make room only once it has waited this long
+ * for its request (half the read timeout when that is shorter): a client
+ * that has just connected, or just had an answer, gets time to send. */
+#define EVICT_GRACE_NS (1000 * NS_PER_MS)
 /* A body's first buffer; later ones double, up to what the body may hold. */
 #define BODY_MIN_CAPACITY 4096
 
 struct guard_conn {
     int fd; /* our dup() of the connection's socket */
     int64_t timeout_ns;
-    atomic_int_fast64_t deadline_ns;
-    bool bad_path; /* connection thread only */
+    atomic_int_fast64_t deadline_ns; /* 0: not waiting for a request */
+    bool bad_path;                   /* connection thread only */
+    bool evicted;                    /* shut down to make room; under the lock */
+    struct guard_pool *pool;
     struct guard_conn *prev, *next;
+};
+
+/* One listener's connections (guard_daemon_options), counted under the
+ * guard's lock. */
+struct guard_pool {
+    struct guard *g;
+    int listen_fd;     /* -1 until guard_listener_started */
+    unsigned open;     /* connections libmicrohttpd holds */
+    unsigned evicting; /* of them, shut down to make room and not closed yet */
 };
 
 struct guard {
     struct guard_config cfg;
-    pthread_mutex_t lock; /* the registry and stop */
+    pthread_mutex_t lock; /* the registry, the pools and stop */
     pthread_cond_t wake;
     struct guard_conn *conns;
+    struct guard_pool pools[GUARD_MAX_LISTENERS];
     atomic_bool refuse_new; /* draining */
     bool stop;
     bool reaper_started;
@@ -46,7 +67,7 @@ struct guard {
 
 /* Process-wide: one budget for every listener's bodies, and the metrics. */
 static atomic_int_fast64_t body_bytes, body_budget;
-static atomic_uint_fast64_t open_connections, deadline_closes;
+static atomic_uint_fast64_t open_connections, deadline_closes, evictions;
 
 /* ---- descriptors ---------------------------------------------------------- */
 
@@ -91,6 +112,7 @@ static void arm(struct guard_conn *gc)
 static void link_conn(struct guard *g, struct guard_conn *gc)
 {
     pthread_mutex_lock(&g->lock);
+    gc->pool->open++;
     gc->prev = NULL;
     gc->next = g->conns;
     if (g->conns)
@@ -102,6 +124,9 @@ static void link_conn(struct guard *g, struct guard_conn *gc)
 static void unlink_conn(struct guard *g, struct guard_conn *gc)
 {
     pthread_mutex_lock(&g->lock);
+    gc->pool->open--;
+    if (gc->evicted)
+        gc->pool->evicting--;
     if (gc->prev)
         gc->prev->next = gc->next;
     else
@@ -113,8 +138,9 @@ static void unlink_conn(struct guard *g, struct guard_conn *gc)
 
 /* A connection the guard cannot watch (no memory, no descriptor for the
  * dup) is not served: it would escape the read deadline. */
-static struct guard_conn *watch_connection(struct guard *g, struct MHD_Connection *conn)
+static struct guard_conn *watch_connection(struct guard_pool *pool, struct MHD_Connection *conn)
 {
+    struct guard *g = pool->g;
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     int fd = ci ? ci->connect_fd : -1;
     if (fd >= 0 && atomic_load(&g->refuse_new)) {
@@ -124,6 +150,7 @@ static struct guard_conn *watch_connection(struct guard *g, struct MHD_Connectio
     struct guard_conn *gc = fd >= 0 ? calloc(1, sizeof(*gc)) : NULL;
     if (gc && (gc->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) >= 0) {
         gc->timeout_ns = g->cfg.read_timeout_ns;
+        gc->pool = pool;
         arm(gc);
         link_conn(g, gc);
         atomic_fetch_add(&open_connections, 1);
@@ -139,9 +166,10 @@ static struct guard_conn *watch_connection(struct guard *g, struct MHD_Connectio
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode toe)
 {
-    struct guard *g = cls;
+    struct guard_pool *pool = cls;
+    struct guard *g = pool->g;
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-        *socket_context = watch_connection(g, conn);
+        *socket_context = watch_connection(pool, conn);
         return;
     }
     struct guard_conn *gc = *socket_context;
@@ -199,14 +227,24 @@ void guard_request_done(struct MHD_Connection *conn)
         arm(gc);
 }
 
-void guard_daemon_options(struct guard *g, struct MHD_OptionItem opts[GUARD_MHD_OPTIONS])
+void guard_daemon_options(struct guard *g, int slot, struct MHD_OptionItem opts[GUARD_MHD_OPTIONS])
 {
+    struct guard_pool *pool = &g->pools[slot >= 0 && slot < GUARD_MAX_LISTENERS ? slot : 0];
     opts[0] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, (intptr_t)g->cfg.max_connections, NULL};
     opts[1] =
         (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT, (intptr_t)g->cfg.max_connections_per_ip, NULL};
-    opts[2] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, g};
+    opts[2] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, pool};
     opts[3] = (struct MHD_OptionItem){MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)on_uri, g};
     opts[4] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+}
+
+void guard_listener_started(struct guard *g, int slot, int listen_fd)
+{
+    if (slot < 0 || slot >= GUARD_MAX_LISTENERS)
+        return;
+    pthread_mutex_lock(&g->lock);
+    g->pools[slot].listen_fd = listen_fd;
+    pthread_mutex_unlock(&g->lock);
 }
 
 /* ---- the reaper ----------------------------------------------------------- */
@@ -229,6 +267,86 @@ static unsigned reap_locked(struct guard *g, int64_t now)
     return closed;
 }
 
+/* Connections accepted by the kernel that libmicrohttpd has not taken yet
+ * (it stops accepting at its connection limit): Linux reports a listening
+ * socket's accept queue in tcpi_unacked. UINT_MAX when unknown. */
+static unsigned accept_queue(int listen_fd)
+{
+    struct tcp_info ti;
+    socklen_t len = sizeof(ti);
+    memset(&ti, 0, sizeof(ti));
+    if (getsockopt(listen_fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 || ti.tcpi_state != TCP_LISTEN)
+        return UINT_MAX;
+    return ti.tcpi_unacked;
+}
+
+/* A connection that may be closed to make room, with its deadline when
+ * looked at (the connection's thread may change it meanwhile). */
+struct candidate {
+    int64_t deadline_ns;
+    struct guard_conn *gc;
+};
+
+static int by_deadline(const void *a, const void *b)
+{
+    int64_t x = ((const struct candidate *)a)->deadline_ns, y = ((const struct candidate *)b)->deadline_ns;
+    return x < y ? -1 : x > y;
+}
+
+/* How many of pool's connections to close so clients waiting in the accept
+ * queue get in: none while the listener is below its limit (libmicrohttpd
+ * splits --max-connections among its threads, hence the slack), nobody
+ * waits, or the server drains (the daemons stop and close the listening
+ * socket while the reaper still runs). */
+static unsigned room_wanted(const struct guard *g, const struct guard_pool *pool)
+{
+    unsigned live = pool->open - pool->evicting, limit = g->cfg.max_connections;
+    if (pool->listen_fd < 0 || live + limit / 16 < limit || atomic_load(&g->refuse_new))
+        return 0; /* draining: what waits is closed on acceptance anyway */
+    unsigned waiting = accept_queue(pool->listen_fd);
+    if (waiting == UINT_MAX) /* unknown: one at a time, at the limit only */
+        waiting = live >= limit ? 1 : 0;
+    return waiting < live ? waiting : live;
+}
+
+/* A full listener still admits new clients: as many connections as wait to
+ * be accepted are shut down, those that have waited longest for a request
+ * first (a trickling client, an idle keep-alive one), never one whose
+ * request is being answered nor one within EVICT_GRACE_NS of being ready
+ * for its request. Deadlines differ by when the wait began (one timeout for
+ * all), so the earliest deadline is the longest wait. */
+static unsigned make_room_locked(struct guard *g, struct guard_pool *pool, int64_t now)
+{
+    unsigned want = room_wanted(g, pool);
+    if (!want)
+        return 0;
+    int64_t grace = g->cfg.read_timeout_ns / 2 < EVICT_GRACE_NS ? g->cfg.read_timeout_ns / 2 : EVICT_GRACE_NS;
+    struct candidate *cand = malloc((size_t)pool->open * sizeof(*cand));
+    if (!cand)
+        return 0;
+    size_t n = 0;
+    for (struct guard_conn *gc = g->conns; gc && n < pool->open; gc = gc->next) {
+        int64_t deadline = atomic_load(&gc->deadline_ns);
+        if (gc->pool == pool && !gc->evicted && deadline && deadline - gc->timeout_ns <= now - grace)
+            cand[n++] = (struct candidate){deadline, gc};
+    }
+    qsort(cand, n, sizeof(*cand), by_deadline);
+    unsigned closed = 0;
+    for (size_t i = 0; i < n && closed < want; i++) {
+        /* Only if it still waits as it did when looked at: a request that
+         * has arrived whole since is answered, not cut off. */
+        int_fast64_t expected = cand[i].deadline_ns;
+        if (!atomic_compare_exchange_strong(&cand[i].gc->deadline_ns, &expected, 0))
+            continue;
+        cand[i].gc->evicted = true;
+        shutdown(cand[i].gc->fd, SHUT_RDWR);
+        pool->evicting++;
+        closed++;
+    }
+    free(cand);
+    return closed;
+}
+
 static int64_t reaper_tick_ns(const struct guard *g)
 {
     int64_t tick = g->cfg.read_timeout_ns / 10;
@@ -245,7 +363,18 @@ static void *reaper_main(void *arg)
         pthread_cond_timedwait(&g->wake, &g->lock, &until);
         if (g->stop)
             break;
-        unsigned closed = reap_locked(g, clock_monotonic_ns());
+        int64_t now = clock_monotonic_ns();
+        unsigned closed = reap_locked(g, now), evicted = 0;
+        for (int i = 0; i < GUARD_MAX_LISTENERS; i++)
+            evicted += make_room_locked(g, &g->pools[i], now);
+        if (evicted) {
+            atomic_fetch_add(&evictions, evicted);
+            pthread_mutex_unlock(&g->lock);
+            log_warn("a listener is at --max-connections with clients waiting: closed %u connection%s that had waited "
+                     "longest for a request",
+                     evicted, evicted == 1 ? "" : "s");
+            pthread_mutex_lock(&g->lock);
+        }
         if (closed) {
             atomic_fetch_add(&deadline_closes, closed);
             pthread_mutex_unlock(&g->lock);
@@ -267,6 +396,8 @@ struct guard *guard_start(const struct guard_config *cfg, char **err)
     }
     g->cfg = *cfg;
     fit_descriptors(&g->cfg);
+    for (int i = 0; i < GUARD_MAX_LISTENERS; i++)
+        g->pools[i] = (struct guard_pool){.g = g, .listen_fd = -1};
     atomic_store(&body_budget, cfg->body_budget);
     pthread_mutex_init(&g->lock, NULL);
     clock_cond_init(&g->wake);
@@ -392,10 +523,14 @@ void guard_render_metrics(struct strbuf *out)
                   "# HELP gqa_http_connections_timed_out_total Connections closed because a request did not arrive "
                   "whole within --read-timeout.\n"
                   "# TYPE gqa_http_connections_timed_out_total counter\ngqa_http_connections_timed_out_total %llu\n"
+                  "# HELP gqa_http_connections_evicted_total Connections closed at --max-connections to let waiting "
+                  "clients in (those that had waited longest for a request).\n"
+                  "# TYPE gqa_http_connections_evicted_total counter\ngqa_http_connections_evicted_total %llu\n"
                   "# HELP gqa_request_body_bytes Memory held by request bodies in flight.\n"
                   "# TYPE gqa_request_body_bytes gauge\ngqa_request_body_bytes %lld\n"
                   "# HELP gqa_request_body_budget_bytes The most request bodies in flight may hold (--body-budget).\n"
                   "# TYPE gqa_request_body_budget_bytes gauge\ngqa_request_body_budget_bytes %lld\n",
                   (unsigned long long)atomic_load(&open_connections), (unsigned long long)atomic_load(&deadline_closes),
-                  (long long)atomic_load(&body_bytes), (long long)atomic_load(&body_budget));
+                  (unsigned long long)atomic_load(&evictions), (long long)atomic_load(&body_bytes),
+                  (long long)atomic_load(&body_budget));
 }

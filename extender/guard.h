@@ -7,7 +7,12 @@
  *  - connections: per listener, in all (--max-connections) and per source
  *    address (--max-connections-per-ip), with libmicrohttpd's own options
  *    (guard_daemon_options); the process's open-file limit is raised to fit
- *    them (each connection needs two descriptors, see below);
+ *    them (each connection needs two descriptors, see below). A full
+ *    listener still admits new clients: when clients wait in its accept
+ *    queue, the reaper shuts down as many of its connections as wait, those
+ *    that have waited longest for a request first (never one being
+ *    answered, nor one that became ready for its request within the last
+ *    second), so slow or idle clients cannot hold every slot;
  *  - time: a connection must deliver each whole request (headers and body)
  *    within --read-timeout of being ready for it (accepted, or its previous
  *    answer sent). libmicrohttpd's own timeout only counts idleness, which a
@@ -57,9 +62,15 @@ void guard_refuse_new(struct guard *g);
 void guard_stop(struct guard *g);
 
 /* The libmicrohttpd options a daemon needs for the guard, for
- * MHD_OPTION_ARRAY: GUARD_MHD_OPTIONS entries, the last MHD_OPTION_END. */
+ * MHD_OPTION_ARRAY: GUARD_MHD_OPTIONS entries, the last MHD_OPTION_END.
+ * slot (0 .. GUARD_MAX_LISTENERS-1) names the listener: each one's
+ * connections are counted and made room in apart. */
 #define GUARD_MHD_OPTIONS 5
-void guard_daemon_options(struct guard *g, struct MHD_OptionItem opts[GUARD_MHD_OPTIONS]);
+#define GUARD_MAX_LISTENERS 3
+void guard_daemon_options(struct guard *g, int slot, struct MHD_OptionItem opts[GUARD_MHD_OPTIONS]);
+/* The daemon of slot listens on listen_fd: from now on, when it is full
+ * and clients wait in its accept queue, room is made (see above). */
+void guard_listener_started(struct guard *g, int slot, int listen_fd);
 
 /* Hooks for the request handler, on the connection's thread. */
 /* The path of the request being read decoded to a control character. */

@@ -70,6 +70,7 @@ static bool is_dns_label(const char *v)
 
 STRING_FLAG(set_listen_http, listen_http, valid_listen_address)
 STRING_FLAG(set_listen_https, listen_https, valid_listen_address)
+STRING_FLAG(set_listen_probes, listen_probes, valid_listen_address)
 STRING_FLAG(set_tls_cert, tls_cert, any_value)
 STRING_FLAG(set_tls_key, tls_key, any_value)
 STRING_FLAG(set_tls_client_ca, tls_client_ca, any_value)
@@ -377,6 +378,10 @@ static const struct flag_spec flags[] = {
      "plain HTTP listener for the extender verbs (default 127.0.0.1:3456; \"\" disables)", SERVE},
     {"listen-https", "ADDR:PORT", set_listen_https, "HTTPS listener (needs --tls-cert and --tls-key; default off)",
      SERVE},
+    {"listen-probes", "ADDR:PORT", set_listen_probes,
+     "plain HTTP listener for /livez, /readyz, /healthz and /metrics only, apart from the extender listeners' "
+     "connections (default off)",
+     SERVE},
     {"tls-cert", "FILE", set_tls_cert, "PEM certificate (chain) served on the HTTPS listener", SERVE},
     {"tls-key", "FILE", set_tls_key, "PEM private key of --tls-cert", SERVE},
     {"tls-client-ca", "FILE", set_tls_client_ca,
@@ -446,7 +451,10 @@ static const struct flag_spec flags[] = {
     {"max-body-bytes", "BYTES", set_max_body, "largest request body; larger ones get 413 (default 256Mi)", SERVE},
     {"body-budget", "BYTES", set_body_budget,
      "memory all request bodies in flight may hold together; past it requests get 503 (default 384Mi)", SERVE},
-    {"max-connections", "N", set_max_connections, "open client connections per listener (default 1024)", SERVE},
+    {"max-connections", "N", set_max_connections,
+     "open client connections per listener; when full, those that have waited longest for a request are closed for "
+     "clients waiting to connect (default 1024)",
+     SERVE},
     {"max-connections-per-ip", "N", set_max_connections_per_ip,
      "open client connections per listener from one address; 0: no limit (default 256)", SERVE},
     {"read-timeout", "DURATION", set_read_timeout,
@@ -571,6 +579,7 @@ void options_free(struct options *o)
 {
     free(o->listen_http);
     free(o->listen_https);
+    free(o->listen_probes);
     free(o->tls_cert);
     free(o->tls_key);
     free(o->tls_client_ca);

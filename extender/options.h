@@ -18,8 +18,9 @@
 #include "lib/log.h"
 
 struct options {
-    char *listen_http;  /* "" disables the HTTP listener */
-    char *listen_https; /* NULL/"" disables the HTTPS listener */
+    char *listen_http;   /* "" disables the HTTP listener */
+    char *listen_https;  /* NULL/"" disables the HTTPS listener */
+    char *listen_probes; /* NULL/"": no probe listener (server.h) */
     char *tls_cert, *tls_key, *tls_client_ca;
     char *tls_min_version, *tls_cipher_suites; /* kube-apiserver's names (extender/tlspolicy.h) */
     char *state_file;

@@ -66,6 +66,20 @@ static const struct route *route_of(const struct http_request *req)
     return NULL;
 }
 
+enum metric_verb router_dispatch_probe(struct app *app, const struct http_request *req, struct http_response *resp)
+{
+    const struct route *r = NULL;
+    for (size_t i = 0; i < NROUTES && !r; i++)
+        if (path_matches(&routes[i], req->path))
+            r = &routes[i];
+    if (r && (r->verb == VERB_HEALTH || r->verb == VERB_METRICS))
+        return router_dispatch(app, req, resp);
+    char msg[160];
+    snprintf(msg, sizeof(msg), "no endpoint %.80s on the probe listener (health and metrics only)", req->path);
+    http_json_error(resp, 404, msg);
+    return VERB_OTHER;
+}
+
 bool router_may_block(const struct app *app, const struct http_request *req)
 {
     /* The decisions, live. Offline (a state file) nothing waits on an API

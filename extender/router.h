@@ -16,6 +16,10 @@
 
 /* Answer req into resp; returns the verb the request is counted under. */
 enum metric_verb router_dispatch(struct app *app, const struct http_request *req, struct http_response *resp);
+/* The same, on the probe listener (server.h: --listen-probes): only the
+ * health endpoints (/livez, /readyz, /healthz) and /metrics; every other
+ * path is 404 there. */
+enum metric_verb router_dispatch_probe(struct app *app, const struct http_request *req, struct http_response *resp);
 /* May answering req wait on the API server (live, a decision: filter in
  * filter mode, bind)? Those run on the decision workers (workers.h), never
  * on a listener thread. */

@@ -29,14 +29,16 @@ struct server;
 struct listener {
     struct server *server;
     struct MHD_Daemon *daemon;
+    int slot; /* the guard's pool (guard.h) */
     int tls;
     int require_client_cert;
+    int probes_only; /* --listen-probes: health and metrics, on one thread */
 };
 
 struct server {
     struct app *app;
     struct guard *guard; /* connection, deadline, body budget and path limits */
-    struct listener http, https;
+    struct listener http, https, probes;
     char *ca_pem;
     char *tls_priorities; /* tlspolicy.c: versions, suites, groups */
     atomic_int in_flight;
@@ -293,9 +295,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return queue(conn, ctx, &ctx->worker_resp);
     }
     struct http_request req = {method, url, ctx->body.data, ctx->body.len, query_arg, conn};
+    struct http_response resp = {0};
+    if (l->probes_only) {
+        ctx->verb = router_dispatch_probe(ctx->server->app, &req, &resp);
+        ctx->answered = 1;
+        return queue(conn, ctx, &resp);
+    }
     if (ctx->server->workers && router_may_block(ctx->server->app, &req))
         return hand_to_worker(conn, ctx, method, url);
-    struct http_response resp = {0};
     ctx->verb = router_dispatch(ctx->server->app, &req, &resp);
     ctx->answered = 1;
     return queue(conn, ctx, &resp);
@@ -425,12 +432,14 @@ static int start_listener(struct server *s, struct listener *l, const struct ser
         flags |= MHD_USE_TLS;
     l->server = s;
     struct MHD_OptionItem guard_opts[GUARD_MHD_OPTIONS];
-    guard_daemon_options(s->guard, guard_opts);
+    guard_daemon_options(s->guard, l->slot, guard_opts);
+    /* The probe listener answers small GETs from memory: one thread. */
+    unsigned threads = l->probes_only ? 1u : (unsigned)cfg->threads;
     l->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, l, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE,
-        (unsigned int)cfg->threads, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)SERVER_IDLE_TIMEOUT_S,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVER_CONNECTION_MEMORY, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
-        NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_ARRAY, guard_opts,
+        threads, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)SERVER_IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)SERVER_CONNECTION_MEMORY, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_EXTERNAL_LOGGER,
+        mhd_log, NULL, MHD_OPTION_ARRAY, guard_opts,
         /* The options after this point apply to TLS only: for plain HTTP
          * the list ends here. The certificate comes from a callback so a
          * renewed one is served without a restart (tlscreds.c). */
@@ -444,7 +453,11 @@ static int start_listener(struct server *s, struct listener *l, const struct ser
         *err = strbuf_detach(&sb, NULL);
         return -1;
     }
-    log_info("listening on %s://%s (%d threads)", l->tls ? "https" : "http", addr, cfg->threads);
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(l->daemon, MHD_DAEMON_INFO_LISTEN_FD);
+    if (di)
+        guard_listener_started(s->guard, l->slot, di->listen_fd);
+    log_info("listening on %s://%s (%u thread%s)%s", l->tls ? "https" : "http", addr, threads, threads == 1 ? "" : "s",
+             l->probes_only ? " for probes and metrics only" : "");
     return 0;
 }
 
@@ -486,13 +499,21 @@ struct server *server_start(const struct server_config *cfg, struct app *app, ch
     }
     bool http = cfg->listen_http && *cfg->listen_http;
     bool https = cfg->listen_https && *cfg->listen_https;
+    bool probes = cfg->listen_probes && *cfg->listen_probes;
     struct guard_config gc = {cfg->max_connections, cfg->max_connections_per_ip, cfg->read_timeout_ns,
-                              cfg->body_budget,     cfg->max_body_bytes,         (int)http + (int)https};
+                              cfg->body_budget,     cfg->max_body_bytes,         (int)http + (int)https + (int)probes};
     if (!(s->guard = guard_start(&gc, err))) {
         free(s);
         return NULL;
     }
-    if ((http && start_listener(s, &s->http, cfg, cfg->listen_http, err) != 0) ||
+    s->http.slot = 0;
+    s->https.slot = 1;
+    s->probes.slot = 2;
+    s->probes.probes_only = 1;
+    /* The probe listener first: it never waits behind the extender
+     * listeners' clients (server.h). */
+    if ((probes && start_listener(s, &s->probes, cfg, cfg->listen_probes, err) != 0) ||
+        (http && start_listener(s, &s->http, cfg, cfg->listen_http, err) != 0) ||
         (https && (load_tls(s, cfg, err) != 0 || start_listener(s, &s->https, cfg, cfg->listen_https, err) != 0))) {
         server_drain_and_stop(s, 0);
         return NULL;
@@ -522,5 +543,7 @@ void server_drain_and_stop(struct server *s, int timeout_ms)
         MHD_stop_daemon(s->http.daemon);
     if (s->https.daemon)
         MHD_stop_daemon(s->https.daemon);
+    if (s->probes.daemon)
+        MHD_stop_daemon(s->probes.daemon);
     free_server(s);
 }

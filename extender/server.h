@@ -13,6 +13,10 @@
  * counted in the metrics. Requests that may wait on the API server
  * (router_may_block) are answered on the decision workers (workers.h) with
  * their connection suspended, so listener threads never block on it.
+ * A third, optional listener (--listen-probes) serves only the health
+ * endpoints and /metrics, on a thread and connection pool of its own, so
+ * clients that fill the extender listeners never fail the kubelet's probes
+ * (as kube components and controller-runtime keep probes on their own port).
  */
 #ifndef GQA_SERVER_H
 #define GQA_SERVER_H
@@ -27,8 +31,9 @@
 #define SERVER_CONNECTION_MEMORY (64 * 1024)
 
 struct server_config {
-    const char *listen_http;  /* NULL or "" = off */
-    const char *listen_https; /* NULL or "" = off */
+    const char *listen_http;   /* NULL or "" = off */
+    const char *listen_https;  /* NULL or "" = off */
+    const char *listen_probes; /* NULL or "" = off: /livez, /readyz, /healthz, /metrics only */
     const char *tls_cert_file, *tls_key_file, *tls_client_ca_file;
     const char *tls_min_version;   /* "VersionTLS12" (NULL) or "VersionTLS13" (tlspolicy.h) */
     const char *tls_cipher_suites; /* Go suite names, comma-separated; NULL or "": the defaults */

@@ -579,9 +579,14 @@ static void answer_push(struct answer *an, const char *ptr, size_t off, size_t l
     an->refs[an->nrefs++] = (struct piece_ref){ptr, off, len};
 }
 
-/* Append request bytes: copied, or as a piece after the text so far. */
+/* Append request bytes: copied, or as a piece after the text so far. Once
+ * the pieces would pass WIRE_MAX_PIECES (the final text piece counted), the
+ * rest of the spans are copied into the text: an answer with many separate
+ * runs of kept nodes goes out in a bounded number of pieces (wire.h). */
 static void answer_span(struct answer *an, const char *ptr, size_t len)
 {
+    if (!an->copy_spans && an->nrefs + 3 > WIRE_MAX_PIECES)
+        an->copy_spans = true;
     if (an->copy_spans) {
         strbuf_append(&an->text, ptr, len);
         return;

@@ -79,7 +79,13 @@ void wire_render_metrics(struct strbuf *out);
 char *wire_filter_result(const struct extender_args *args, const struct evaluation *ev, size_t *len);
 /* The same answer in pieces (http.h): the kept Nodes-form items stay in the
  * request body, *text (malloc'd) holds the rest. 0, or -1 on allocation
- * failure (nothing to free). */
+ * failure (nothing to free). Never more than WIRE_MAX_PIECES pieces: the
+ * first runs of kept items are pieces of their own, the runs past the bound
+ * are copied into *text. Each piece becomes an iovec entry of the response,
+ * and libmicrohttpd 0.9.75 truncates (plain HTTP) or aborts (TLS) answers
+ * of more than IOV_MAX (1024) entries; 64 leaves one large run (the usual
+ * answer) uncopied. */
+#define WIRE_MAX_PIECES 64
 int wire_filter_result_pieces(const struct extender_args *args, const struct evaluation *ev, char **text,
                               struct http_piece **pieces, size_t *npieces);
 /* ExtenderFilterResult carrying only Error. */

@@ -401,7 +401,7 @@ def without_webhooks(s):
     for a in args:
         s.check(a[2:].partition("=")[0] in flags, "flag %s is one the binary knows" % a)
     ports = [p["containerPort"] for p in dep["spec"]["template"]["spec"]["containers"][0]["ports"]]
-    s.check_eq(ports, [3456], "only the HTTP port is declared")
+    s.check_eq(ports, [3456, 8081], "only the HTTP and probe ports are declared")
     # Every Service that stays points at a declared port of the pods.
     names = {p.get("name") for p in dep["spec"]["template"]["spec"]["containers"][0]["ports"]}
     for (kind, ns, name), o in state.items():

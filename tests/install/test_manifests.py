@@ -487,6 +487,11 @@ def deployment_shape(s):
     # Dual-stack wildcard: reachable on IPv4, IPv6 single-stack and dual-stack clusters.
     s.check_eq(args.get("listen-http"), "[::]:3456", "HTTP on [::]:3456 (dual-stack)")
     s.check_eq(args.get("listen-https"), "[::]:3443", "HTTPS on [::]:3443 (dual-stack)")
+    # Probes on their own listener (issue 22, item 7): a full extender
+    # listener cannot fail them.
+    s.check_eq(args.get("listen-probes"), "[::]:8081", "probes on [::]:8081 (dual-stack)")
+    for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+        s.check_eq(c[probe]["httpGet"]["port"], "probes", "%s on the named port probes" % probe)
     s.check_eq(pod.get("priorityClassName"), "system-cluster-critical", "priorityClassName")
     s.check_eq(c.get("image"), IMAGE, "image")
     s.check_eq(c["livenessProbe"]["httpGet"]["path"], "/livez", "liveness on /livez")
@@ -555,6 +560,8 @@ def flags_and_env_exist(s):
             continue    # the harness gives a free port each, and the certificate made above
         if name in ("leader-elect", "lease-namespace", "lease-name"):
             continue    # needs a cluster
+        if name == "listen-probes":
+            a = "--listen-probes=127.0.0.1:0"    # 8081 may be taken on this host; any free port
         args.append(a)
     https = any(a.startswith("--listen-https") for a in c.get("args") or [])
     gqa_env = {k: v for k, v in env.items() if k.startswith("GQA_")}

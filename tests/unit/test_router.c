@@ -149,6 +149,43 @@ static void test_unknown_paths(void **state)
     }
 }
 
+/* The probe listener (--listen-probes): health and metrics only; the
+ * extender verbs and the inspection pages are 404 there, whatever the
+ * method. */
+static void test_probe_routes(void **state)
+{
+    struct fixture *f = *state;
+    static const struct {
+        const char *method, *path;
+        int status;
+        enum metric_verb verb;
+    } cases[] = {
+        {"GET", "/livez", 200, VERB_HEALTH},
+        {"GET", "/healthz", 200, VERB_HEALTH},
+        {"HEAD", "/readyz", 200, VERB_HEALTH},
+        {"GET", "/metrics", 200, VERB_METRICS},
+        {"POST", "/livez", 405, VERB_HEALTH},
+        {"POST", "/scheduler/filter", 404, VERB_OTHER},
+        {"POST", "/scheduler/bind", 404, VERB_OTHER},
+        {"GET", "/inspect/nodes", 404, VERB_OTHER},
+        {"GET", "/inspect/nodes/n1", 404, VERB_OTHER},
+        {"GET", "/version", 404, VERB_OTHER},
+        {"GET", "/ui", 404, VERB_OTHER},
+        {"GET", "/", 404, VERB_OTHER},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct http_request req = {.method = cases[i].method, .path = cases[i].path};
+        struct http_response resp = {0};
+        enum metric_verb verb = router_dispatch_probe(&f->app, &req, &resp);
+        if (resp.status != cases[i].status || verb != cases[i].verb)
+            fail_msg("%s %s: status %d verb %d, want %d and %d", cases[i].method, cases[i].path, resp.status, verb,
+                     cases[i].status, cases[i].verb);
+        if (resp.status == 404)
+            assert_non_null(strstr(resp.body, "on the probe listener"));
+        free(resp.body);
+    }
+}
+
 static void test_unknown_node(void **state)
 {
     struct fixture *f = *state;
@@ -166,6 +203,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_wrong_method, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unknown_paths, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unknown_node, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_probe_routes, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1015,6 +1015,70 @@ static void test_filter_result_pieces(void **state)
     free(body);
 }
 
+/* Kept and refused nodes alternating: every kept item is a run of its own.
+ * The pieces stay within WIRE_MAX_PIECES (libmicrohttpd cannot send more
+ * than IOV_MAX iovec entries), the first runs are still sent from the
+ * request, and joined they equal the flat answer, every kept node in it. */
+static void test_filter_result_pieces_bounded(void **state)
+{
+    (void)state;
+    const size_t count = 2047;
+    struct strbuf sb;
+    strbuf_init(&sb);
+    strbuf_printf(&sb, "{'Pod':%s,'Nodes':{'items':[", POD);
+    for (size_t i = 0; i < count; i++)
+        strbuf_printf(&sb, "%s{'metadata':{'name':'n%zu'}}", i ? "," : "", i);
+    strbuf_puts(&sb, "]}}");
+    char *fixture = strbuf_detach(&sb, NULL), *body;
+    struct extender_args a;
+    parse_ok(fixture, &body, &a);
+    assert_int_equal(a.count, count);
+    char *kinds = calloc(count + 1, 1);
+    const char **reasons = calloc(count, sizeof(*reasons));
+    int *scores = calloc(count, sizeof(*scores));
+    assert_true(kinds && reasons && scores);
+    for (size_t i = 0; i < count; i++) {
+        kinds[i] = i % 2 ? 'r' : 'f';
+        reasons[i] = i % 2 ? "no GPU" : NULL;
+    }
+    struct evaluation ev;
+    make_evaluation(&ev, &a, kinds, reasons, scores);
+    size_t len;
+    char *flat = wire_filter_result(&a, &ev, &len);
+    char *text = NULL;
+    struct http_piece *pieces = NULL;
+    size_t n = 0;
+    assert_int_equal(wire_filter_result_pieces(&a, &ev, &text, &pieces, &n), 0);
+    assert_true(n <= WIRE_MAX_PIECES);
+    size_t in_request = 0;
+    const char *end = body + strlen(body);
+    for (size_t i = 0; i < n; i++)
+        in_request += pieces[i].ptr >= body && pieces[i].ptr < end;
+    assert_true(in_request > 0);
+    char *joined = join_pieces(pieces, n);
+    assert_string_equal(joined, flat);
+    cJSON *r = parse_answer(flat, &len);
+    const cJSON *items = field(field(r, "Nodes"), "items");
+    assert_int_equal(cJSON_GetArraySize(items), (count + 1) / 2);
+    for (int i = 0; i < cJSON_GetArraySize(items); i++) {
+        char want[32];
+        snprintf(want, sizeof(want), "n%d", 2 * i);
+        const cJSON *name = field(field(cJSON_GetArrayItem(items, i), "metadata"), "name");
+        assert_string_equal(cJSON_GetStringValue(name), want);
+    }
+    cJSON_Delete(r);
+    free(joined);
+    free(text);
+    free(pieces);
+    evaluation_free(&ev);
+    wire_args_free(&a);
+    free(body);
+    free(fixture);
+    free(kinds);
+    free(reasons);
+    free(scores);
+}
+
 /* NumPDBViolations never exceeds the victims returned. */
 static void test_pdb_violations(void **state)
 {
@@ -1102,6 +1166,7 @@ int main(void)
         cmocka_unit_test(test_round_trip_filter_mode),
         cmocka_unit_test(test_round_trip_request_errors),
         cmocka_unit_test(test_filter_result_pieces),
+        cmocka_unit_test(test_filter_result_pieces_bounded),
         cmocka_unit_test(test_pdb_violations),
         cmocka_unit_test(test_preemption_result),
     };

@@ -114,8 +114,7 @@ static int64_t amount(const cJSON *list, const char *resource, const char *node,
         return 0;
     }
     if (value > GPU_AMOUNT_MAX) {
-        log_warn("node %s: %s %" PRId64 " is out of range; counted as %" PRId64, node, resource, value,
-                 GPU_AMOUNT_MAX);
+        log_warn("node %s: %s %" PRId64 " is out of range; counted as %" PRId64, node, resource, value, GPU_AMOUNT_MAX);
         return GPU_AMOUNT_MAX;
     }
     return value;

@@ -223,5 +223,49 @@ def live_through_the_service_proxy(s):
             s.check(r.code == 1 and "no endpoints available" in r.err, "no endpoints: the API server's 503", r)
 
 
+CONTROL = "\x1b]0;owned\x07\x1b[2J\x9b31m\x7f"  # OSC title, clear screen, C1 CSI, DEL
+
+
+def no_controls(text):
+    """No C0 control but newline and tab (cJSON indents with tabs), no DEL, no C1 control."""
+    return not [c for c in text if (ord(c) < 0x20 and c not in "\n\t") or 0x7f <= ord(c) <= 0x9f]
+
+
+@suite.test
+def cluster_text_is_escaped(s):
+    """issue 22 item 8: escapes from the topology annotation's model, node
+    names and quota ConfigMap keys reached the terminal. The model is refused
+    when the annotation is parsed; everything else the plugin prints from the
+    cluster shows control characters escaped (\x1b, \u009b, \x7f)."""
+    topo = e2e.topology(2, model="A100" + CONTROL)
+    bad_topo = e2e.node("n-topo", e2e.vcuda(200, 32), topo=topo, labels={"tkestack.io/gpu-model": "A100"})
+    odd = e2e.node("n\x1b[31mred\x7f", e2e.vcuda(200, 32), topo=e2e.topology(2),
+                   labels={"tkestack.io/gpu-model": "M" + CONTROL, "tkestack.io/gpu-pool": "public"})
+    quota = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "gpu-quota", "namespace": "kube-system"},
+             "data": {"gpu_quota": json.dumps({"team" + CONTROL: {"pool": ["public"], "quota": {"A100": 2}}})}}
+    state = e2e.write_state(s, [bad_topo, odd, quota])
+    with e2e.Server(s, state) as srv:
+        node = srv.inspect("n-topo")
+        err = json.dumps(node)
+        s.check("gpus[0].model: control characters" in err, "the topology annotation is refused for its model",
+                err[:600])
+        for args in (["top"], ["top", "-o", "wide"], ["top", "gpus", "-o", "wide"], ["quota"]):
+            r = kubectl_gpu(args + server_flag(srv))
+            s.check_eq(r.code, 0, "kubectl gpu %s exits 0" % " ".join(args), r)
+            s.check(no_controls(r.out) and no_controls(r.err), "no control character in kubectl gpu %s" % " ".join(args),
+                    repr(r.out[:800]))
+        r = kubectl_gpu(["top"] + server_flag(srv))
+        s.check("n\\x1b[31mred\\x7f" in r.out, "the node name shows its escapes", repr(r.out))
+        s.check("M\\x1b]0;owned\\x07\\x1b[2J\\u009b31m\\x7f" in r.out, "the model label shows its escapes",
+                repr(r.out))
+        r = kubectl_gpu(["quota"] + server_flag(srv))
+        s.check("team\\x1b]0;owned" in r.out, "the quota key shows its escapes", repr(r.out))
+        for fmt in ("json", "yaml"):
+            r = kubectl_gpu(["top", "-o", fmt] + server_flag(srv))
+            s.check(no_controls(r.out), "-o %s has no raw control character" % fmt, repr(r.out[:800]))
+            data = json.loads(r.out) if fmt == "json" else yaml.safe_load(r.out)
+            s.check_eq(data, srv.get_json("/inspect/nodes?topology=false"), "-o %s is still the same data" % fmt)
+
+
 if __name__ == "__main__":
     suite.main()

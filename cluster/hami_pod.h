@@ -27,6 +27,8 @@
 #define RES_HAMI_MEMORY "nvidia.com/gpumem"
 #define RES_HAMI_MEMORY_PERCENT "nvidia.com/gpumem-percentage"
 #define RES_HAMI_CORES "nvidia.com/gpucores"
+/* HAMi's task priority: managed (HAMi's chart lists it), never advertised. */
+#define RES_HAMI_PRIORITY "nvidia.com/priority"
 
 #define HAMI_TO_ALLOCATE_ANNOTATION "hami.io/vgpu-devices-to-allocate"
 #define HAMI_ALLOCATED_ANNOTATION "hami.io/vgpu-devices-allocated"

@@ -58,6 +58,21 @@ void gpu_amounts_finish(struct gpu_amounts *a);
  * reason in err when the request is invalid. */
 int gpu_amounts_classify(const struct gpu_amounts *a, struct container_request *c, struct strbuf *err);
 
+/* Is key (len bytes) a resource name kube-scheduler sends to the extender
+ * for: one of gpu_amount_keys, or HAMi's nvidia.com/priority? */
+bool gpu_resource_named(const char *key, size_t len);
+
+/* After the app containers were read into pod->containers: the init
+ * containers (init[j] is spec.initContainers[j], classified, with sidecar
+ * set) as Kubernetes counts a pod's effective request. Sidecars asking for
+ * GPUs run beside the app containers and are placed with them; a plain init
+ * container asking for GPUs is placed only when neither an app container
+ * nor a sidecar asks for any (it runs before them, so the GPUs it had are
+ * theirs afterwards). The placed ones are appended to pod->containers with
+ * init_slot = j + 1. Takes the names in init[] (freed or moved); the array
+ * itself stays the caller's. 0, or -1 on allocation failure. */
+int pod_place_init_containers(struct pod_info *pod, struct container_request *init, int ninit);
+
 /* A container's name (len bytes, may hold no NUL), or "#i" for container i
  * when name is NULL: malloc'd, NULL on allocation failure. */
 char *pod_container_name(const char *name, size_t len, int i);
@@ -73,12 +88,16 @@ typedef const char *(*annotation_get_fn)(const void *src, const char *key);
 
 /* Read the decision annotations of a pod that has an annotations object
  * into d (zeroed by the caller): node, time, assigned, and per container
- * the GPU minors. 0, or -1 on allocation failure. */
-int pod_decision_read(annotation_get_fn get, const void *src, int ncontainers, struct pod_decision *d);
+ * (pod->containers, each app or init container under its own key) the GPU
+ * minors. 0, or -1 on allocation failure. */
+int pod_decision_read(annotation_get_fn get, const void *src, const struct pod_info *pod, struct pod_decision *d);
 
 /* An index annotation's key: prefix then container i in decimal, into key
  * (size bytes); "" when it does not fit. */
 const char *pod_index_key(char *key, size_t size, const char *prefix, int i);
+/* The gpu-admission.io index key of container i of pod (an app container's
+ * or an init container's), into key (size bytes). */
+const char *pod_gqa_index_key(char *key, size_t size, const struct pod_info *pod, int i);
 
 /* Does a container have a HAMi request (so HAMi's annotations are read)? */
 bool pod_wants_hami(const struct pod_info *pod);

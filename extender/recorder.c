@@ -109,10 +109,7 @@ static int hami_part(cJSON *ann, const struct pod_info *d)
 static char *patch_body(const struct pod_info *d, const char *resource_version)
 {
     cJSON *ann = cJSON_CreateObject();
-    if (!ann ||
-        decision_annotations(ann, d->decision.node, d->decision.time_ns, d->decision.nidx, d->decision.idx,
-                             d->decision.idx_count, uses_vcuda(d)) != 0 ||
-        hami_part(ann, d) != 0) {
+    if (!ann || pod_decision_annotations(ann, d, uses_vcuda(d)) != 0 || hami_part(ann, d) != 0) {
         cJSON_Delete(ann);
         return NULL;
     }

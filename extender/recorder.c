@@ -131,6 +131,10 @@ static char *clear_body(const struct pod_info *pod)
         ok = cJSON_AddNullToObject(ann, key) != NULL;
         snprintf(key, sizeof(key), ANN_GQA_IDX_PREFIX "%d", i);
         ok = ok && cJSON_AddNullToObject(ann, key) != NULL;
+        if (ok && pod->containers[i].init_slot > 0) { /* an init container's own key */
+            snprintf(key, sizeof(key), ANN_GQA_INIT_IDX_PREFIX "%d", pod->containers[i].init_slot - 1);
+            ok = cJSON_AddNullToObject(ann, key) != NULL;
+        }
     }
     ok = ok && (!pod->hami || null_hami_decision(ann) == 0);
     if (!ok) {

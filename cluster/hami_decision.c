@@ -69,6 +69,32 @@ int hami_decision_annotations(cJSON *ann, const char *node, int64_t now_ns, cons
     return 0;
 }
 
+static bool label_char(char c, bool edge)
+{
+    bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    return alnum || (!edge && (c == '-' || c == '_' || c == '.'));
+}
+
+bool hami_label_value_valid(const char *value)
+{
+    size_t n = strlen(value);
+    if (n > 63)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!label_char(value[i], i == 0 || i == n - 1))
+            return false;
+    return true;
+}
+
+int hami_decision_label(cJSON *labels, const char *node)
+{
+    if (!node)
+        return cJSON_AddNullToObject(labels, HAMI_NODE_ANNOTATION) ? 0 : -1;
+    if (!hami_label_value_valid(node))
+        return 0;
+    return json_set_string(labels, HAMI_NODE_ANNOTATION, node);
+}
+
 int hami_bind_annotations(cJSON *ann, int64_t now_ns)
 {
     char secs[24];

@@ -225,6 +225,8 @@ def mixed_cluster(_s):
             env.accepted(name)
             ann = env.annotations(name)
             suite.check_eq(ann.get(VGPU_NODE), node, "%s: hami.io/vgpu-node names the node" % name, ann)
+            labels = env.cluster.get_pod(name, NS)["metadata"].get("labels") or {}
+            suite.check_eq(labels.get(VGPU_NODE), node, "%s: labelled hami.io/vgpu-node as HAMi does" % name, labels)
             suite.check_eq(ann.get(PHASE), "success", "%s: the plugin marked it allocated" % name, ann)
             suite.check(ann.get(VGPU_TIME, "").isdigit() and ann.get(BIND_TIME, "").isdigit(),
                         "%s: vgpu-time and bind-time are Unix seconds" % name, ann)

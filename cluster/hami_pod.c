@@ -59,12 +59,8 @@ int hami_request_from_amounts(const struct hami_amounts *a, const char *c, struc
     req->nums = (int)a->gpus;
     if (request_memory(a, c, req, err) != 0)
         return -1;
-    if (a->has_cores && a->cores > 100) {
-        strbuf_printf(err, "container \"%s\": %s %" PRId64 " is above 100 (percent of one GPU; 100 is exclusive)", c,
-                      RES_HAMI_CORES, a->cores);
-        return -1;
-    }
-    req->cores = a->has_cores ? (int)a->cores : hami_get_config()->default_cores;
+    /* Above 100 reads as 100 (exclusive use), as HAMi reads it. */
+    req->cores = a->has_cores ? (int)(a->cores > 100 ? 100 : a->cores) : hami_get_config()->default_cores;
     return 0;
 }
 

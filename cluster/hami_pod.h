@@ -72,6 +72,15 @@ static inline bool hami_amounts_explicit(const struct hami_amounts *a)
     return a->has_memory || a->has_percent || a->has_cores;
 }
 
+/* nvidia.com/gpu with gpucores 100 (or more, read as 100) and no memory:
+ * what HAMi's webhook (v2.7 and later) makes of a container that asks for
+ * nvidia.com/gpu alone. Whole GPUs anywhere, an exclusive vGPU on a HAMi
+ * node: not a request only HAMi nodes can serve. */
+static inline bool hami_amounts_whole_gpus(const struct hami_amounts *a)
+{
+    return a->has_gpus && a->gpus > 0 && a->has_cores && a->cores >= 100 && !a->has_memory && !a->has_percent;
+}
+
 /* The request, with HAMi's defaults for what is missing (memory: the
  * configured default, else 100% of the GPU; cores: the configured default).
  * 0, or -1 with the problem appended to err (naming the container). */

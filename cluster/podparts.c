@@ -27,7 +27,8 @@ void gpu_amounts_set(struct gpu_amounts *a, enum gpu_amount_key k, int64_t value
     bool *present[GPU_AMOUNT_KEYS] = {&a->has_vcore, &a->has_vmem,   &a->has_mcore,   &a->has_mmem,
                                       &a->has_gpu,   &h->has_memory, &h->has_percent, &h->has_cores};
     *values[k] = value;
-    *present[k] = k >= GPU_AMOUNT_HAMI_MEMORY || value > 0;
+    /* gpumem-percentage: 0 reads as not given, as HAMi reads it. */
+    *present[k] = k == GPU_AMOUNT_HAMI_PERCENT ? value > 0 : k >= GPU_AMOUNT_HAMI_MEMORY || value > 0;
 }
 
 void gpu_amounts_finish(struct gpu_amounts *a)
@@ -109,7 +110,7 @@ static int classify_hami(const struct gpu_amounts *a, struct container_request *
 
 int gpu_amounts_classify(const struct gpu_amounts *a, struct container_request *c, struct strbuf *err)
 {
-    bool hami = hami_amounts_explicit(&a->hami);
+    bool hami = hami_amounts_explicit(&a->hami) && !hami_amounts_whole_gpus(&a->hami);
     int families = (a->has_vcore || a->has_vmem) + (a->has_mcore || a->has_mmem) + (a->has_gpu || hami);
     if (families > 1) {
         strbuf_printf(err,

@@ -49,7 +49,8 @@ extern const char *const gpu_amount_keys[GPU_AMOUNT_KEYS]; /* their resource nam
 
 /* Record the amount of key k a container names (range-checked by the
  * reader). HAMi's keys count when present, whatever the value (gpucores: 0
- * is a HAMi request for no reserved cores); the others when above 0. */
+ * is a HAMi request for no reserved cores), except gpumem-percentage,
+ * which HAMi reads as not given at 0; the others when above 0. */
 void gpu_amounts_set(struct gpu_amounts *a, enum gpu_amount_key k, int64_t value);
 /* After the keys: HAMi's view of nvidia.com/gpu. */
 void gpu_amounts_finish(struct gpu_amounts *a);

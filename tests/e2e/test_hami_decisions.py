@@ -209,6 +209,9 @@ def mixed_cluster(_s):
         cases = [("vc", g.vcuda(50, 8), {"vcuda-0"}),
                  ("mp", g.mps(50, 4), {"mps-0"}),
                  ("wg", g.pgpu(1), {"whole-0", "hami-0", "hami-1"}),
+                 # HAMi's webhook (v2.7+) adds gpucores: 100 to a plain nvidia.com/gpu container:
+                 # still whole GPUs on a node without HAMi (issue 25 item 6).
+                 ("wc", {"nvidia.com/gpu": 1, "nvidia.com/gpucores": 100}, {"whole-0", "hami-0", "hami-1"}),
                  ("hv", vgpu(1, 4000, cores=25), {"hami-0", "hami-1"}),
                  ("h2", [("main", vgpu(2, pct=50, cores=10)), ("side", {"cpu": "1"})], {"hami-0", "hami-1"})]
         for name, containers, where in cases:

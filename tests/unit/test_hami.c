@@ -498,6 +498,47 @@ static void test_request_explicit(void **state)
     pod_info_free(p);
 }
 
+/* Requests as HAMi reads them (issue 25 items 6 and 7): gpucores above 100
+ * is 100, gpumem-percentage 0 is not given, and nvidia.com/gpu with
+ * gpucores 100 and no memory (what HAMi's webhook makes of a plain
+ * whole-GPU container) is whole GPUs anywhere, an exclusive vGPU on HAMi. */
+static void test_requests_as_hami_reads_them(void **state)
+{
+    (void)state;
+    struct pod_info *p = vgpu_pod("", "{'nvidia.com/gpu':1,'nvidia.com/gpumem':2000,'nvidia.com/gpucores':150}");
+    assert_null(p->request_error);
+    assert_int_equal(p->containers[0].family, GPU_FAMILY_HAMI);
+    assert_int_equal(p->containers[0].hami.cores, 100);
+    pod_info_free(p);
+    p = vgpu_pod("", "{'nvidia.com/gpu':1,'nvidia.com/gpumem-percentage':0,'nvidia.com/gpucores':30}");
+    assert_null(p->request_error);
+    assert_int_equal(p->containers[0].hami.memory_percent, 100);
+    assert_int_equal(p->containers[0].hami.cores, 30);
+    pod_info_free(p);
+    /* Percentage 0 alone names no HAMi-only request: plain whole GPUs. */
+    p = vgpu_pod("", "{'nvidia.com/gpu':2,'nvidia.com/gpumem-percentage':0}");
+    assert_null(p->request_error);
+    assert_int_equal(p->containers[0].family, GPU_FAMILY_PGPU);
+    assert_int_equal(p->containers[0].whole_gpus, 2);
+    pod_info_free(p);
+    static const char *const marked[] = {"{'nvidia.com/gpu':2,'nvidia.com/gpucores':100}",
+                                         "{'nvidia.com/gpu':2,'nvidia.com/gpucores':'120'}"};
+    for (size_t k = 0; k < sizeof(marked) / sizeof(marked[0]); k++) {
+        p = vgpu_pod("", marked[k]);
+        assert_null(p->request_error);
+        assert_int_equal(p->containers[0].family, GPU_FAMILY_PGPU);
+        assert_int_equal(p->containers[0].whole_gpus, 2);
+        assert_int_equal(p->containers[0].hami.nums, 2);
+        assert_int_equal(p->containers[0].hami.cores, 100);
+        assert_int_equal(p->containers[0].hami.memory_percent, 100);
+        pod_info_free(p);
+    }
+    /* With memory it stays a HAMi vGPU request. */
+    p = vgpu_pod("", "{'nvidia.com/gpu':1,'nvidia.com/gpumem':1000,'nvidia.com/gpucores':100}");
+    assert_int_equal(p->containers[0].family, GPU_FAMILY_HAMI);
+    pod_info_free(p);
+}
+
 static void expect_request_error(const char *annotations, const char *limits, const char *message)
 {
     struct pod_info *p = vgpu_pod(annotations, limits);
@@ -510,13 +551,8 @@ static void expect_request_error(const char *annotations, const char *limits, co
 static void test_request_errors(void **state)
 {
     (void)state;
-    expect_request_error("", "{'nvidia.com/gpu':1,'nvidia.com/gpumem-percentage':0}",
-                         "container \"main\": nvidia.com/gpumem-percentage 0 is not a percentage in 1..100");
     expect_request_error("", "{'nvidia.com/gpu':1,'nvidia.com/gpumem-percentage':101}",
                          "container \"main\": nvidia.com/gpumem-percentage 101 is not a percentage in 1..100");
-    expect_request_error("", "{'nvidia.com/gpu':1,'nvidia.com/gpucores':101}",
-                         "container \"main\": nvidia.com/gpucores 101 is above 100 (percent of one GPU; 100 is "
-                         "exclusive)");
     expect_request_error("", "{'nvidia.com/gpu':1,'nvidia.com/gpumem':'3Gi'}",
                          "container \"main\": nvidia.com/gpumem 3221225472 is above 16777216; it counts MiB per vGPU "
                          "(\"3Gi\" is bytes, write 3072)");
@@ -1153,6 +1189,7 @@ int main(void)
         T(test_request_defaults),
         T(test_request_explicit),
         T(test_request_errors),
+        T(test_requests_as_hami_reads_them),
         T(test_pod_annotations),
         T(test_alloc_format),
         T(test_fit_memory),

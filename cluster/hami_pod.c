@@ -310,12 +310,61 @@ static int read_list(const cJSON *ann, const char *key, bool upper, struct hami_
     }
 }
 
+/* One entry of a GPU policy chain (len bytes): binpack or spread set *out
+ * (the first one found wins), HAMi v2.10's mutex and numa and
+ * topology-aware are taken without an order of their own. -1: unknown. */
+static int chain_entry(const char *s, size_t len, enum hami_pack *out, bool *ordered)
+{
+    static const char *const plain[] = {"topology-aware", "mutex", "numa"};
+    char word[16];
+    if (len == 0 || len >= sizeof(word))
+        return -1;
+    memcpy(word, s, len);
+    word[len] = '\0';
+    enum hami_pack pack;
+    if (hami_pack_parse(word, &pack) == 0) {
+        if (!*ordered && pack != HAMI_PACK_DEFAULT)
+            *out = pack;
+        *ordered |= pack != HAMI_PACK_DEFAULT;
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++)
+        if (strcmp(word, plain[i]) == 0)
+            return 0;
+    return -1;
+}
+
+/* hami.io/gpu-scheduler-policy: one policy, or (HAMi v2.10) a comma chain
+ * of them, entries trimmed. 0, or -1 when an entry is unknown or empty. */
+static int gpu_policy_chain(const char *text, enum hami_pack *out)
+{
+    enum hami_pack pack = HAMI_PACK_DEFAULT;
+    bool ordered = false;
+    for (const char *s = text;;) {
+        const char *end = strchr(s, ',');
+        const char *a = s, *b = end ? end : s + strlen(s);
+        while (a < b && isspace((unsigned char)*a))
+            a++;
+        while (b > a && isspace((unsigned char)b[-1]))
+            b--;
+        if (chain_entry(a, (size_t)(b - a), &pack, &ordered) != 0)
+            return -1;
+        if (!end)
+            break;
+        s = end + 1;
+    }
+    *out = pack;
+    return 0;
+}
+
 static int read_policy(const cJSON *ann, const char *key, enum hami_pack *out, char **request_error)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(ann, key);
     if (!v)
         return 0;
-    if (cJSON_IsString(v) && hami_pack_parse(v->valuestring, out) == 0)
+    bool chain = strcmp(key, HAMI_GPU_POLICY_ANNOTATION) == 0;
+    if (cJSON_IsString(v) &&
+        (chain ? gpu_policy_chain(v->valuestring, out) : hami_pack_parse(v->valuestring, out)) == 0)
         return 0;
     if (*request_error)
         return 0;
@@ -326,7 +375,8 @@ static int read_policy(const cJSON *ann, const char *key, enum hami_pack *out, c
         strbuf_json_string_n(&sb, v->valuestring, strlen(v->valuestring) > 64 ? 64 : strlen(v->valuestring));
     else
         strbuf_puts(&sb, "(not a string)");
-    strbuf_puts(&sb, " is not binpack or spread");
+    strbuf_puts(&sb, chain ? " is not binpack, spread, mutex, numa or topology-aware (or a comma chain of them)"
+                           : " is not binpack or spread");
     *request_error = strbuf_detach(&sb, NULL);
     return *request_error ? 0 : -1;
 }

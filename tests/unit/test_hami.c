@@ -539,6 +539,31 @@ static void test_requests_as_hami_reads_them(void **state)
     pod_info_free(p);
 }
 
+/* HAMi v2.10's GPU policies mutex and numa, and comma chains of policies,
+ * are read (issue 25 item 8): the first binpack or spread orders the GPUs,
+ * the others take the default order. They made pods unschedulable. */
+static void test_gpu_policy_chains(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *value;
+        enum hami_pack want;
+    } cases[] = {{"mutex", HAMI_PACK_DEFAULT},
+                 {"numa", HAMI_PACK_DEFAULT},
+                 {"numa,spread", HAMI_PACK_SPREAD},
+                 {" mutex , binpack,spread", HAMI_PACK_BINPACK},
+                 {"topology-aware,numa", HAMI_PACK_DEFAULT}};
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        char ann[128];
+        snprintf(ann, sizeof(ann), "'hami.io/gpu-scheduler-policy':'%s'", cases[k].value);
+        struct pod_info *p = vgpu_pod(ann, "{'nvidia.com/gpu':1,'nvidia.com/gpumem':1000}");
+        if (p->request_error)
+            fail_msg("%s: %s", cases[k].value, p->request_error);
+        assert_int_equal(p->hami->gpu_policy, cases[k].want);
+        pod_info_free(p);
+    }
+}
+
 static void expect_request_error(const char *annotations, const char *limits, const char *message)
 {
     struct pod_info *p = vgpu_pod(annotations, limits);
@@ -568,7 +593,11 @@ static void test_request_errors(void **state)
                          "container \"main\" mixes GPU resources of different kinds (tencent.com/vcuda-core, "
                          "nvidia.com/mps-core, nvidia.com/gpu); a container uses one kind");
     expect_request_error("'hami.io/gpu-scheduler-policy':'fastest'", "{'nvidia.com/gpu':1}",
-                         "annotation hami.io/gpu-scheduler-policy \"fastest\" is not binpack or spread");
+                         "annotation hami.io/gpu-scheduler-policy \"fastest\" is not binpack, spread, mutex, numa "
+                         "or topology-aware (or a comma chain of them)");
+    expect_request_error("'hami.io/gpu-scheduler-policy':'binpack,,numa'", "{'nvidia.com/gpu':1}",
+                         "annotation hami.io/gpu-scheduler-policy \"binpack,,numa\" is not binpack, spread, mutex, "
+                         "numa or topology-aware (or a comma chain of them)");
     expect_request_error("'hami.io/node-scheduler-policy':'Spread'", "{'nvidia.com/gpu':1}",
                          "annotation hami.io/node-scheduler-policy \"Spread\" is not binpack or spread");
 }
@@ -1190,6 +1219,7 @@ int main(void)
         T(test_request_explicit),
         T(test_request_errors),
         T(test_requests_as_hami_reads_them),
+        T(test_gpu_policy_chains),
         T(test_pod_annotations),
         T(test_alloc_format),
         T(test_fit_memory),

@@ -1,5 +1,6 @@
 /* hami_decision.c - HAMi decisions as annotations; the node lock. See hami_decision.h. */
 #include "cluster/hami_decision.h"
+#include "cluster/podparts.h"
 #include "lib/clock.h"
 #include "lib/jsonset.h"
 #include "lib/strbuf.h"
@@ -45,13 +46,16 @@ int hami_alloc_from_fit(const struct hami_node *h, const struct pod_info *pod, c
             return strbuf_set_error(err, "container \"%s\": %d devices chosen for %d vGPUs", c->name, bits,
                                     c->hami.nums);
     }
-    if (pod->ncontainers == 0)
+    /* HAMi v2.9's layout: init containers first (empty entries for those
+     * without vGPUs), then the app containers. */
+    int entries = pod_hami_entries(pod);
+    if (entries == 0)
         return 0;
-    if (!(out->containers = calloc((size_t)pod->ncontainers, sizeof(*out->containers))))
+    if (!(out->containers = calloc((size_t)entries, sizeof(*out->containers))))
         return -1;
-    out->ncontainers = pod->ncontainers;
+    out->ncontainers = entries;
     for (int i = 0; i < pod->ncontainers; i++)
-        if (fill_container(h, &pod->containers[i], masks[i], &out->containers[i]) != 0) {
+        if (fill_container(h, &pod->containers[i], masks[i], &out->containers[pod_hami_entry(pod, i)]) != 0) {
             hami_alloc_free(out);
             return -1;
         }

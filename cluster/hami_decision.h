@@ -25,7 +25,8 @@
 /* The allocation of a fit on a HAMi node: container i takes the devices
  * of masks[i] (bit s = h->devices[s], as allocator fit_result.hami_masks),
  * in device order, each with the memory its request takes there and its
- * cores. A container with a HAMi request must have exactly hami.nums bits,
+ * cores. Entries as HAMi v2.9 lists them: every init container first, then
+ * the app containers (podparts.h pod_hami_entry). A container with a HAMi request must have exactly hami.nums bits,
  * any other none. 0, or -1 with *err (malloc'd; NULL when memory ran out). */
 int hami_alloc_from_fit(const struct hami_node *h, const struct pod_info *pod, const uint64_t *masks,
                         struct hami_alloc *out, char **err);

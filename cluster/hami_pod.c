@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HAMI_MAX_CONTAINERS 1024
 #define HAMI_MAX_ALLOC_TEXT 65536
 
 /* ---- requests ------------------------------------------------------------------ */
@@ -181,8 +180,8 @@ int hami_alloc_decode(const char *text, struct hami_alloc *out, char **err)
     for (size_t i = 0; i < len; i++)
         n += text[i] == ';';
     n += len > 0 && text[len - 1] != ';';
-    if (n > HAMI_MAX_CONTAINERS)
-        return strbuf_set_error(err, "it lists %d containers; at most %d", n, HAMI_MAX_CONTAINERS);
+    if (n > HAMI_ALLOC_ENTRIES_MAX)
+        return strbuf_set_error(err, "it lists %d containers; at most %d", n, HAMI_ALLOC_ENTRIES_MAX);
     if (n == 0)
         return 0;
     if (!(out->containers = calloc((size_t)n, sizeof(*out->containers))))

@@ -48,7 +48,8 @@
 #define HAMI_PHASE_SUCCESS "success"
 #define HAMI_PHASE_FAILED "failed"
 
-#define HAMI_MAX_VGPUS 64 /* per container: each on its own GPU */
+#define HAMI_MAX_VGPUS 64           /* per container: each on its own GPU */
+#define HAMI_ALLOC_ENTRIES_MAX 1024 /* entries (containers) of an allocation annotation */
 
 /* A container's HAMi request. nums == 0: none. */
 struct hami_request {

@@ -175,6 +175,25 @@ int pod_place_init_containers(struct pod_info *pod, struct container_request *in
     return rc;
 }
 
+int pod_app_containers(const struct pod_info *pod)
+{
+    int n = 0;
+    while (n < pod->ncontainers && pod->containers[n].init_slot == 0)
+        n++;
+    return n;
+}
+
+int pod_hami_entries(const struct pod_info *pod)
+{
+    return pod->ninit + pod_app_containers(pod);
+}
+
+int pod_hami_entry(const struct pod_info *pod, int i)
+{
+    int slot = pod->containers[i].init_slot;
+    return slot > 0 ? slot - 1 : pod->ninit + i;
+}
+
 char *pod_container_name(const char *name, size_t len, int i)
 {
     if (name)

@@ -74,6 +74,15 @@ bool gpu_resource_named(const char *key, size_t len);
  * itself stays the caller's. 0, or -1 on allocation failure. */
 int pod_place_init_containers(struct pod_info *pod, struct container_request *init, int ninit);
 
+/* HAMi's allocation entries for the pod as HAMi v2.9 and later list them:
+ * one per init container (spec.initContainers[j] is entry j), then one
+ * per app container. Without init containers that is the older layout
+ * (app containers only). pod_hami_entry: the entry of containers[i]. */
+int pod_hami_entries(const struct pod_info *pod);
+int pod_hami_entry(const struct pod_info *pod, int i);
+/* The app containers: containers[0..n) (placed init containers follow). */
+int pod_app_containers(const struct pod_info *pod);
+
 /* A container's name (len bytes, may hold no NUL), or "#i" for container i
  * when name is NULL: malloc'd, NULL on allocation failure. */
 char *pod_container_name(const char *name, size_t len, int i);

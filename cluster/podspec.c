@@ -214,6 +214,7 @@ static int parse_init_containers(const cJSON *spec, struct pod_info *pod)
 {
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(spec, "initContainers");
     int n = cJSON_IsArray(list) ? cJSON_GetArraySize(list) : 0;
+    pod->ninit = n;
     if (n == 0)
         return 0;
     struct container_request *init = calloc((size_t)n, sizeof(*init));
@@ -454,6 +455,7 @@ struct pod_info *pod_info_with_decision(const struct pod_info *src, const char *
     p->terminating = src->terminating;
     p->uses_gpu = src->uses_gpu;
     p->names_gpu = src->names_gpu;
+    p->ninit = src->ninit;
     p->hami = src->hami ? hami_pod_clone(src->hami) : NULL;
     if (!p->key || !p->ns || !p->name || (src->uid && !p->uid) || (src->node_name && !p->node_name) ||
         (src->hami && !p->hami) || (src->resource_version && !p->resource_version) ||

@@ -90,6 +90,7 @@ struct pod_info {
     bool terminal;          /* phase Succeeded or Failed: holds no GPU */
     bool terminating;       /* metadata.deletionTimestamp is set: being deleted */
     int ncontainers;        /* the app containers, then the init containers placed with them */
+    int ninit;              /* spec.initContainers, placed or not */
     struct container_request *containers;
     bool uses_gpu; /* at least one container has a GPU family */
     /* A container or init container names a GPU resource this extender

@@ -338,6 +338,7 @@ static int build_containers(const struct pod_text *t, struct pod_info *pod)
 {
     int n = count_list(t, false), ninit = count_list(t, true), rc = 1;
     pod->ncontainers = n;
+    pod->ninit = ninit;
     pod->names_gpu = t->names_gpu;
     if (n > 0 && !(pod->containers = calloc((size_t)n, sizeof(*pod->containers))))
         return -1;

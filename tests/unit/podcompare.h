@@ -88,8 +88,8 @@ static inline const char *pod_info_difference(const struct pod_info *a, const st
         return "uid or resourceVersion";
     if (!podcmp_str(a->node_name, b->node_name) || a->terminal != b->terminal || a->terminating != b->terminating)
         return "node, phase or deletion";
-    if (a->names_gpu != b->names_gpu)
-        return "names_gpu";
+    if (a->names_gpu != b->names_gpu || a->ninit != b->ninit)
+        return "names_gpu or ninit";
     if (a->uses_gpu != b->uses_gpu || !podcmp_str(a->request_error, b->request_error))
         return "uses_gpu or request_error";
     if (a->ncontainers != b->ncontainers)

@@ -1115,6 +1115,52 @@ static void test_decision_annotations(void **state)
     pod_info_free(p);
 }
 
+/* HAMi v2.9 and later list init containers first: entry j is
+ * spec.initContainers[j], then the app containers (issue 25 item 4). The
+ * decision writes that layout; an allocation HAMi wrote so is charged on
+ * its devices (it was held against the node), the older layout still is. */
+static void test_init_containers_first(void **state)
+{
+    struct cluster_cache *c = *state;
+    add_hami_node(c, "i", CORE(UUID0, 0, 32768) CORE(UUID1, 1, 32768), 20, "");
+    char buf[2048];
+    fmt(buf, sizeof(buf),
+        "{'metadata':{'name':'w','namespace':'t'},'spec':{'initContainers':[{'name':'fetch'}],'containers':["
+        "{'name':'a','resources':{'limits':" GPUMEM(1, 2000, 20) "}}]}}");
+    struct pod_info *p = pod_of(buf);
+    assert_int_equal(p->ninit, 1);
+    struct fit_out out;
+    assert_true(fit(c, "i", p, POLICY_BINPACK, POLICY_BINPACK, &out));
+    struct hami_alloc a;
+    char *err = NULL;
+    assert_int_equal(hami_alloc_from_fit(cache_find_node(c, "i")->spec->hami, p, out.hami, &a, &err), 0);
+    char *text = hami_alloc_encode(&a);
+    assert_int_equal(a.ncontainers, 2);
+    assert_int_equal(a.containers[0].count, 0);
+    assert_int_equal(a.containers[1].count, 1);
+    assert_int_equal(text[0], ';');
+    free(text);
+    hami_alloc_free(&a);
+    pod_info_free(p);
+
+    /* Written by HAMi v2.9+: the init container's empty entry first. */
+    fmt(buf, sizeof(buf),
+        "{'metadata':{'name':'h','namespace':'t','annotations':{'hami.io/vgpu-devices-allocated':';" UUID1
+        ",NVIDIA,3000,30:;','hami.io/vgpu-node':'i'}},'spec':{'nodeName':'i','initContainers':[{'name':'fetch'}],"
+        "'containers':[{'name':'a','resources':{'limits':" GPUMEM(1, 3000, 30) "}}]},'status':{'phase':'Running'}}");
+    assert_int_equal(cache_apply_pod(c, pod_of(buf), clock_realtime_ns()), 0);
+    assert_int_equal(gpu_state(c, "i", 1)->memory_used, 3000);
+    assert_int_equal(cache_find_node(c, "i")->hami->unattributed.pods, 0);
+    /* The older layout (app containers only) still reads. */
+    fmt(buf, sizeof(buf),
+        "{'metadata':{'name':'o','namespace':'t','annotations':{'hami.io/vgpu-devices-allocated':'" UUID0
+        ",NVIDIA,1000,10:;','hami.io/vgpu-node':'i'}},'spec':{'nodeName':'i','initContainers':[{'name':'fetch'}],"
+        "'containers':[{'name':'a','resources':{'limits':" GPUMEM(1, 1000, 10) "}}]},'status':{'phase':'Running'}}");
+    assert_int_equal(cache_apply_pod(c, pod_of(buf), clock_realtime_ns()), 0);
+    assert_int_equal(gpu_state(c, "i", 0)->memory_used, 1000);
+    assert_int_equal(cache_find_node(c, "i")->hami->unattributed.pods, 0);
+}
+
 static void test_node_lock(void **state)
 {
     (void)state;
@@ -1220,6 +1266,7 @@ int main(void)
         T(test_request_errors),
         T(test_requests_as_hami_reads_them),
         T(test_gpu_policy_chains),
+        T(test_init_containers_first),
         T(test_pod_annotations),
         T(test_alloc_format),
         T(test_fit_memory),

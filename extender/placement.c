@@ -768,6 +768,8 @@ static char *not_decidable(const struct pod_info *pod)
     if (pod->node_name)
         return strbuf_format("pod %s is already bound to node %s", pod->key, pod->node_name);
     const char *why = refusal_of(pod);
+    if (!why && !pod->uses_gpu) /* a filter claiming GPUs for a pod that names them at 0 */
+        why = "asks for no GPU (it names a GPU resource at 0): nothing to decide";
     return why ? strbuf_format("pod %s %s", pod->key, why) : NULL;
 }
 
@@ -800,7 +802,7 @@ static int filter_decide(struct placement *p, const struct pod_info *request, st
     cache_expire(p->cache, clock_realtime_ns());
     struct pod_info *cluster =
         pod_lookup(p->cache, p->sink, request->ns, request->name, request->uid, request, &fetched, &err);
-    bool refused = cluster && (cluster->node_name || refusal_of(cluster));
+    bool refused = cluster && (cluster->node_name || refusal_of(cluster) || !cluster->uses_gpu);
     if (!cluster || refused) {
         char *why = refused ? not_decidable(cluster) : err;
         if (refused)

@@ -53,6 +53,7 @@ def run(s, mode):
         c.add_node(g.node("n1", g.vcuda(200, 80)))
         stored = {name: c.create_pod(p) for name, p in zero_pods().items()}
         stored["plain"] = c.create_pod(g.pod("plain", {"cpu": "1"}))
+        stored["claimed"] = c.create_pod(g.pod("claimed", g.pgpu(0)))
         stored["warm"] = c.create_pod(init_only("warm"))
         with g.LiveServer(s, c.kubeconfig(), ["--placement", mode]) as srv:
             s.require(srv.seen_rv("pods", stored["warm"]["metadata"]["resourceVersion"]),
@@ -64,6 +65,12 @@ def run(s, mode):
                 s.check(not r.get("Error"), "%s is bound (%s mode)" % (name, mode), r)
                 s.check_eq(c.get_pod(name)["spec"].get("nodeName"), "n1", "%s is bound in the API" % name)
                 s.check("gpu-admission.io/node" not in c.annotations(name), "%s carries no decision" % name)
+            if mode == "filter":
+                # A filter whose copy claims a GPU for such a pod records nothing.
+                fake = g.pod("claimed", g.vcuda(100), uid=stored["claimed"]["metadata"]["uid"])
+                r = srv.filter(fake, ["n1"])
+                s.check("asks for no GPU" in (r.get("Error") or ""), "a filter claiming a GPU is refused", r)
+                s.check("gpu-admission.io/node" not in c.annotations("claimed"), "and nothing is recorded")
             r = bind(srv, stored["plain"], "n1")
             s.check("asks for no GPU resource" in (r.get("Error") or ""), "a pod naming no GPU is refused", r)
             r = srv.filter(stored["warm"], ["n1"])

@@ -100,10 +100,12 @@ static bool amount_member(struct jscan *s, const struct jscan_str *key, struct p
 {
     struct amounts_text *a = at;
     a->members++;
-    t->names_gpu |= gpu_resource_named(key->ptr, key->len);
     for (int i = 0; i < GPU_AMOUNT_KEYS; i++)
-        if (jscan_key_is(key, gpu_amount_keys[i]))
+        if (jscan_key_is(key, gpu_amount_keys[i])) {
+            t->names_gpu = true;
             return take_string(s, &a->v[i]);
+        }
+    t->names_gpu |= jscan_key_is(key, RES_HAMI_PRIORITY); /* managed, never an amount read */
     return skip(s);
 }
 

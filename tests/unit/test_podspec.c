@@ -131,6 +131,18 @@ static void test_wrong_shapes(void **state)
     assert_null(p->request_error);
     assert_false(p->uses_gpu);
     pod_info_free(p);
+    /* Init containers are read too: the same shapes are refused there. */
+    p = pod_of("{'metadata':{'name':'p'},'spec':{'containers':[],'initContainers':{}}}");
+    assert_string_equal(p->request_error, "spec.initContainers must be an array");
+    pod_info_free(p);
+    p = pod_of("{'metadata':{'name':'p'},'spec':{'initContainers':[{'name':'i','resources':{'limits':3}}]}}");
+    assert_string_equal(p->request_error, "spec.initContainers[].resources.limits and .requests must be objects");
+    pod_info_free(p);
+    /* An invalid request in an init container is the pod's. */
+    p = pod_of("{'metadata':{'name':'p'},'spec':{'initContainers':[{'name':'i','resources':{'limits':"
+               "{'tencent.com/vcuda-core':'150'}}}]}}");
+    assert_non_null(strstr(p->request_error, "container \"i\""));
+    pod_info_free(p);
 }
 
 /* Cloning a pod that never had decision annotations (bind of a fresh pod). */

@@ -1,5 +1,6 @@
 /* hami_decision.c - HAMi decisions as annotations; the node lock. See hami_decision.h. */
 #include "cluster/hami_decision.h"
+#include "cluster/podparts.h"
 #include "lib/clock.h"
 #include "lib/jsonset.h"
 #include "lib/strbuf.h"
@@ -45,13 +46,16 @@ int hami_alloc_from_fit(const struct hami_node *h, const struct pod_info *pod, c
             return strbuf_set_error(err, "container \"%s\": %d devices chosen for %d vGPUs", c->name, bits,
                                     c->hami.nums);
     }
-    if (pod->ncontainers == 0)
+    /* HAMi v2.9's layout: init containers first (empty entries for those
+     * without vGPUs), then the app containers. */
+    int entries = pod_hami_entries(pod);
+    if (entries == 0)
         return 0;
-    if (!(out->containers = calloc((size_t)pod->ncontainers, sizeof(*out->containers))))
+    if (!(out->containers = calloc((size_t)entries, sizeof(*out->containers))))
         return -1;
-    out->ncontainers = pod->ncontainers;
+    out->ncontainers = entries;
     for (int i = 0; i < pod->ncontainers; i++)
-        if (fill_container(h, &pod->containers[i], masks[i], &out->containers[i]) != 0) {
+        if (fill_container(h, &pod->containers[i], masks[i], &out->containers[pod_hami_entry(pod, i)]) != 0) {
             hami_alloc_free(out);
             return -1;
         }
@@ -67,6 +71,32 @@ int hami_decision_annotations(cJSON *ann, const char *node, int64_t now_ns, cons
         json_set_string(ann, HAMI_NODE_ANNOTATION, node) || json_set_string(ann, HAMI_TIME_ANNOTATION, secs))
         return -1;
     return 0;
+}
+
+static bool label_char(char c, bool edge)
+{
+    bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    return alnum || (!edge && (c == '-' || c == '_' || c == '.'));
+}
+
+bool hami_label_value_valid(const char *value)
+{
+    size_t n = strlen(value);
+    if (n > 63)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!label_char(value[i], i == 0 || i == n - 1))
+            return false;
+    return true;
+}
+
+int hami_decision_label(cJSON *labels, const char *node)
+{
+    if (!node)
+        return cJSON_AddNullToObject(labels, HAMI_NODE_ANNOTATION) ? 0 : -1;
+    if (!hami_label_value_valid(node))
+        return 0;
+    return json_set_string(labels, HAMI_NODE_ANNOTATION, node);
 }
 
 int hami_bind_annotations(cJSON *ann, int64_t now_ns)

@@ -25,7 +25,8 @@
 /* The allocation of a fit on a HAMi node: container i takes the devices
  * of masks[i] (bit s = h->devices[s], as allocator fit_result.hami_masks),
  * in device order, each with the memory its request takes there and its
- * cores. A container with a HAMi request must have exactly hami.nums bits,
+ * cores. Entries as HAMi v2.9 lists them: every init container first, then
+ * the app containers (podparts.h pod_hami_entry). A container with a HAMi request must have exactly hami.nums bits,
  * any other none. 0, or -1 with *err (malloc'd; NULL when memory ran out). */
 int hami_alloc_from_fit(const struct hami_node *h, const struct pod_info *pod, const uint64_t *masks,
                         struct hami_alloc *out, char **err);
@@ -34,6 +35,15 @@ int hami_alloc_from_fit(const struct hami_node *h, const struct pod_info *pod, c
  * -to-allocate and -allocated = allocation (hami_alloc_encode), vgpu-node,
  * vgpu-time = Unix seconds. 0, or -1 when memory ran out. */
 int hami_decision_annotations(cJSON *annotations, const char *node, int64_t now_ns, const char *allocation);
+/* Is value a valid Kubernetes label value (at most 63 characters of
+ * [A-Za-z0-9._-], starting and ending alphanumeric, or empty)? */
+bool hami_label_value_valid(const char *value);
+/* The pod label HAMi's PatchPodAnnotations sets with a decision,
+ * hami.io/vgpu-node = node (HAMi's vGPU monitor finds pods by it), on a
+ * cJSON object of labels; nothing when node is not a valid label value
+ * (HAMi then omits it too), and null when node is NULL (a merge patch then
+ * removes it). 0, or -1 when memory ran out. */
+int hami_decision_label(cJSON *labels, const char *node);
 /* hami.io/bind-phase: allocating and hami.io/bind-time (Unix seconds),
  * written just before the Binding. 0 or -1. */
 int hami_bind_annotations(cJSON *annotations, int64_t now_ns);

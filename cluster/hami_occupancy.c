@@ -1,6 +1,7 @@
 /* hami_occupancy.c - HAMi devices in the cache's occupancy index. See hami_occupancy.h. */
 #include "cluster/hami_occupancy.h"
 #include "cluster/cache.h"
+#include "cluster/podparts.h"
 
 #include <assert.h>
 #include <inttypes.h>
@@ -48,29 +49,58 @@ static int device_of(const struct hami_node *h, const char *uuid)
     return -1;
 }
 
-/* The allocation counts when it is for this node, lists every container,
- * gives each HAMi container exactly its vGPUs on distinct devices of the
- * node, and nothing to the others. */
+/* Each device of entry c is one of the node's, none twice. */
+static bool entry_on_node(const struct hami_alloc_container *c, const struct hami_node *h)
+{
+    uint64_t seen = 0;
+    for (int k = 0; k < c->count; k++) {
+        int d = device_of(h, c->devices[k].uuid);
+        if (d < 0 || (seen >> d & 1))
+            return false;
+        seen |= 1ULL << d;
+    }
+    return true;
+}
+
+/* The entry of containers[i] in an allocation of `entries`: HAMi v2.9's
+ * layout (init containers first) or the older one (app containers only,
+ * where a placed init container has none). -1 when it has none. */
+static int entry_of(const struct pod_info *p, int i, int entries)
+{
+    if (entries == pod_hami_entries(p))
+        return pod_hami_entry(p, i);
+    return p->containers[i].init_slot == 0 ? i : -1;
+}
+
+/* The allocation counts when it is for this node, lists every container
+ * (in either layout), gives each HAMi container exactly its vGPUs on
+ * distinct devices of the node, and nothing to the others; an init
+ * container the service does not place may have devices of the node (HAMi
+ * lists them; they are charged as HAMi charges them). */
 static bool allocation_matches(const struct pod_info *p, const struct node_state *n, const struct hami_node *h)
 {
     const struct hami_alloc *a = &p->hami->alloc;
-    if (!p->hami->has_alloc || a->ncontainers != p->ncontainers)
+    if (!p->hami->has_alloc || (a->ncontainers != pod_hami_entries(p) && a->ncontainers != pod_app_containers(p)))
         return false;
     if (p->decision.node && strcmp(p->decision.node, n->name) != 0)
         return false;
+    uint64_t mapped[(HAMI_ALLOC_ENTRIES_MAX + 63) / 64] = {0};
+    if (a->ncontainers > HAMI_ALLOC_ENTRIES_MAX)
+        return false;
     for (int i = 0; i < p->ncontainers; i++) {
-        const struct hami_alloc_container *c = &a->containers[i];
+        int e = entry_of(p, i, a->ncontainers);
         int want = hami_container_on(&p->containers[i], n) ? p->containers[i].hami.nums : 0;
-        if (c->count != want)
+        if (e < 0 && want > 0)
             return false;
-        uint64_t seen = 0;
-        for (int k = 0; k < c->count; k++) {
-            int d = device_of(h, c->devices[k].uuid);
-            if (d < 0 || (seen >> d & 1))
-                return false;
-            seen |= 1ULL << d;
-        }
+        if (e < 0)
+            continue;
+        mapped[e / 64] |= 1ULL << (e % 64);
+        if (a->containers[e].count != want || !entry_on_node(&a->containers[e], h))
+            return false;
     }
+    for (int e = 0; e < a->ncontainers; e++)
+        if (!(mapped[e / 64] >> (e % 64) & 1) && !entry_on_node(&a->containers[e], h))
+            return false;
     return true;
 }
 

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HAMI_MAX_CONTAINERS 1024
 #define HAMI_MAX_ALLOC_TEXT 65536
 
 /* ---- requests ------------------------------------------------------------------ */
@@ -59,12 +58,8 @@ int hami_request_from_amounts(const struct hami_amounts *a, const char *c, struc
     req->nums = (int)a->gpus;
     if (request_memory(a, c, req, err) != 0)
         return -1;
-    if (a->has_cores && a->cores > 100) {
-        strbuf_printf(err, "container \"%s\": %s %" PRId64 " is above 100 (percent of one GPU; 100 is exclusive)", c,
-                      RES_HAMI_CORES, a->cores);
-        return -1;
-    }
-    req->cores = a->has_cores ? (int)a->cores : hami_get_config()->default_cores;
+    /* Above 100 reads as 100 (exclusive use), as HAMi reads it. */
+    req->cores = a->has_cores ? (int)(a->cores > 100 ? 100 : a->cores) : hami_get_config()->default_cores;
     return 0;
 }
 
@@ -185,8 +180,8 @@ int hami_alloc_decode(const char *text, struct hami_alloc *out, char **err)
     for (size_t i = 0; i < len; i++)
         n += text[i] == ';';
     n += len > 0 && text[len - 1] != ';';
-    if (n > HAMI_MAX_CONTAINERS)
-        return strbuf_set_error(err, "it lists %d containers; at most %d", n, HAMI_MAX_CONTAINERS);
+    if (n > HAMI_ALLOC_ENTRIES_MAX)
+        return strbuf_set_error(err, "it lists %d containers; at most %d", n, HAMI_ALLOC_ENTRIES_MAX);
     if (n == 0)
         return 0;
     if (!(out->containers = calloc((size_t)n, sizeof(*out->containers))))
@@ -377,12 +372,61 @@ static int read_vgpu_mode(const cJSON *ann, char **out, char **request_error)
     return (*out = strdup(v->valuestring)) ? 0 : -1;
 }
 
+/* One entry of a GPU policy chain (len bytes): binpack or spread set *out
+ * (the first one found wins), HAMi v2.10's mutex and numa and
+ * topology-aware are taken without an order of their own. -1: unknown. */
+static int chain_entry(const char *s, size_t len, enum hami_pack *out, bool *ordered)
+{
+    static const char *const plain[] = {"topology-aware", "mutex", "numa"};
+    char word[16];
+    if (len == 0 || len >= sizeof(word))
+        return -1;
+    memcpy(word, s, len);
+    word[len] = '\0';
+    enum hami_pack pack;
+    if (hami_pack_parse(word, &pack) == 0) {
+        if (!*ordered && pack != HAMI_PACK_DEFAULT)
+            *out = pack;
+        *ordered |= pack != HAMI_PACK_DEFAULT;
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++)
+        if (strcmp(word, plain[i]) == 0)
+            return 0;
+    return -1;
+}
+
+/* hami.io/gpu-scheduler-policy: one policy, or (HAMi v2.10) a comma chain
+ * of them, entries trimmed. 0, or -1 when an entry is unknown or empty. */
+static int gpu_policy_chain(const char *text, enum hami_pack *out)
+{
+    enum hami_pack pack = HAMI_PACK_DEFAULT;
+    bool ordered = false;
+    for (const char *s = text;;) {
+        const char *end = strchr(s, ',');
+        const char *a = s, *b = end ? end : s + strlen(s);
+        while (a < b && isspace((unsigned char)*a))
+            a++;
+        while (b > a && isspace((unsigned char)b[-1]))
+            b--;
+        if (chain_entry(a, (size_t)(b - a), &pack, &ordered) != 0)
+            return -1;
+        if (!end)
+            break;
+        s = end + 1;
+    }
+    *out = pack;
+    return 0;
+}
+
 static int read_policy(const cJSON *ann, const char *key, enum hami_pack *out, char **request_error)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(ann, key);
     if (!v)
         return 0;
-    if (cJSON_IsString(v) && hami_pack_parse(v->valuestring, out) == 0)
+    bool chain = strcmp(key, HAMI_GPU_POLICY_ANNOTATION) == 0;
+    if (cJSON_IsString(v) &&
+        (chain ? gpu_policy_chain(v->valuestring, out) : hami_pack_parse(v->valuestring, out)) == 0)
         return 0;
     if (*request_error)
         return 0;
@@ -393,7 +437,8 @@ static int read_policy(const cJSON *ann, const char *key, enum hami_pack *out, c
         strbuf_json_string_n(&sb, v->valuestring, strlen(v->valuestring) > 64 ? 64 : strlen(v->valuestring));
     else
         strbuf_puts(&sb, "(not a string)");
-    strbuf_puts(&sb, " is not binpack or spread");
+    strbuf_puts(&sb, chain ? " is not binpack, spread, mutex, numa or topology-aware (or a comma chain of them)"
+                           : " is not binpack or spread");
     *request_error = strbuf_detach(&sb, NULL);
     return *request_error ? 0 : -1;
 }

@@ -27,6 +27,8 @@
 #define RES_HAMI_MEMORY "nvidia.com/gpumem"
 #define RES_HAMI_MEMORY_PERCENT "nvidia.com/gpumem-percentage"
 #define RES_HAMI_CORES "nvidia.com/gpucores"
+/* HAMi's task priority: managed (HAMi's chart lists it), never advertised. */
+#define RES_HAMI_PRIORITY "nvidia.com/priority"
 
 #define HAMI_TO_ALLOCATE_ANNOTATION "hami.io/vgpu-devices-to-allocate"
 #define HAMI_ALLOCATED_ANNOTATION "hami.io/vgpu-devices-allocated"
@@ -46,7 +48,8 @@
 #define HAMI_PHASE_SUCCESS "success"
 #define HAMI_PHASE_FAILED "failed"
 
-#define HAMI_MAX_VGPUS 64 /* per container: each on its own GPU */
+#define HAMI_MAX_VGPUS 64           /* per container: each on its own GPU */
+#define HAMI_ALLOC_ENTRIES_MAX 1024 /* entries (containers) of an allocation annotation */
 
 /* A container's HAMi request. nums == 0: none. */
 struct hami_request {
@@ -68,6 +71,15 @@ struct hami_amounts {
 static inline bool hami_amounts_explicit(const struct hami_amounts *a)
 {
     return a->has_memory || a->has_percent || a->has_cores;
+}
+
+/* nvidia.com/gpu with gpucores 100 (or more, read as 100) and no memory:
+ * what HAMi's webhook (v2.7 and later) makes of a container that asks for
+ * nvidia.com/gpu alone. Whole GPUs anywhere, an exclusive vGPU on a HAMi
+ * node: not a request only HAMi nodes can serve. */
+static inline bool hami_amounts_whole_gpus(const struct hami_amounts *a)
+{
+    return a->has_gpus && a->gpus > 0 && a->has_cores && a->cores >= 100 && !a->has_memory && !a->has_percent;
 }
 
 /* The request, with HAMi's defaults for what is missing (memory: the

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +27,8 @@ void gpu_amounts_set(struct gpu_amounts *a, enum gpu_amount_key k, int64_t value
     bool *present[GPU_AMOUNT_KEYS] = {&a->has_vcore, &a->has_vmem,   &a->has_mcore,   &a->has_mmem,
                                       &a->has_gpu,   &h->has_memory, &h->has_percent, &h->has_cores};
     *values[k] = value;
-    *present[k] = k >= GPU_AMOUNT_HAMI_MEMORY || value > 0;
+    /* gpumem-percentage: 0 reads as not given, as HAMi reads it. */
+    *present[k] = k == GPU_AMOUNT_HAMI_PERCENT ? value > 0 : k >= GPU_AMOUNT_HAMI_MEMORY || value > 0;
 }
 
 void gpu_amounts_finish(struct gpu_amounts *a)
@@ -108,7 +110,7 @@ static int classify_hami(const struct gpu_amounts *a, struct container_request *
 
 int gpu_amounts_classify(const struct gpu_amounts *a, struct container_request *c, struct strbuf *err)
 {
-    bool hami = hami_amounts_explicit(&a->hami);
+    bool hami = hami_amounts_explicit(&a->hami) && !hami_amounts_whole_gpus(&a->hami);
     int families = (a->has_vcore || a->has_vmem) + (a->has_mcore || a->has_mmem) + (a->has_gpu || hami);
     if (families > 1) {
         strbuf_printf(err,
@@ -126,6 +128,70 @@ int gpu_amounts_classify(const struct gpu_amounts *a, struct container_request *
     if (a->has_gpu)
         return classify_pgpu(a, c, err);
     return 0;
+}
+
+bool gpu_resource_named(const char *key, size_t len)
+{
+    for (int k = 0; k < GPU_AMOUNT_KEYS; k++)
+        if (strlen(gpu_amount_keys[k]) == len && memcmp(gpu_amount_keys[k], key, len) == 0)
+            return true;
+    return strlen(RES_HAMI_PRIORITY) == len && memcmp(RES_HAMI_PRIORITY, key, len) == 0;
+}
+
+static bool any_gpu(const struct container_request *c, int n, bool sidecars_only)
+{
+    for (int i = 0; i < n; i++)
+        if (c[i].family != GPU_FAMILY_NONE && (!sidecars_only || c[i].sidecar))
+            return true;
+    return false;
+}
+
+int pod_place_init_containers(struct pod_info *pod, struct container_request *init, int ninit)
+{
+    bool running = any_gpu(pod->containers, pod->ncontainers, false) || any_gpu(init, ninit, true);
+    int placed = 0;
+    for (int j = 0; j < ninit; j++) {
+        bool place = init[j].family != GPU_FAMILY_NONE && (init[j].sidecar || !running);
+        init[j].init_slot = place ? j + 1 : 0;
+        placed += place;
+    }
+    int rc = 0;
+    struct container_request *all = NULL;
+    if (placed > 0 && pod->ncontainers <= INT_MAX - placed)
+        all = realloc(pod->containers, sizeof(*all) * (size_t)(pod->ncontainers + placed));
+    if (placed > 0 && !all)
+        rc = -1;
+    else if (placed > 0)
+        pod->containers = all;
+    for (int j = 0; j < ninit; j++) {
+        if (rc == 0 && init[j].init_slot > 0) {
+            pod->containers[pod->ncontainers++] = init[j];
+            pod->uses_gpu = true;
+        } else {
+            free(init[j].name);
+        }
+        init[j].name = NULL;
+    }
+    return rc;
+}
+
+int pod_app_containers(const struct pod_info *pod)
+{
+    int n = 0;
+    while (n < pod->ncontainers && pod->containers[n].init_slot == 0)
+        n++;
+    return n;
+}
+
+int pod_hami_entries(const struct pod_info *pod)
+{
+    return pod->ninit + pod_app_containers(pod);
+}
+
+int pod_hami_entry(const struct pod_info *pod, int i)
+{
+    int slot = pod->containers[i].init_slot;
+    return slot > 0 ? slot - 1 : pod->ninit + i;
 }
 
 char *pod_container_name(const char *name, size_t len, int i)
@@ -204,14 +270,26 @@ const char *pod_index_key(char *key, size_t size, const char *prefix, int i)
     return key;
 }
 
+const char *pod_gqa_index_key(char *key, size_t size, const struct pod_info *pod, int i)
+{
+    int slot = pod->containers[i].init_slot;
+    if (slot > 0)
+        return pod_index_key(key, size, ANN_GQA_INIT_IDX_PREFIX, slot - 1);
+    return pod_index_key(key, size, ANN_GQA_IDX_PREFIX, i);
+}
+
 /* Index annotations are read for container i from the tencent.com key first:
- * GPU-Manager rewrites it with the minors it really used. */
-static int read_container_indices(annotation_get_fn get, const void *src, int i, struct pod_decision *d)
+ * GPU-Manager rewrites it with the minors it really used. It serves app
+ * containers only: an init container has the gpu-admission.io key alone. */
+static int read_container_indices(annotation_get_fn get, const void *src, const struct pod_info *pod, int i,
+                                  struct pod_decision *d)
 {
     char key[96];
-    const char *text = get(src, pod_index_key(key, sizeof(key), ANN_TENCENT_IDX_PREFIX, i));
+    const char *text = NULL;
+    if (pod->containers[i].init_slot == 0)
+        text = get(src, pod_index_key(key, sizeof(key), ANN_TENCENT_IDX_PREFIX, i));
     if (!text)
-        text = get(src, pod_index_key(key, sizeof(key), ANN_GQA_IDX_PREFIX, i));
+        text = get(src, pod_gqa_index_key(key, sizeof(key), pod, i));
     if (!text)
         return 0;
     int tmp[MAX_GPUS_PER_CONTAINER];
@@ -226,8 +304,9 @@ static int read_container_indices(annotation_get_fn get, const void *src, int i,
     return 0;
 }
 
-int pod_decision_read(annotation_get_fn get, const void *src, int ncontainers, struct pod_decision *d)
+int pod_decision_read(annotation_get_fn get, const void *src, const struct pod_info *pod, struct pod_decision *d)
 {
+    int ncontainers = pod->ncontainers;
     const char *node = get(src, ANN_TENCENT_NODE);
     if (!node)
         node = get(src, ANN_GQA_NODE);
@@ -253,7 +332,7 @@ int pod_decision_read(annotation_get_fn get, const void *src, int ncontainers, s
     if (!d->idx || !d->idx_count)
         return -1;
     for (int i = 0; i < ncontainers; i++)
-        if (read_container_indices(get, src, i, d) != 0)
+        if (read_container_indices(get, src, pod, i, d) != 0)
             return -1;
     return 0;
 }

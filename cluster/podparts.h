@@ -49,7 +49,8 @@ extern const char *const gpu_amount_keys[GPU_AMOUNT_KEYS]; /* their resource nam
 
 /* Record the amount of key k a container names (range-checked by the
  * reader). HAMi's keys count when present, whatever the value (gpucores: 0
- * is a HAMi request for no reserved cores); the others when above 0. */
+ * is a HAMi request for no reserved cores), except gpumem-percentage,
+ * which HAMi reads as not given at 0; the others when above 0. */
 void gpu_amounts_set(struct gpu_amounts *a, enum gpu_amount_key k, int64_t value);
 /* After the keys: HAMi's view of nvidia.com/gpu. */
 void gpu_amounts_finish(struct gpu_amounts *a);
@@ -57,6 +58,30 @@ void gpu_amounts_finish(struct gpu_amounts *a);
 /* Set c's family and request from a (c->name already set). -1 with the
  * reason in err when the request is invalid. */
 int gpu_amounts_classify(const struct gpu_amounts *a, struct container_request *c, struct strbuf *err);
+
+/* Is key (len bytes) a resource name kube-scheduler sends to the extender
+ * for: one of gpu_amount_keys, or HAMi's nvidia.com/priority? */
+bool gpu_resource_named(const char *key, size_t len);
+
+/* After the app containers were read into pod->containers: the init
+ * containers (init[j] is spec.initContainers[j], classified, with sidecar
+ * set) as Kubernetes counts a pod's effective request. Sidecars asking for
+ * GPUs run beside the app containers and are placed with them; a plain init
+ * container asking for GPUs is placed only when neither an app container
+ * nor a sidecar asks for any (it runs before them, so the GPUs it had are
+ * theirs afterwards). The placed ones are appended to pod->containers with
+ * init_slot = j + 1. Takes the names in init[] (freed or moved); the array
+ * itself stays the caller's. 0, or -1 on allocation failure. */
+int pod_place_init_containers(struct pod_info *pod, struct container_request *init, int ninit);
+
+/* HAMi's allocation entries for the pod as HAMi v2.9 and later list them:
+ * one per init container (spec.initContainers[j] is entry j), then one
+ * per app container. Without init containers that is the older layout
+ * (app containers only). pod_hami_entry: the entry of containers[i]. */
+int pod_hami_entries(const struct pod_info *pod);
+int pod_hami_entry(const struct pod_info *pod, int i);
+/* The app containers: containers[0..n) (placed init containers follow). */
+int pod_app_containers(const struct pod_info *pod);
 
 /* A container's name (len bytes, may hold no NUL), or "#i" for container i
  * when name is NULL: malloc'd, NULL on allocation failure. */
@@ -73,12 +98,16 @@ typedef const char *(*annotation_get_fn)(const void *src, const char *key);
 
 /* Read the decision annotations of a pod that has an annotations object
  * into d (zeroed by the caller): node, time, assigned, and per container
- * the GPU minors. 0, or -1 on allocation failure. */
-int pod_decision_read(annotation_get_fn get, const void *src, int ncontainers, struct pod_decision *d);
+ * (pod->containers, each app or init container under its own key) the GPU
+ * minors. 0, or -1 on allocation failure. */
+int pod_decision_read(annotation_get_fn get, const void *src, const struct pod_info *pod, struct pod_decision *d);
 
 /* An index annotation's key: prefix then container i in decimal, into key
  * (size bytes); "" when it does not fit. */
 const char *pod_index_key(char *key, size_t size, const char *prefix, int i);
+/* The gpu-admission.io index key of container i of pod (an app container's
+ * or an init container's), into key (size bytes). */
+const char *pod_gqa_index_key(char *key, size_t size, const struct pod_info *pod, int i);
 
 /* Does a container have a HAMi request (so HAMi's annotations are read)? */
 bool pod_wants_hami(const struct pod_info *pod);

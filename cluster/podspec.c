@@ -119,30 +119,56 @@ static int read_raw_amounts(const cJSON *amounts, const char *cname, struct gpu_
     return 0;
 }
 
-/* A Pod whose GPU-relevant fields have the wrong JSON types would otherwise
- * look like a pod without GPUs and pass every node. */
-static const char *shape_error(const cJSON *spec)
+/* The wrong JSON type in a list of containers, or NULL. */
+static const char *list_shape_error(const cJSON *list, const char *const why[4])
 {
-    const cJSON *list = cJSON_GetObjectItemCaseSensitive(spec, "containers");
-    if (spec && !cJSON_IsObject(spec))
-        return "spec must be an object";
     if (list && !cJSON_IsArray(list) && !cJSON_IsNull(list))
-        return "spec.containers must be an array";
+        return why[0];
     for (const cJSON *c = list ? list->child : NULL; c; c = c->next) {
         if (!cJSON_IsObject(c))
-            return "spec.containers[] entries must be objects";
+            return why[1];
         const cJSON *res = cJSON_GetObjectItemCaseSensitive(c, "resources");
         if (!res || cJSON_IsNull(res))
             continue;
         if (!cJSON_IsObject(res))
-            return "spec.containers[].resources must be an object";
+            return why[2];
         const cJSON *limits = cJSON_GetObjectItemCaseSensitive(res, "limits");
         const cJSON *requests = cJSON_GetObjectItemCaseSensitive(res, "requests");
         if ((limits && !cJSON_IsObject(limits) && !cJSON_IsNull(limits)) ||
             (requests && !cJSON_IsObject(requests) && !cJSON_IsNull(requests)))
-            return "spec.containers[].resources.limits and .requests must be objects";
+            return why[3];
     }
     return NULL;
+}
+
+/* A Pod whose GPU-relevant fields have the wrong JSON types would otherwise
+ * look like a pod without GPUs and pass every node. */
+static const char *shape_error(const cJSON *spec)
+{
+    static const char *const app[4] = {"spec.containers must be an array", "spec.containers[] entries must be objects",
+                                       "spec.containers[].resources must be an object",
+                                       "spec.containers[].resources.limits and .requests must be objects"};
+    static const char *const init[4] = {"spec.initContainers must be an array",
+                                        "spec.initContainers[] entries must be objects",
+                                        "spec.initContainers[].resources must be an object",
+                                        "spec.initContainers[].resources.limits and .requests must be objects"};
+    if (spec && !cJSON_IsObject(spec))
+        return "spec must be an object";
+    const char *bad = list_shape_error(cJSON_GetObjectItemCaseSensitive(spec, "containers"), app);
+    return bad ? bad : list_shape_error(cJSON_GetObjectItemCaseSensitive(spec, "initContainers"), init);
+}
+
+/* Does the container name a managed GPU resource in limits or requests? */
+static bool names_gpu_resource(const cJSON *container)
+{
+    const cJSON *res = cJSON_GetObjectItemCaseSensitive(container, "resources");
+    const cJSON *sets[2] = {cJSON_GetObjectItemCaseSensitive(res, "limits"),
+                            cJSON_GetObjectItemCaseSensitive(res, "requests")};
+    for (int k = 0; k < 2; k++)
+        for (const cJSON *v = cJSON_IsObject(sets[k]) ? sets[k]->child : NULL; v; v = v->next)
+            if (v->string && gpu_resource_named(v->string, strlen(v->string)))
+                return true;
+    return false;
 }
 
 static int classify_container(const cJSON *container, struct container_request *c, struct strbuf *err)
@@ -153,6 +179,56 @@ static int classify_container(const cJSON *container, struct container_request *
     return gpu_amounts_classify(&a, c, err);
 }
 
+/* Read the containers of list into reqs (n of them): names, and requests
+ * until one is invalid (that one becomes the pod's request_error). */
+static int read_container_list(const cJSON *list, struct container_request *reqs, bool init, struct pod_info *pod)
+{
+    struct strbuf err;
+    strbuf_init(&err);
+    int i = 0;
+    for (const cJSON *c = list ? list->child : NULL; c; c = c->next, i++) {
+        struct container_request *req = &reqs[i];
+        const char *name = string_field(c, "name");
+        const char *restart = init ? string_field(c, "restartPolicy") : NULL;
+        req->name = pod_container_name(name, name ? strlen(name) : 0, i);
+        req->sidecar = restart && strcmp(restart, "Always") == 0;
+        if (!req->name)
+            goto oom;
+        pod->names_gpu |= names_gpu_resource(c);
+        if (!pod->request_error && classify_container(c, req, &err) != 0) {
+            pod->request_error = strbuf_detach(&err, NULL);
+            if (!pod->request_error)
+                goto oom;
+        }
+        if (!init && req->family != GPU_FAMILY_NONE)
+            pod->uses_gpu = true;
+    }
+    strbuf_free(&err);
+    return 0;
+oom:
+    strbuf_free(&err);
+    return -1;
+}
+
+static int parse_init_containers(const cJSON *spec, struct pod_info *pod)
+{
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(spec, "initContainers");
+    int n = cJSON_IsArray(list) ? cJSON_GetArraySize(list) : 0;
+    pod->ninit = n;
+    if (n == 0)
+        return 0;
+    struct container_request *init = calloc((size_t)n, sizeof(*init));
+    if (!init)
+        return -1;
+    int rc = read_container_list(list, init, true, pod);
+    if (rc == 0)
+        rc = pod_place_init_containers(pod, init, n);
+    for (int j = 0; j < n; j++)
+        free(init[j].name);
+    free(init);
+    return rc;
+}
+
 static int parse_containers(const cJSON *spec, struct pod_info *pod)
 {
     const char *bad = shape_error(spec);
@@ -161,33 +237,11 @@ static int parse_containers(const cJSON *spec, struct pod_info *pod)
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(spec, "containers");
     int n = cJSON_IsArray(list) ? cJSON_GetArraySize(list) : 0;
     pod->ncontainers = n;
-    if (n == 0)
-        return 0;
-    pod->containers = calloc((size_t)n, sizeof(*pod->containers));
-    if (!pod->containers)
+    if (n > 0 && !(pod->containers = calloc((size_t)n, sizeof(*pod->containers))))
         return -1;
-    struct strbuf err;
-    strbuf_init(&err);
-    int i = 0;
-    for (const cJSON *c = list->child; c; c = c->next, i++) {
-        struct container_request *req = &pod->containers[i];
-        const char *name = string_field(c, "name");
-        req->name = pod_container_name(name, name ? strlen(name) : 0, i);
-        if (!req->name)
-            goto oom;
-        if (!pod->request_error && classify_container(c, req, &err) != 0) {
-            pod->request_error = strbuf_detach(&err, NULL);
-            if (!pod->request_error)
-                goto oom;
-        }
-        if (req->family != GPU_FAMILY_NONE)
-            pod->uses_gpu = true;
-    }
-    strbuf_free(&err);
+    if ((n > 0 && read_container_list(list, pod->containers, false, pod) != 0) || parse_init_containers(spec, pod) != 0)
+        return -1;
     return pod_check_whole_gpu_limit(pod);
-oom:
-    strbuf_free(&err);
-    return -1;
 }
 
 static const char *annotation_of(const void *ann, const char *key)
@@ -195,10 +249,10 @@ static const char *annotation_of(const void *ann, const char *key)
     return string_field(ann, key);
 }
 
-static int parse_decision(const cJSON *meta, int ncontainers, struct pod_decision *d)
+static int parse_decision(const cJSON *meta, struct pod_info *pod)
 {
     const cJSON *ann = cJSON_GetObjectItemCaseSensitive(meta, "annotations");
-    return cJSON_IsObject(ann) ? pod_decision_read(annotation_of, ann, ncontainers, d) : 0;
+    return cJSON_IsObject(ann) ? pod_decision_read(annotation_of, ann, pod, &pod->decision) : 0;
 }
 
 static int read_hami(const cJSON *meta, struct pod_info *pod)
@@ -249,8 +303,7 @@ struct pod_info *pod_info_from_json(const cJSON *obj, char **err)
     pod->terminating = string_field(meta, "deletionTimestamp") != NULL;
     if (!pod->ns || !pod->name || !pod->key || (node && *node && !pod->node_name))
         goto oom;
-    if (parse_containers(spec, pod) != 0 || parse_decision(meta, pod->ncontainers, &pod->decision) != 0 ||
-        read_hami(meta, pod) != 0)
+    if (parse_containers(spec, pod) != 0 || parse_decision(meta, pod) != 0 || read_hami(meta, pod) != 0)
         goto oom;
     return pod;
 oom:
@@ -287,7 +340,9 @@ void pod_info_free(struct pod_info *pod)
     free(pod);
 }
 
-static int set_indices(cJSON *ann, int i, const int *idx, int count, bool vcuda)
+/* Container i's minors under its keys: the tencent.com one only for an app
+ * container of a vcuda pod (GPU-Manager serves app containers only). */
+static int set_indices(cJSON *ann, const struct pod_info *pod, int i, const int *idx, int count, bool vcuda)
 {
     struct strbuf list;
     strbuf_init(&list);
@@ -297,17 +352,21 @@ static int set_indices(cJSON *ann, int i, const int *idx, int count, bool vcuda)
         strbuf_put_i64(&list, idx[k]);
     }
     char key[96];
+    bool app = !pod || i >= pod->ncontainers || pod->containers[i].init_slot == 0;
     int rc = strbuf_failed(&list) ? -1 : 0;
-    if (rc == 0 && vcuda)
+    if (rc == 0 && vcuda && app)
         rc = json_set_string(ann, pod_index_key(key, sizeof(key), ANN_TENCENT_IDX_PREFIX, i), list.data);
     if (rc == 0)
-        rc = json_set_string(ann, pod_index_key(key, sizeof(key), ANN_GQA_IDX_PREFIX, i), list.data);
+        rc = json_set_string(ann,
+                             app ? pod_index_key(key, sizeof(key), ANN_GQA_IDX_PREFIX, i)
+                                 : pod_gqa_index_key(key, sizeof(key), pod, i),
+                             list.data);
     strbuf_free(&list);
     return rc;
 }
 
-int decision_annotations(cJSON *ann, const char *node, int64_t time_ns, int ncontainers, int *const *idx,
-                         const int *idx_count, bool vcuda)
+static int write_decision(cJSON *ann, const struct pod_info *pod, const char *node, int64_t time_ns, int ncontainers,
+                          int *const *idx, const int *idx_count, bool vcuda)
 {
     char when[24];
     snprintf(when, sizeof(when), "%" PRId64, time_ns);
@@ -317,9 +376,22 @@ int decision_annotations(cJSON *ann, const char *node, int64_t time_ns, int ncon
     if (json_set_string(ann, ANN_GQA_NODE, node) || json_set_string(ann, ANN_GQA_TIME, when))
         return -1;
     for (int i = 0; i < ncontainers; i++)
-        if (idx[i] && set_indices(ann, i, idx[i], idx_count[i], vcuda) != 0)
+        if (idx[i] && set_indices(ann, pod, i, idx[i], idx_count[i], vcuda) != 0)
             return -1;
     return 0;
+}
+
+int decision_annotations(cJSON *ann, const char *node, int64_t time_ns, int ncontainers, int *const *idx,
+                         const int *idx_count, bool vcuda)
+{
+    return write_decision(ann, NULL, node, time_ns, ncontainers, idx, idx_count, vcuda);
+}
+
+int pod_decision_annotations(cJSON *ann, const struct pod_info *d, bool vcuda)
+{
+    const struct pod_decision *dec = &d->decision;
+    int n = dec->nidx < d->ncontainers ? dec->nidx : d->ncontainers;
+    return write_decision(ann, d, dec->node, dec->time_ns, n, dec->idx, dec->idx_count, vcuda);
 }
 
 static int copy_containers(struct pod_info *dst, const struct pod_info *src)
@@ -382,6 +454,8 @@ struct pod_info *pod_info_with_decision(const struct pod_info *src, const char *
     p->terminal = src->terminal;
     p->terminating = src->terminating;
     p->uses_gpu = src->uses_gpu;
+    p->names_gpu = src->names_gpu;
+    p->ninit = src->ninit;
     p->hami = src->hami ? hami_pod_clone(src->hami) : NULL;
     if (!p->key || !p->ns || !p->name || (src->uid && !p->uid) || (src->node_name && !p->node_name) ||
         (src->hami && !p->hami) || (src->resource_version && !p->resource_version) ||
@@ -589,15 +663,18 @@ static int container_member(struct jscan *s, const struct jscan_str *key, cJSON 
         return slim_string(s, into, "name");
     if (jscan_key_is(key, "resources"))
         return slim_plain(s, into, "resources");
+    if (jscan_key_is(key, "restartPolicy"))
+        return slim_string(s, into, "restartPolicy");
     return jscan_skip_value(s);
 }
 
-static int slim_containers(struct jscan *s, cJSON *spec)
+/* spec[literal]: the list of containers or init containers. */
+static int slim_containers(struct jscan *s, cJSON *spec, const char *literal)
 {
     if (jscan_peek(s) != JSCAN_ARRAY)
-        return slim_value(s, spec, "containers"); /* a wrong type stays visible to the parser */
+        return slim_value(s, spec, literal); /* a wrong type stays visible to the parser */
     cJSON *list = cJSON_CreateArray();
-    if (add_member(spec, "containers", list) != 0 || jscan_enter_array(s) != 0)
+    if (add_member(spec, literal, list) != 0 || jscan_enter_array(s) != 0)
         return -1;
     int e;
     while ((e = jscan_next_element(s)) == 1) {
@@ -616,7 +693,9 @@ static int spec_member(struct jscan *s, const struct jscan_str *key, cJSON *into
     if (jscan_key_is(key, "nodeName"))
         return slim_string(s, into, "nodeName");
     if (jscan_key_is(key, "containers"))
-        return slim_containers(s, into);
+        return slim_containers(s, into, "containers");
+    if (jscan_key_is(key, "initContainers"))
+        return slim_containers(s, into, "initContainers");
     return jscan_skip_value(s);
 }
 

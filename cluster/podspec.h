@@ -34,6 +34,9 @@
 #define ANN_TENCENT_ASSIGNED "tencent.com/gpu-assigned"
 #define ANN_TENCENT_TIME "tencent.com/predicate-time"
 #define ANN_GQA_IDX_PREFIX "gpu-admission.io/gpu-idx-"
+/* Init container j's GPU minors: spec.initContainers[j] (docs/behaviour.md,
+ * "Which pods the extender decides for"). */
+#define ANN_GQA_INIT_IDX_PREFIX "gpu-admission.io/gpu-idx-init-"
 #define ANN_GQA_NODE "gpu-admission.io/node"
 #define ANN_GQA_TIME "gpu-admission.io/time"
 
@@ -59,6 +62,11 @@ struct container_request {
      * GPU_FAMILY_HAMI, and for GPU_FAMILY_PGPU, which a HAMi node serves
      * as vGPUs with HAMi's defaults (nvidia.com/gpu counts vGPUs there). */
     struct hami_request hami;
+    /* 0: an app container (containers[i] is spec.containers[i]); j + 1:
+     * spec.initContainers[j], an init container placed with the pod (they
+     * follow the app containers in pod_info.containers). */
+    int init_slot;
+    bool sidecar; /* an init container with restartPolicy: Always */
 };
 
 /* The decision annotations found on a pod. */
@@ -81,9 +89,14 @@ struct pod_info {
     char *node_name;        /* spec.nodeName, NULL while unbound */
     bool terminal;          /* phase Succeeded or Failed: holds no GPU */
     bool terminating;       /* metadata.deletionTimestamp is set: being deleted */
-    int ncontainers;
+    int ncontainers;        /* the app containers, then the init containers placed with them */
+    int ninit;              /* spec.initContainers, placed or not */
     struct container_request *containers;
-    bool uses_gpu;       /* at least one container has a GPU family */
+    bool uses_gpu; /* at least one container has a GPU family */
+    /* A container or init container names a GPU resource this extender
+     * manages in its limits or requests, whatever the amount (even 0):
+     * kube-scheduler's IsInterested, so such a pod reaches the verbs. */
+    bool names_gpu;
     char *request_error; /* why the GPU request is invalid (the pod then fits nowhere), or NULL */
     struct pod_decision decision;
     struct hami_pod *hami; /* HAMi annotations, when a container has a HAMi request; else NULL */
@@ -91,9 +104,8 @@ struct pod_info {
 
 /* From a Pod's JSON text, a cJSON object with only what the extender reads:
  * metadata (name, namespace, uid, resourceVersion, deletionTimestamp,
- * annotations), spec
- * (nodeName, containers' name and resources) and status.phase. Watches
- * deliver whole pods (env, volumes, managedFields, statuses); skipping the
+ * annotations), spec (nodeName; containers' and initContainers' name,
+ * resources and restartPolicy) and status.phase. Watches deliver whole pods (env, volumes, managedFields, statuses); skipping the
  * rest with the scanner instead of building a tree for it is most of the
  * cost of applying an event. NULL when the text is not a JSON object or on
  * allocation failure. */
@@ -128,6 +140,12 @@ int parse_gpu_index_list(const char *text, int *out, int max);
  * idx[i] may be NULL for containers without GPUs. 0 or -1 on allocation failure. */
 int decision_annotations(cJSON *annotations, const char *node, int64_t time_ns, int ncontainers, int *const *idx,
                          const int *idx_count, bool vcuda);
+
+/* The same for the decision a decided pod carries (d->decision), each
+ * container under its own key: an init container's minors under
+ * gpu-admission.io/gpu-idx-init-<j> (j its index in spec.initContainers),
+ * never under a tencent.com key. 0 or -1 on allocation failure. */
+int pod_decision_annotations(cJSON *annotations, const struct pod_info *d, bool vcuda);
 
 const char *gpu_family_resource(enum gpu_family family); /* the core resource name */
 const char *gpu_family_memory_resource(enum gpu_family family);

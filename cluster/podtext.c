@@ -29,7 +29,8 @@ struct amounts_text {
 };
 
 struct container_text {
-    struct field name;
+    struct field name, restart;
+    bool init; /* of spec.initContainers */
     bool resources;
     struct amounts_text limits, requests;
 };
@@ -44,7 +45,8 @@ struct note {
 
 /* Where the fields are. Only what the walk reached is initialised. */
 struct pod_text {
-    bool metadata, spec, status, annotations, containers;
+    bool metadata, spec, status, annotations, containers, init_containers;
+    bool names_gpu; /* a managed GPU resource is named in limits or requests */
     struct field name, ns, uid, rv, deletion, node, phase;
     bool hami_notes; /* an annotation under hami.io/ or nvidia.com/ */
     int ncontainers, nnotes;
@@ -96,12 +98,14 @@ static bool take_string(struct jscan *s, struct field *f)
 
 static bool amount_member(struct jscan *s, const struct jscan_str *key, struct pod_text *t, void *at)
 {
-    (void)t;
     struct amounts_text *a = at;
     a->members++;
     for (int i = 0; i < GPU_AMOUNT_KEYS; i++)
-        if (jscan_key_is(key, gpu_amount_keys[i]))
+        if (jscan_key_is(key, gpu_amount_keys[i])) {
+            t->names_gpu = true;
             return take_string(s, &a->v[i]);
+        }
+    t->names_gpu |= jscan_key_is(key, RES_HAMI_PRIORITY); /* managed, never an amount read */
     return skip(s);
 }
 
@@ -134,10 +138,12 @@ static bool container_member(struct jscan *s, const struct jscan_str *key, struc
         return take_string(s, &c->name);
     if (jscan_key_is(key, "resources"))
         return once(&c->resources) && walk_unescaped(s, resources_member, t, c);
+    if (jscan_key_is(key, "restartPolicy"))
+        return take_string(s, &c->restart);
     return skip(s);
 }
 
-static bool read_containers(struct jscan *s, struct pod_text *t)
+static bool read_containers(struct jscan *s, struct pod_text *t, bool init)
 {
     if (jscan_peek(s) != JSCAN_ARRAY || jscan_enter_array(s) != 0)
         return false;
@@ -147,6 +153,7 @@ static bool read_containers(struct jscan *s, struct pod_text *t)
             return false;
         struct container_text *c = &t->c[t->ncontainers++];
         memset(c, 0, sizeof(*c));
+        c->init = init;
         if (!walk(s, container_member, t, c))
             return false;
     }
@@ -225,7 +232,9 @@ static bool spec_member(struct jscan *s, const struct jscan_str *key, struct pod
     if (jscan_key_is(key, "nodeName"))
         return take_string(s, &t->node);
     if (jscan_key_is(key, "containers"))
-        return once(&t->containers) && read_containers(s, t);
+        return once(&t->containers) && read_containers(s, t, false);
+    if (jscan_key_is(key, "initContainers"))
+        return once(&t->init_containers) && read_containers(s, t, true);
     return skip(s);
 }
 
@@ -287,24 +296,23 @@ static const struct amounts_text *container_amounts(const struct container_text 
     return c->requests.seen ? &c->requests : NULL;
 }
 
-/* 1 when read, 0 when declined, -1 when memory ran out. As podspec.c's
- * parse_containers: once a container's request is invalid, the later ones
- * are not classified. */
-static int build_containers(const struct pod_text *t, struct pod_info *pod)
+/* Read the containers of one list (init or not) into reqs, in the order of
+ * the text: 1 when read, 0 when declined, -1 when memory ran out. As
+ * podspec.c's read_container_list: once a request is invalid, the later
+ * ones are not classified. */
+static int read_list(const struct pod_text *t, bool init, struct container_request *reqs, struct pod_info *pod)
 {
-    int n = t->ncontainers, rc = 1;
-    pod->ncontainers = n;
-    if (n == 0)
-        return 1;
-    if (!(pod->containers = calloc((size_t)n, sizeof(*pod->containers))))
-        return -1;
     struct strbuf err;
     strbuf_init(&err);
-    for (int i = 0; i < n && rc == 1; i++) {
+    int rc = 1;
+    for (int i = 0, k = 0; i < t->ncontainers && rc == 1; i++) {
         const struct container_text *c = &t->c[i];
-        struct container_request *req = &pod->containers[i];
+        if (c->init != init)
+            continue;
+        struct container_request *req = &reqs[k];
         struct gpu_amounts a;
-        if (!(req->name = pod_container_name(c->name.set ? c->name.ptr : NULL, c->name.len, i)))
+        req->sidecar = init && field_is(&c->restart, "Always");
+        if (!(req->name = pod_container_name(c->name.set ? c->name.ptr : NULL, c->name.len, k++)))
             rc = -1;
         else if (pod->request_error)
             continue;
@@ -312,10 +320,41 @@ static int build_containers(const struct pod_text *t, struct pod_info *pod)
             rc = 0;
         else if (gpu_amounts_classify(&a, req, &err) != 0 && !(pod->request_error = strbuf_detach(&err, NULL)))
             rc = -1;
-        if (req->family != GPU_FAMILY_NONE)
+        if (!init && req->family != GPU_FAMILY_NONE)
             pod->uses_gpu = true;
     }
     strbuf_free(&err);
+    return rc;
+}
+
+static int count_list(const struct pod_text *t, bool init)
+{
+    int n = 0;
+    for (int i = 0; i < t->ncontainers; i++)
+        n += t->c[i].init == init;
+    return n;
+}
+
+/* The app containers, then the init containers placed with them. */
+static int build_containers(const struct pod_text *t, struct pod_info *pod)
+{
+    int n = count_list(t, false), ninit = count_list(t, true), rc = 1;
+    pod->ncontainers = n;
+    pod->ninit = ninit;
+    pod->names_gpu = t->names_gpu;
+    if (n > 0 && !(pod->containers = calloc((size_t)n, sizeof(*pod->containers))))
+        return -1;
+    if (n > 0)
+        rc = read_list(t, false, pod->containers, pod);
+    if (rc == 1 && ninit > 0) {
+        struct container_request init[TEXT_MAX_CONTAINERS];
+        memset(init, 0, sizeof(init));
+        rc = read_list(t, true, init, pod);
+        if (rc == 1 && pod_place_init_containers(pod, init, ninit) != 0)
+            rc = -1;
+        for (int j = 0; j < ninit; j++)
+            free(init[j].name);
+    }
     return rc == 1 && pod_check_whole_gpu_limit(pod) != 0 ? -1 : rc;
 }
 
@@ -369,7 +408,7 @@ static struct pod_info *build(const struct pod_text *t)
     bool ok = pod->ns && pod->name && pod->key && (!t->uid.set || pod->uid) && (!t->rv.set || pod->resource_version) &&
               (!t->node.len || pod->node_name) && build_containers(t, pod) == 1;
     if (ok && t->annotations)
-        ok = pod_decision_read(note_of, t, pod->ncontainers, &pod->decision) == 0;
+        ok = pod_decision_read(note_of, t, pod, &pod->decision) == 0;
     if (ok && pod_wants_hami(pod))
         ok = read_hami(t, pod) == 0;
     if (!ok) {

@@ -740,10 +740,26 @@ static const char *refusal_of(const struct pod_info *pod)
         return "is being deleted (it has a deletionTimestamp): nothing to decide";
     if (pod->terminal)
         return "has finished (phase Succeeded or Failed): nothing to decide";
-    if (!pod->uses_gpu)
+    if (!pod->uses_gpu && !pod->names_gpu)
         return "asks for no GPU resource this extender manages (tencent.com/vcuda-core, nvidia.com/mps-core, "
                "nvidia.com/gpu, HAMi's nvidia.com/gpumem/gpucores): the extender decides and binds only GPU pods";
     return NULL;
+}
+
+/* A pod kube-scheduler sends because it names a GPU resource, at 0 (or
+ * only in requests or an init container at 0): no GPU to decide, so only
+ * the Binding, with no decision written and no HAMi node lock. Without it
+ * such a pod would wait for ever in a configuration with a bind verb. */
+static int bind_without_gpus(struct placement *p, const struct pod_info *pod, const char *node, char **err)
+{
+    char *why = NULL;
+    if (!p->sink || p->sink->bind(p->sink->ctx, pod, node, &why) == 0) {
+        free(why);
+        return 0;
+    }
+    *err = strbuf_format("binding pod %s to %s failed: %s", pod->key, node, why ? why : "unknown error");
+    free(why);
+    return -1;
 }
 
 /* What a decision may act on, judged on the cluster's copy of the pod. */
@@ -752,6 +768,8 @@ static char *not_decidable(const struct pod_info *pod)
     if (pod->node_name)
         return strbuf_format("pod %s is already bound to node %s", pod->key, pod->node_name);
     const char *why = refusal_of(pod);
+    if (!why && !pod->uses_gpu) /* a filter claiming GPUs for a pod that names them at 0 */
+        why = "asks for no GPU (it names a GPU resource at 0): nothing to decide";
     return why ? strbuf_format("pod %s %s", pod->key, why) : NULL;
 }
 
@@ -784,7 +802,7 @@ static int filter_decide(struct placement *p, const struct pod_info *request, st
     cache_expire(p->cache, clock_realtime_ns());
     struct pod_info *cluster =
         pod_lookup(p->cache, p->sink, request->ns, request->name, request->uid, request, &fetched, &err);
-    bool refused = cluster && (cluster->node_name || refusal_of(cluster));
+    bool refused = cluster && (cluster->node_name || refusal_of(cluster) || !cluster->uses_gpu);
     if (!cluster || refused) {
         char *why = refused ? not_decidable(cluster) : err;
         if (refused)
@@ -1068,6 +1086,8 @@ static int bind_pod(struct placement *p, const struct pod_info *pod, const char 
         *err = strbuf_format("pod %s %s", pod->key, refused);
         return -1;
     }
+    if (!pod->uses_gpu && !pod->request_error)
+        return bind_without_gpus(p, pod, node, err);
     if (assumed_on(p, pod, node))
         return record_and_bind(p, pod, NULL, node, err);
     uint64_t token = 0;

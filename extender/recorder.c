@@ -66,7 +66,8 @@ static char *pod_path(const struct pod_info *pod, const char *suffix)
     return ns && name ? strbuf_detach(&sb, NULL) : (strbuf_free(&sb), NULL);
 }
 
-static char *patch_with(cJSON *annotations, const char *resource_version)
+/* The merge patch of annotations and, when not NULL, labels (both taken). */
+static char *patch_with_labels(cJSON *annotations, cJSON *labels, const char *resource_version)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON *meta = root ? cJSON_AddObjectToObject(root, "metadata") : NULL;
@@ -74,11 +75,39 @@ static char *patch_with(cJSON *annotations, const char *resource_version)
     if (meta && (!resource_version || cJSON_AddStringToObject(meta, "resourceVersion", resource_version)) &&
         cJSON_AddItemToObject(meta, "annotations", annotations)) {
         annotations = NULL;
-        text = cJSON_PrintUnformatted(root);
+        if (!labels || cJSON_AddItemToObject(meta, "labels", labels)) {
+            labels = NULL;
+            text = cJSON_PrintUnformatted(root);
+        }
     }
+    cJSON_Delete(labels);
     cJSON_Delete(annotations);
     cJSON_Delete(root);
     return text;
+}
+
+static char *patch_with(cJSON *annotations, const char *resource_version)
+{
+    return patch_with_labels(annotations, NULL, resource_version);
+}
+
+/* A pod HAMi could serve gets HAMi's hami.io/vgpu-node label with its
+ * decision, as HAMi's PatchPodAnnotations sets it, or loses an earlier
+ * attempt's; NULL (no labels) for other pods, or on allocation failure
+ * with *failed set. */
+static cJSON *hami_labels(const struct pod_info *d, bool decided, bool *failed)
+{
+    *failed = false;
+    if (!d->hami)
+        return NULL;
+    cJSON *labels = cJSON_CreateObject();
+    const char *node = decided && d->hami->has_alloc ? d->decision.node : NULL;
+    if (!labels || hami_decision_label(labels, node) != 0) {
+        cJSON_Delete(labels);
+        *failed = true;
+        return NULL;
+    }
+    return labels;
 }
 
 /* HAMi's decision keys set to null: a merge patch then removes them. */
@@ -109,14 +138,14 @@ static int hami_part(cJSON *ann, const struct pod_info *d)
 static char *patch_body(const struct pod_info *d, const char *resource_version)
 {
     cJSON *ann = cJSON_CreateObject();
-    if (!ann ||
-        decision_annotations(ann, d->decision.node, d->decision.time_ns, d->decision.nidx, d->decision.idx,
-                             d->decision.idx_count, uses_vcuda(d)) != 0 ||
-        hami_part(ann, d) != 0) {
+    bool failed = false;
+    cJSON *labels = ann ? hami_labels(d, true, &failed) : NULL;
+    if (!ann || failed || pod_decision_annotations(ann, d, uses_vcuda(d)) != 0 || hami_part(ann, d) != 0) {
         cJSON_Delete(ann);
+        cJSON_Delete(labels);
         return NULL;
     }
-    return patch_with(ann, resource_version);
+    return patch_with_labels(ann, labels, resource_version);
 }
 
 /* Every decision key set to null: a merge patch then removes them. */
@@ -134,13 +163,19 @@ static char *clear_body(const struct pod_info *pod)
         ok = cJSON_AddNullToObject(ann, key) != NULL;
         snprintf(key, sizeof(key), ANN_GQA_IDX_PREFIX "%d", i);
         ok = ok && cJSON_AddNullToObject(ann, key) != NULL;
+        if (ok && pod->containers[i].init_slot > 0) { /* an init container's own key */
+            snprintf(key, sizeof(key), ANN_GQA_INIT_IDX_PREFIX "%d", pod->containers[i].init_slot - 1);
+            ok = cJSON_AddNullToObject(ann, key) != NULL;
+        }
     }
     ok = ok && (!pod->hami || null_hami_decision(ann) == 0);
-    if (!ok) {
+    bool failed = false;
+    cJSON *labels = ok ? hami_labels(pod, false, &failed) : NULL;
+    if (!ok || failed) {
         cJSON_Delete(ann);
         return NULL;
     }
-    return patch_with(ann, NULL);
+    return patch_with_labels(ann, labels, NULL);
 }
 
 static void set_err(char **err, const char *msg)

@@ -151,8 +151,11 @@ class Env:
         return {n: p.decisions for n, p in self.plugins.items()}
 
     # -- kube-scheduler ---------------------------------------------------------
-    def create(self, name, containers, annotations=None):
-        self.cluster.create_pod(g.pod(name, containers, namespace=NS, annotations=annotations))
+    def create(self, name, containers, annotations=None, init=None):
+        pod = g.pod(name, containers, namespace=NS, annotations=annotations)
+        if init:
+            pod["spec"]["initContainers"] = [{"name": n, "image": "registry.example.com/%s:1" % n} for n in init]
+        self.cluster.create_pod(pod)
         return self.cluster.get_pod(name, NS)
 
     def bind(self, name, node):
@@ -209,10 +212,14 @@ def mixed_cluster(_s):
         cases = [("vc", g.vcuda(50, 8), {"vcuda-0"}),
                  ("mp", g.mps(50, 4), {"mps-0"}),
                  ("wg", g.pgpu(1), {"whole-0", "hami-0", "hami-1"}),
+                 # HAMi's webhook (v2.7+) adds gpucores: 100 to a plain nvidia.com/gpu container:
+                 # still whole GPUs on a node without HAMi (issue 25 item 6).
+                 ("wc", {"nvidia.com/gpu": 1, "nvidia.com/gpucores": 100}, {"whole-0", "hami-0", "hami-1"}),
                  ("hv", vgpu(1, 4000, cores=25), {"hami-0", "hami-1"}),
                  ("h2", [("main", vgpu(2, pct=50, cores=10)), ("side", {"cpu": "1"})], {"hami-0", "hami-1"})]
         for name, containers, where in cases:
-            env.create(name, containers)
+            # h2 has an init container without GPUs: HAMi v2.9+ reads entry 0 as it (issue 25 item 4).
+            env.create(name, containers, init=["fetch"] if name == "h2" else None)
             pod = env.cluster.get_pod(name, NS)
             f = env.srv.filter(pod, names)
             suite.check_eq(set(f.get("NodeNames") or []), where, "%s fits exactly where its family is" % name, f)
@@ -225,15 +232,18 @@ def mixed_cluster(_s):
             env.accepted(name)
             ann = env.annotations(name)
             suite.check_eq(ann.get(VGPU_NODE), node, "%s: hami.io/vgpu-node names the node" % name, ann)
+            labels = env.cluster.get_pod(name, NS)["metadata"].get("labels") or {}
+            suite.check_eq(labels.get(VGPU_NODE), node, "%s: labelled hami.io/vgpu-node as HAMi does" % name, labels)
             suite.check_eq(ann.get(PHASE), "success", "%s: the plugin marked it allocated" % name, ann)
             suite.check(ann.get(VGPU_TIME, "").isdigit() and ann.get(BIND_TIME, "").isdigit(),
                         "%s: vgpu-time and bind-time are Unix seconds" % name, ann)
             alloc = allocation_of(ann.get(ALLOCATED, ""))
-            spec = env.cluster.get_pod(name, NS)["spec"]["containers"]
+            spec_all = env.cluster.get_pod(name, NS)["spec"]
+            spec = (spec_all.get("initContainers") or []) + spec_all["containers"]
             suite.check_eq(len(alloc), len(spec), "%s: one allocation entry per container" % name, ann)
             own = {d["uuid"] for d in env.devices(node)}
             for i, c in enumerate(spec):
-                want = int(c["resources"]["limits"].get("nvidia.com/gpu", "0"))
+                want = int(((c.get("resources") or {}).get("limits") or {}).get("nvidia.com/gpu", "0"))
                 suite.check(len(alloc[i]) == want and len(set(alloc[i])) == want and set(alloc[i]) <= own,
                             "%s container %d: %d distinct devices of %s" % (name, i, want, node), alloc)
             suite.check(LOCK not in env.node_annotations(node), "the plugin released %s's lock" % node,

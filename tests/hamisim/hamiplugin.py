@@ -14,7 +14,8 @@ plugin does, through annotations:
 - allocate_pending(): what the kubelet's Allocate call makes the plugin do:
   for each pod bound to this node with hami.io/bind-phase: allocating and
   hami.io/vgpu-node naming this node, read hami.io/vgpu-devices-to-allocate
-  container by container, check every device against its own devices (one of
+  container by container (init containers first, as HAMi v2.9 and later
+  list them), check every device against its own devices (one of
   them, healthy, not MIG, the container's nvidia.com/gpu count, memory and
   cores within the device, and, beyond what HAMi's plugin checks, the split
   count, memory and cores still free given the pods it already accepted),
@@ -187,7 +188,9 @@ class Plugin:
         return use
 
     def _check(self, pod, containers, use):
-        spec_containers = (pod.get("spec") or {}).get("containers") or []
+        # HAMi v2.9 and later: entry i is InitContainers[i], then the app containers.
+        spec = pod.get("spec") or {}
+        spec_containers = (spec.get("initContainers") or []) + (spec.get("containers") or [])
         if len(containers) != len(spec_containers):
             return "the annotation lists %d containers, the pod has %d" % (len(containers), len(spec_containers))
         for i, devs in enumerate(containers):

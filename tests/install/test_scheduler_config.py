@@ -25,7 +25,8 @@ suite = ic.Suite("test_scheduler_config")
 
 VERSIONS = ("v1", "v1beta3", "v1beta2")
 VARIANTS = ("drop-in", "recommended", "hami")
-HAMI_RESOURCES = ["nvidia.com/gpumem", "nvidia.com/gpumem-percentage", "nvidia.com/gpucores"]
+# HAMi's per-vGPU resources and its task priority, ignoredByScheduler as HAMi's chart lists them.
+HAMI_RESOURCES = ["nvidia.com/gpumem", "nvidia.com/gpumem-percentage", "nvidia.com/gpucores", "nvidia.com/priority"]
 PLACEHOLDER = "${kube-apiserver}"
 DESIGN_RESOURCES = ["tencent.com/vcuda-core", "tencent.com/vcuda-memory", "nvidia.com/mps-core",
                     "nvidia.com/mps-memory", "nvidia.com/gpu"]

@@ -57,6 +57,8 @@ static inline const char *podcmp_container(const struct container_request *a, co
     if (a->family != b->family || a->cores != b->cores || a->memory != b->memory ||
         a->memory_given != b->memory_given || a->whole_gpus != b->whole_gpus)
         return "container request";
+    if (a->init_slot != b->init_slot || a->sidecar != b->sidecar)
+        return "container init slot";
     if (a->hami.nums != b->hami.nums || a->hami.memory_mib != b->hami.memory_mib ||
         a->hami.memory_percent != b->hami.memory_percent || a->hami.cores != b->hami.cores)
         return "container hami request";
@@ -86,6 +88,8 @@ static inline const char *pod_info_difference(const struct pod_info *a, const st
         return "uid or resourceVersion";
     if (!podcmp_str(a->node_name, b->node_name) || a->terminal != b->terminal || a->terminating != b->terminating)
         return "node, phase or deletion";
+    if (a->names_gpu != b->names_gpu || a->ninit != b->ninit)
+        return "names_gpu or ninit";
     if (a->uses_gpu != b->uses_gpu || !podcmp_str(a->request_error, b->request_error))
         return "uses_gpu or request_error";
     if (a->ncontainers != b->ncontainers)

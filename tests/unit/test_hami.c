@@ -502,6 +502,72 @@ static void test_request_explicit(void **state)
     pod_info_free(p);
 }
 
+/* Requests as HAMi reads them (issue 25 items 6 and 7): gpucores above 100
+ * is 100, gpumem-percentage 0 is not given, and nvidia.com/gpu with
+ * gpucores 100 and no memory (what HAMi's webhook makes of a plain
+ * whole-GPU container) is whole GPUs anywhere, an exclusive vGPU on HAMi. */
+static void test_requests_as_hami_reads_them(void **state)
+{
+    (void)state;
+    struct pod_info *p = vgpu_pod("", "{'nvidia.com/gpu':1,'nvidia.com/gpumem':2000,'nvidia.com/gpucores':150}");
+    assert_null(p->request_error);
+    assert_int_equal(p->containers[0].family, GPU_FAMILY_HAMI);
+    assert_int_equal(p->containers[0].hami.cores, 100);
+    pod_info_free(p);
+    p = vgpu_pod("", "{'nvidia.com/gpu':1,'nvidia.com/gpumem-percentage':0,'nvidia.com/gpucores':30}");
+    assert_null(p->request_error);
+    assert_int_equal(p->containers[0].hami.memory_percent, 100);
+    assert_int_equal(p->containers[0].hami.cores, 30);
+    pod_info_free(p);
+    /* Percentage 0 alone names no HAMi-only request: plain whole GPUs. */
+    p = vgpu_pod("", "{'nvidia.com/gpu':2,'nvidia.com/gpumem-percentage':0}");
+    assert_null(p->request_error);
+    assert_int_equal(p->containers[0].family, GPU_FAMILY_PGPU);
+    assert_int_equal(p->containers[0].whole_gpus, 2);
+    pod_info_free(p);
+    static const char *const marked[] = {"{'nvidia.com/gpu':2,'nvidia.com/gpucores':100}",
+                                         "{'nvidia.com/gpu':2,'nvidia.com/gpucores':'120'}"};
+    for (size_t k = 0; k < sizeof(marked) / sizeof(marked[0]); k++) {
+        p = vgpu_pod("", marked[k]);
+        assert_null(p->request_error);
+        assert_int_equal(p->containers[0].family, GPU_FAMILY_PGPU);
+        assert_int_equal(p->containers[0].whole_gpus, 2);
+        assert_int_equal(p->containers[0].hami.nums, 2);
+        assert_int_equal(p->containers[0].hami.cores, 100);
+        assert_int_equal(p->containers[0].hami.memory_percent, 100);
+        pod_info_free(p);
+    }
+    /* With memory it stays a HAMi vGPU request. */
+    p = vgpu_pod("", "{'nvidia.com/gpu':1,'nvidia.com/gpumem':1000,'nvidia.com/gpucores':100}");
+    assert_int_equal(p->containers[0].family, GPU_FAMILY_HAMI);
+    pod_info_free(p);
+}
+
+/* HAMi v2.10's GPU policies mutex and numa, and comma chains of policies,
+ * are read (issue 25 item 8): the first binpack or spread orders the GPUs,
+ * the others take the default order. They made pods unschedulable. */
+static void test_gpu_policy_chains(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *value;
+        enum hami_pack want;
+    } cases[] = {{"mutex", HAMI_PACK_DEFAULT},
+                 {"numa", HAMI_PACK_DEFAULT},
+                 {"numa,spread", HAMI_PACK_SPREAD},
+                 {" mutex , binpack,spread", HAMI_PACK_BINPACK},
+                 {"topology-aware,numa", HAMI_PACK_DEFAULT}};
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        char ann[128];
+        snprintf(ann, sizeof(ann), "'hami.io/gpu-scheduler-policy':'%s'", cases[k].value);
+        struct pod_info *p = vgpu_pod(ann, "{'nvidia.com/gpu':1,'nvidia.com/gpumem':1000}");
+        if (p->request_error)
+            fail_msg("%s: %s", cases[k].value, p->request_error);
+        assert_int_equal(p->hami->gpu_policy, cases[k].want);
+        pod_info_free(p);
+    }
+}
+
 static void expect_request_error(const char *annotations, const char *limits, const char *message)
 {
     struct pod_info *p = vgpu_pod(annotations, limits);
@@ -514,13 +580,8 @@ static void expect_request_error(const char *annotations, const char *limits, co
 static void test_request_errors(void **state)
 {
     (void)state;
-    expect_request_error("", "{'nvidia.com/gpu':1,'nvidia.com/gpumem-percentage':0}",
-                         "container \"main\": nvidia.com/gpumem-percentage 0 is not a percentage in 1..100");
     expect_request_error("", "{'nvidia.com/gpu':1,'nvidia.com/gpumem-percentage':101}",
                          "container \"main\": nvidia.com/gpumem-percentage 101 is not a percentage in 1..100");
-    expect_request_error("", "{'nvidia.com/gpu':1,'nvidia.com/gpucores':101}",
-                         "container \"main\": nvidia.com/gpucores 101 is above 100 (percent of one GPU; 100 is "
-                         "exclusive)");
     expect_request_error("", "{'nvidia.com/gpu':1,'nvidia.com/gpumem':'3Gi'}",
                          "container \"main\": nvidia.com/gpumem 3221225472 is above 16777216; it counts MiB per vGPU "
                          "(\"3Gi\" is bytes, write 3072)");
@@ -536,7 +597,11 @@ static void test_request_errors(void **state)
                          "container \"main\" mixes GPU resources of different kinds (tencent.com/vcuda-core, "
                          "nvidia.com/mps-core, nvidia.com/gpu); a container uses one kind");
     expect_request_error("'hami.io/gpu-scheduler-policy':'fastest'", "{'nvidia.com/gpu':1}",
-                         "annotation hami.io/gpu-scheduler-policy \"fastest\" is not binpack or spread");
+                         "annotation hami.io/gpu-scheduler-policy \"fastest\" is not binpack, spread, mutex, numa "
+                         "or topology-aware (or a comma chain of them)");
+    expect_request_error("'hami.io/gpu-scheduler-policy':'binpack,,numa'", "{'nvidia.com/gpu':1}",
+                         "annotation hami.io/gpu-scheduler-policy \"binpack,,numa\" is not binpack, spread, mutex, "
+                         "numa or topology-aware (or a comma chain of them)");
     expect_request_error("'hami.io/node-scheduler-policy':'Spread'", "{'nvidia.com/gpu':1}",
                          "annotation hami.io/node-scheduler-policy \"Spread\" is not binpack or spread");
 }
@@ -1056,6 +1121,52 @@ static void test_decision_annotations(void **state)
     pod_info_free(p);
 }
 
+/* HAMi v2.9 and later list init containers first: entry j is
+ * spec.initContainers[j], then the app containers (issue 25 item 4). The
+ * decision writes that layout; an allocation HAMi wrote so is charged on
+ * its devices (it was held against the node), the older layout still is. */
+static void test_init_containers_first(void **state)
+{
+    struct cluster_cache *c = *state;
+    add_hami_node(c, "i", CORE(UUID0, 0, 32768) CORE(UUID1, 1, 32768), 20, "");
+    char buf[2048];
+    fmt(buf, sizeof(buf),
+        "{'metadata':{'name':'w','namespace':'t'},'spec':{'initContainers':[{'name':'fetch'}],'containers':["
+        "{'name':'a','resources':{'limits':" GPUMEM(1, 2000, 20) "}}]}}");
+    struct pod_info *p = pod_of(buf);
+    assert_int_equal(p->ninit, 1);
+    struct fit_out out;
+    assert_true(fit(c, "i", p, POLICY_BINPACK, POLICY_BINPACK, &out));
+    struct hami_alloc a;
+    char *err = NULL;
+    assert_int_equal(hami_alloc_from_fit(cache_find_node(c, "i")->spec->hami, p, out.hami, &a, &err), 0);
+    char *text = hami_alloc_encode(&a);
+    assert_int_equal(a.ncontainers, 2);
+    assert_int_equal(a.containers[0].count, 0);
+    assert_int_equal(a.containers[1].count, 1);
+    assert_int_equal(text[0], ';');
+    free(text);
+    hami_alloc_free(&a);
+    pod_info_free(p);
+
+    /* Written by HAMi v2.9+: the init container's empty entry first. */
+    fmt(buf, sizeof(buf),
+        "{'metadata':{'name':'h','namespace':'t','annotations':{'hami.io/vgpu-devices-allocated':';" UUID1
+        ",NVIDIA,3000,30:;','hami.io/vgpu-node':'i'}},'spec':{'nodeName':'i','initContainers':[{'name':'fetch'}],"
+        "'containers':[{'name':'a','resources':{'limits':" GPUMEM(1, 3000, 30) "}}]},'status':{'phase':'Running'}}");
+    assert_int_equal(cache_apply_pod(c, pod_of(buf), clock_realtime_ns()), 0);
+    assert_int_equal(gpu_state(c, "i", 1)->memory_used, 3000);
+    assert_int_equal(cache_find_node(c, "i")->hami->unattributed.pods, 0);
+    /* The older layout (app containers only) still reads. */
+    fmt(buf, sizeof(buf),
+        "{'metadata':{'name':'o','namespace':'t','annotations':{'hami.io/vgpu-devices-allocated':'" UUID0
+        ",NVIDIA,1000,10:;','hami.io/vgpu-node':'i'}},'spec':{'nodeName':'i','initContainers':[{'name':'fetch'}],"
+        "'containers':[{'name':'a','resources':{'limits':" GPUMEM(1, 1000, 10) "}}]},'status':{'phase':'Running'}}");
+    assert_int_equal(cache_apply_pod(c, pod_of(buf), clock_realtime_ns()), 0);
+    assert_int_equal(gpu_state(c, "i", 0)->memory_used, 1000);
+    assert_int_equal(cache_find_node(c, "i")->hami->unattributed.pods, 0);
+}
+
 static void test_node_lock(void **state)
 {
     (void)state;
@@ -1269,6 +1380,9 @@ int main(void)
         T(test_request_defaults),
         T(test_request_explicit),
         T(test_request_errors),
+        T(test_requests_as_hami_reads_them),
+        T(test_gpu_policy_chains),
+        T(test_init_containers_first),
         T(test_pod_annotations),
         T(test_list_bounds),
         T(test_alloc_format),

@@ -574,6 +574,68 @@ static void test_bind(void **state)
     pod_info_free(a);
 }
 
+/* A Pod with the given spec (the containers part, with the quotes of q()). */
+static cJSON *pod_with_spec(const char *name, const char *uid, const char *spec)
+{
+    char buf[1024];
+    fmt(buf, sizeof(buf),
+        "{'kind':'Pod','metadata':{'name':'%s','namespace':'t','uid':'%s','resourceVersion':'5'},"
+        "'spec':{%s},'status':{'phase':'Pending'}}",
+        name, uid, spec);
+    return json_of(buf);
+}
+
+/* Pods kube-scheduler sends because they name a managed GPU resource at 0
+ * (in limits, only in requests, or only in an init container) are bound in
+ * both placement modes, with no decision written; a pod that names none
+ * is still refused. */
+static void test_bind_interested_pod_without_gpus(void **state)
+{
+    static const char *const specs[] = {
+        "'containers':[{'name':'c','resources':{'limits':{'nvidia.com/gpu':'0'}}}]",
+        "'containers':[{'name':'c','resources':{'requests':{'tencent.com/vcuda-core':'0'}}}]",
+        "'initContainers':[{'name':'i','resources':{'limits':{'nvidia.com/gpu':0}}}],'containers':[{'name':'c'}]",
+        "'containers':[{'name':'c','resources':{'limits':{'nvidia.com/priority':'1'}}}]",
+    };
+    struct world *w = *state;
+    for (int mode = 0; mode < 2; mode++) {
+        w->p.cfg.mode = mode ? PLACEMENT_BIND : PLACEMENT_FILTER;
+        for (size_t k = 0; k < sizeof(specs) / sizeof(specs[0]); k++) {
+            char name[16], uid[16];
+            fmt(name, sizeof(name), "z%d%zu", mode, k);
+            fmt(uid, sizeof(uid), "uid-z%d%zu", mode, k);
+            cJSON *obj = pod_with_spec(name, uid, specs[k]);
+            char *err = NULL;
+            struct pod_info *pod = pod_info_from_json(obj, &err);
+            assert_non_null(pod);
+            assert_false(pod->uses_gpu);
+            assert_true(pod->names_gpu);
+            struct evaluation ev;
+            filter(w, pod, &ev);
+            assert_null(ev.error);
+            assert_true(ev.verdicts[0].fits);
+            evaluation_free(&ev);
+            w->api_pod = obj;
+            int records = w->records, binds = w->binds;
+            assert_int_equal(placement_bind(&w->p, "t", name, uid, "n1", &err), 0);
+            assert_null(err);
+            assert_int_equal(w->records, records);
+            assert_int_equal(w->binds, binds + 1);
+            assert_false(w->locked);
+            cJSON_Delete(w->api_pod);
+            w->api_pod = NULL;
+            pod_info_free(pod);
+        }
+    }
+    w->api_pod = pod_with_spec("cpu", "uid-cpu", "'containers':[{'name':'c','resources':{'limits':{'cpu':'1'}}}]");
+    char *err = NULL;
+    assert_int_equal(placement_bind(&w->p, "t", "cpu", "uid-cpu", "n1", &err), -1);
+    assert_non_null(strstr(err, "asks for no GPU resource"));
+    free(err);
+    cJSON_Delete(w->api_pod);
+    w->api_pod = NULL;
+}
+
 /* ---- HAMi ------------------------------------------------------------------------------ */
 
 static void add_hami_node(struct cluster_cache *c, const char *name)
@@ -943,6 +1005,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_expiry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_in_flight_and_race, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bind, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bind_interested_pod_without_gpus, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_reservation_exact, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hami_bind, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hami_bind_failures, setup, teardown),

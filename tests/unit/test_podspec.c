@@ -131,6 +131,18 @@ static void test_wrong_shapes(void **state)
     assert_null(p->request_error);
     assert_false(p->uses_gpu);
     pod_info_free(p);
+    /* Init containers are read too: the same shapes are refused there. */
+    p = pod_of("{'metadata':{'name':'p'},'spec':{'containers':[],'initContainers':{}}}");
+    assert_string_equal(p->request_error, "spec.initContainers must be an array");
+    pod_info_free(p);
+    p = pod_of("{'metadata':{'name':'p'},'spec':{'initContainers':[{'name':'i','resources':{'limits':3}}]}}");
+    assert_string_equal(p->request_error, "spec.initContainers[].resources.limits and .requests must be objects");
+    pod_info_free(p);
+    /* An invalid request in an init container is the pod's. */
+    p = pod_of("{'metadata':{'name':'p'},'spec':{'initContainers':[{'name':'i','resources':{'limits':"
+               "{'tencent.com/vcuda-core':'150'}}}]}}");
+    assert_non_null(strstr(p->request_error, "container \"i\""));
+    pod_info_free(p);
 }
 
 /* Cloning a pod that never had decision annotations (bind of a fresh pod). */
@@ -657,6 +669,42 @@ static void test_decision_annotations_other(void **state)
     cJSON_Delete(ann);
 }
 
+/* An init container placed with the pod: its minors under its own key
+ * (gpu-admission.io/gpu-idx-init-<j>, never a tencent.com one, which
+ * GPU-Manager would read as an app container's), read back from there. */
+static void test_init_container_decision_round_trip(void **state)
+{
+    (void)state;
+    cJSON *pod = json_of("{'metadata':{'name':'p','annotations':{}},'spec':{'containers':[{'name':'a'}],"
+                         "'initContainers':[{'name':'cpu'},{'name':'w','resources':{'limits':"
+                         "{'tencent.com/vcuda-core':'100'}}}]}}");
+    char *err = NULL;
+    struct pod_info *p = pod_info_from_json(pod, &err);
+    assert_non_null(p);
+    assert_true(p->uses_gpu);
+    assert_int_equal(p->ncontainers, 2);
+    assert_int_equal(p->containers[1].init_slot, 2);
+    int c1[] = {2};
+    int *idx[] = {NULL, c1};
+    int count[] = {0, 1};
+    struct pod_info *d = pod_info_with_decision(p, "n1", 5, idx, count);
+    assert_non_null(d);
+    cJSON *ann = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "metadata"), "annotations");
+    assert_int_equal(pod_decision_annotations(ann, d, true), 0);
+    assert_string_equal(ann_string(ann, "gpu-admission.io/gpu-idx-init-1"), "2");
+    assert_string_equal(ann_string(ann, "tencent.com/predicate-node"), "n1");
+    assert_null(ann_string(ann, "tencent.com/predicate-gpu-idx-1"));
+    assert_null(ann_string(ann, "gpu-admission.io/gpu-idx-1"));
+    struct pod_info *back = pod_info_from_json(pod, &err);
+    assert_non_null(back);
+    assert_int_equal(back->decision.idx_count[1], 1);
+    assert_int_equal(back->decision.idx[1][0], 2);
+    pod_info_free(back);
+    pod_info_free(d);
+    pod_info_free(p);
+    cJSON_Delete(pod);
+}
+
 static void test_annotations_round_trip(void **state)
 {
     (void)state;
@@ -762,6 +810,7 @@ int main(void)
         cmocka_unit_test(test_decision_annotations_vcuda),
         cmocka_unit_test(test_decision_annotations_other),
         cmocka_unit_test(test_annotations_round_trip),
+        cmocka_unit_test(test_init_container_decision_round_trip),
         cmocka_unit_test(test_with_decision_deep_copy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

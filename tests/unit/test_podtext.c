@@ -161,6 +161,55 @@ static void test_requests_and_errors(void **state)
     pod_info_free(p);
 }
 
+/* kube-scheduler's interest: a managed resource named at 0, in requests or
+ * an init container, is noted; init containers are placed as Kubernetes
+ * counts a pod's effective request (sidecars beside the app containers, a
+ * plain one only when nothing else asks for GPUs); decisions are read back
+ * from each container's own key. */
+static void test_init_containers_and_interest(void **state)
+{
+    (void)state;
+    struct pod_info *p = read_same("{'metadata':{'name':'z'},'spec':{'containers':[{'name':'c','resources':"
+                                   "{'requests':{'nvidia.com/gpu':'0'}}}]}}",
+                                   "");
+    assert_true(p->names_gpu);
+    assert_false(p->uses_gpu);
+    pod_info_free(p);
+    p = read_same("{'metadata':{'name':'c'},'spec':{'containers':[{'name':'c','resources':{'limits':{'cpu':'1'}}}]}}",
+                  "");
+    assert_false(p->names_gpu);
+    pod_info_free(p);
+
+    /* An init container alone asks for a GPU: it is placed, under its own key. */
+    p = read_same("{'metadata':{'name':'i','annotations':{'gpu-admission.io/node':'n','gpu-admission.io/time':'9',"
+                  "'gpu-admission.io/gpu-idx-init-1':'3','gpu-admission.io/gpu-idx-1':'5'}},'spec':{"
+                  "'containers':[{'name':'app'}],'initContainers':[{'name':'cpu'},"
+                  "{'name':'warm','resources':{'limits':{'nvidia.com/gpu':'1'}}}]}}",
+                  "");
+    assert_true(p->uses_gpu);
+    assert_int_equal(p->ncontainers, 2);
+    assert_string_equal(p->containers[1].name, "warm");
+    assert_int_equal(p->containers[1].init_slot, 2);
+    assert_int_equal(p->containers[1].whole_gpus, 1);
+    assert_int_equal(p->decision.idx_count[1], 1);
+    assert_int_equal(p->decision.idx[1][0], 3);
+    pod_info_free(p);
+
+    /* A sidecar runs beside the app containers: placed with them; a plain
+     * init container then is not (its GPUs are the app containers' later). */
+    p = read_same("{'metadata':{'name':'s'},'spec':{'initContainers':[{'name':'side','restartPolicy':'Always',"
+                  "'resources':{'limits':{'nvidia.com/mps-core':'20'}}},{'name':'once','resources':{'limits':"
+                  "{'nvidia.com/mps-core':'90'}}}],'containers':[{'name':'app','resources':{'limits':"
+                  "{'nvidia.com/mps-core':'30'}}}]}}",
+                  "");
+    assert_int_equal(p->ncontainers, 2);
+    assert_string_equal(p->containers[1].name, "side");
+    assert_true(p->containers[1].sidecar);
+    assert_int_equal(p->containers[1].init_slot, 1);
+    assert_int_equal(p->containers[1].cores, 20);
+    pod_info_free(p);
+}
+
 /* ---- shapes it declines -------------------------------------------------- */
 
 static void test_declines(void **state)
@@ -212,6 +261,7 @@ int main(void)
         cmocka_unit_test(test_hami_pod),
         cmocka_unit_test(test_requests_and_errors),
         cmocka_unit_test(test_declines),
+        cmocka_unit_test(test_init_containers_and_interest),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

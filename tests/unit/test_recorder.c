@@ -245,6 +245,63 @@ static void test_clear(void **state)
     pod_info_free(d);
 }
 
+static const char *label(const cJSON *patch, const char *key)
+{
+    const cJSON *labels =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(patch, "metadata"), "labels");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(labels, key);
+    return cJSON_IsString(v) ? v->valuestring : cJSON_IsNull(v) ? "(null)" : NULL;
+}
+
+/* A HAMi vGPU pod decided on node (its allocation as HAMi's annotations carry it). */
+static struct pod_info *hami_decided_pod(const char *node)
+{
+    struct pod_info *p = pod_of("{'metadata':{'name':'p','namespace':'t','uid':'u1','resourceVersion':'7',"
+                                "'annotations':{'hami.io/vgpu-devices-allocated':'GPU-a,NVIDIA,3000,30:;'}},"
+                                "'spec':{'containers':[{'name':'c','resources':{'limits':"
+                                "{'nvidia.com/gpu':'1','nvidia.com/gpumem':'3000'}}}]}}");
+    assert_non_null(p->hami);
+    assert_true(p->hami->has_alloc);
+    struct pod_info *d = pod_info_with_decision(p, node, 1763700000000000000LL, NULL, NULL);
+    assert_non_null(d);
+    pod_info_free(p);
+    return d;
+}
+
+/* HAMi's PatchPodAnnotations labels the pod hami.io/vgpu-node = node with
+ * the decision (HAMi's vGPU monitor finds pods by it), unless the node's
+ * name is no valid label value; clearing the decision removes it. */
+static void test_hami_node_label(void **state)
+{
+    struct fixture *f = *state;
+    const struct answer a[] = {{"PATCH", POD_PATH, 200, "{}"}, {"PATCH", POD_PATH, 200, "{}"},
+                               {"PATCH", POD_PATH, 200, "{}"}};
+    script(a, 3);
+    struct pod_info *d = hami_decided_pod("gpu-node-1");
+    char *err = NULL;
+    assert_int_equal(f->sink->record(f->sink->ctx, d, &err), 0);
+    cJSON *patch = cJSON_Parse(seen(0, "PATCH", POD_PATH).body);
+    assert_string_equal(label(patch, "hami.io/vgpu-node"), "gpu-node-1");
+    assert_string_equal(annotation(patch, "hami.io/vgpu-node"), "gpu-node-1");
+    cJSON_Delete(patch);
+    assert_int_equal(f->sink->clear(f->sink->ctx, d, &err), 0);
+    patch = cJSON_Parse(seen(1, "PATCH", POD_PATH).body);
+    assert_string_equal(label(patch, "hami.io/vgpu-node"), "(null)");
+    cJSON_Delete(patch);
+    pod_info_free(d);
+
+    char longname[80];
+    memset(longname, 'n', 70);
+    longname[70] = '\0';
+    d = hami_decided_pod(longname);
+    assert_int_equal(f->sink->record(f->sink->ctx, d, &err), 0);
+    patch = cJSON_Parse(seen(2, "PATCH", POD_PATH).body);
+    assert_null(label(patch, "hami.io/vgpu-node"));
+    assert_string_equal(annotation(patch, "hami.io/vgpu-node"), longname);
+    cJSON_Delete(patch);
+    pod_info_free(d);
+}
+
 static void test_bind(void **state)
 {
     struct fixture *f = *state;
@@ -312,6 +369,7 @@ int main(void)
         cmocka_unit_test(test_conflict_gives_up),
         cmocka_unit_test(test_clear),
         cmocka_unit_test(test_bind),
+        cmocka_unit_test(test_hami_node_label),
         cmocka_unit_test(test_fetch),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -774,7 +774,10 @@ class ControlPlane:
                 if e["reason"] == reason and substring in e["message"]:
                     return e
             return None
-        return self.wait_for(found, timeout, "event %s with %r on %s/%s" % (reason, substring, ns, name))
+        try:
+            return self.wait_for(found, timeout, "event %s with %r on %s/%s" % (reason, substring, ns, name))
+        except NotReady as e:
+            raise NotReady("%s; its events: %s" % (e, json.dumps(self.pod_events(name, ns))[:3000]))
 
     # -- the service proxy and webhooks: a Service reaching 127.0.0.1 ------
     def stand_in_pod(self, ns="kube-system", name="realcp-stand-in", labels=None, ip=FAKE_POD_IP):

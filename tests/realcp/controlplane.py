@@ -895,7 +895,7 @@ class ControlPlane:
 
     # -- the product ---------------------------------------------------------
     def start_product(self, binary, kubeconfig=None, flags=(), name="gqa", port=None, https_port=None,
-                      tls=None, wait_ready=True, timeout=60):
+                      tls=None, wait_ready=True, timeout=60, env=None):
         """gpu-quota-admission in live mode; waits for /readyz 200 unless
         wait_ready is False. Returns the Process with .port (HTTP)."""
         port = port or free_port()
@@ -905,8 +905,9 @@ class ControlPlane:
             https_port = https_port or free_port()
             argv += ["--listen-https", "127.0.0.1:%d" % https_port, "--tls-cert", tls[0], "--tls-key", tls[1]]
         argv += list(flags)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GQA_") and k != "KUBERNETES_SERVICE_HOST"}
-        proc = Process(name, argv, self.path(name + "-%d.log" % port), env=env)
+        penv = {k: v for k, v in os.environ.items() if not k.startswith("GQA_") and k != "KUBERNETES_SERVICE_HOST"}
+        penv.update(env or {})
+        proc = Process(name, argv, self.path(name + "-%d.log" % port), env=penv)
         proc.port = port
         proc.https_port = https_port
         self.procs.append(proc)

@@ -286,6 +286,7 @@ class ConnectProxy:
         self.lock = threading.Lock()
         self.tunnels = []      # "ip:port" carried
         self.refused = []      # targets refused
+        self.sent = {}         # "ip:port" -> bytes the API server sent through
         proxy = self
 
         class Handler(socketserver.BaseRequestHandler):
@@ -340,18 +341,20 @@ class ConnectProxy:
         up.settimeout(None)
         t = threading.Thread(target=self._pump, args=(up, conn), daemon=True)
         t.start()
-        self._pump(conn, up)
+        self._pump(conn, up, target)
         t.join()
         conn.close()
         up.close()
 
-    @staticmethod
-    def _pump(src, dst):
+    def _pump(self, src, dst, count_as=None):
         try:
             while True:
                 d = src.recv(65536)
                 if not d:
                     break
+                if count_as:
+                    with self.lock:
+                        self.sent[count_as] = self.sent.get(count_as, 0) + len(d)
                 dst.sendall(d)
         except OSError:
             pass
@@ -361,8 +364,16 @@ class ConnectProxy:
             pass
 
     def carried(self, port=None):
+        """The tunnels opened (to port, or all)."""
         with self.lock:
             return [t for t in self.tunnels if port is None or t.endswith(":%d" % port)]
+
+    def bytes_sent(self, port):
+        """Bytes the API server sent through tunnels to port (tunnels are
+        kept alive and reused, so this, not the tunnel count, grows with
+        every proxied request)."""
+        with self.lock:
+            return sum(n for t, n in self.sent.items() if t.endswith(":%d" % port))
 
     def stop(self):
         self.server.shutdown()
@@ -884,7 +895,7 @@ class ControlPlane:
 
     # -- the product ---------------------------------------------------------
     def start_product(self, binary, kubeconfig=None, flags=(), name="gqa", port=None, https_port=None,
-                      tls=None, wait_ready=True, timeout=60):
+                      tls=None, wait_ready=True, timeout=60, env=None):
         """gpu-quota-admission in live mode; waits for /readyz 200 unless
         wait_ready is False. Returns the Process with .port (HTTP)."""
         port = port or free_port()
@@ -894,8 +905,9 @@ class ControlPlane:
             https_port = https_port or free_port()
             argv += ["--listen-https", "127.0.0.1:%d" % https_port, "--tls-cert", tls[0], "--tls-key", tls[1]]
         argv += list(flags)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GQA_") and k != "KUBERNETES_SERVICE_HOST"}
-        proc = Process(name, argv, self.path(name + "-%d.log" % port), env=env)
+        penv = {k: v for k, v in os.environ.items() if not k.startswith("GQA_") and k != "KUBERNETES_SERVICE_HOST"}
+        penv.update(env or {})
+        proc = Process(name, argv, self.path(name + "-%d.log" % port), env=penv)
         proc.port = port
         proc.https_port = https_port
         self.procs.append(proc)

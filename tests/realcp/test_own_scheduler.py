@@ -33,6 +33,7 @@ import os
 import subprocess
 
 from realcp_suite import RealcpSuite, add_demo_nodes, annotations, gpu_indices, yaml
+from controlplane import http_get
 
 suite = RealcpSuite("realcp own scheduler")
 
@@ -251,6 +252,57 @@ def test_pods_land_through_their_scheduler(s):
     s.check("forbidden" not in log.lower(), "no 'forbidden' in gpu-scheduler's log: its RBAC suffices",
             "\n".join(line for line in log.splitlines() if "forbidden" in line.lower())[:3000])
     s.check("forbidden" not in s.prod.log(0).lower(), "no 'forbidden' in the service's log")
+
+
+def bind_calls(prod):
+    """How many bind verbs the service answered (its /metrics)."""
+    status, text = http_get(prod.port, "/metrics")
+    for line in text.splitlines():
+        if line.startswith('gqa_http_request_duration_seconds_count{verb="bind"}'):
+            return int(float(line.split()[-1]))
+    return 0
+
+
+def lease_holder(cp):
+    r = cp.admin.get("/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s" % (NS, PROFILE), ok=(200, 404))
+    return (r.get("spec") or {}).get("holderIdentity")
+
+
+@suite.test
+def test_second_replica_takes_over(s):
+    """Two replicas, as the Deployment runs them: only the pod whose
+    kube-scheduler holds the Lease gets verbs; when that pod goes, the other
+    pod's kube-scheduler takes the Lease and its own service decides."""
+    cp = s.cp
+    s.require(getattr(s, "sched", None) is not None, "the schedulers run")
+    kubeconfig = sa_kubeconfig(s)
+    prod2 = start_service(s, kubeconfig)
+    sched2 = cp.start_scheduler(scheduler_config_text(s, kubeconfig, prod2.port), name=PROFILE + "-2", extra_args=[
+        "--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig])
+    first = lease_holder(cp)
+    before = (bind_calls(s.prod), bind_calls(prod2))
+    cp.create_pod(cp.pod("ha-1", {"nvidia.com/gpu": "1"}, scheduler_name=PROFILE))
+    s.check_eq(cp.wait_bound("ha-1", timeout=90), "gpu-v100-0", "ha-1 bound while the first replica leads")
+    s.check_eq(lease_holder(cp), first, "the first kube-scheduler still holds the Lease")
+    s.check_eq((bind_calls(s.prod) - before[0], bind_calls(prod2) - before[1]), (1, 0),
+               "the leader's service bound ha-1; the other replica's service got no verb")
+    # The leading pod goes: both of its containers stop.
+    cp.stop_scheduler(s.sched)
+    s.sched = None
+    s.check_eq(cp.stop_product(s.prod), 0, "the first replica's service exits 0")
+    second = cp.wait_for(lambda: (lease_holder(cp) not in (None, first)) and lease_holder(cp), 90,
+                         "the second kube-scheduler takes the Lease")
+    s.check(second != first, "the Lease moved to the second replica (%s)" % second)
+    cp.create_pod(cp.pod("ha-2", {"nvidia.com/gpu": "2"}, scheduler_name=PROFILE))
+    s.check_eq(cp.wait_bound("ha-2", timeout=90), "gpu-v100-0", "ha-2 bound after the takeover")
+    s.check_eq(wait_scheduled_by(cp, "ha-2"), PROFILE, "ha-2: scheduled by gpu-scheduler")
+    s.check(bind_calls(prod2) - before[1] == 1, "the second replica's service bound ha-2")
+    idx = gpu_indices(annotations(cp, "ha-2").get("gpu-admission.io/gpu-idx-0"))
+    one = gpu_indices(annotations(cp, "ha-1").get("gpu-admission.io/gpu-idx-0"))
+    s.check(idx is not None and len(idx) == 2 and not set(idx) & set(one or []),
+            "ha-2's GPUs are not ha-1's: the new leader's service counts what the old one decided", (one, idx))
+    s.sched = sched2
+    s.prod = prod2
 
 
 @suite.test

@@ -31,6 +31,7 @@ python3 test_own_scheduler.py --binary build/release/gpu-quota-admission --sourc
 import json
 import os
 import subprocess
+import time
 
 from realcp_suite import RealcpSuite, add_demo_nodes, annotations, gpu_indices, yaml
 from controlplane import http_get
@@ -287,11 +288,13 @@ def test_second_replica_takes_over(s):
     s.check_eq((bind_calls(s.prod) - before[0], bind_calls(prod2) - before[1]), (1, 0),
                "the leader's service bound ha-1; the other replica's service got no verb")
     # The leading pod goes: both of its containers stop.
+    t0 = time.monotonic()
     cp.stop_scheduler(s.sched)
     s.sched = None
     s.check_eq(cp.stop_product(s.prod), 0, "the first replica's service exits 0")
     second = cp.wait_for(lambda: (lease_holder(cp) not in (None, first)) and lease_holder(cp), 90,
                          "the second kube-scheduler takes the Lease")
+    print("    the Lease moved %.1f s after the leading pod's SIGTERM" % (time.monotonic() - t0), flush=True)
     s.check(second != first, "the Lease moved to the second replica (%s)" % second)
     cp.create_pod(cp.pod("ha-2", {"nvidia.com/gpu": "2"}, scheduler_name=PROFILE))
     s.check_eq(cp.wait_bound("ha-2", timeout=90), "gpu-v100-0", "ha-2 bound after the takeover")

@@ -1,5 +1,6 @@
 /* options.c - flags and environment. See options.h. */
 #include "extender/options.h"
+#include "admission/schedulername.h"
 #include "extender/tlspolicy.h"
 #include "extender/workers.h"
 #include "lib/clock.h"
@@ -86,6 +87,7 @@ STRING_FLAG(set_lease_namespace, lease_namespace, is_dns_label)
 STRING_FLAG(set_crl_namespace, crl_namespace, is_dns_label)
 STRING_FLAG(set_model_label, gpu_model_label, nonempty)
 STRING_FLAG(set_pool_label, gpu_pool_label, nonempty)
+STRING_FLAG(set_scheduler_name, set_scheduler_name, schedname_valid)
 
 static int set_leader_elect(void *target, const char *v)
 {
@@ -441,6 +443,10 @@ static const struct flag_spec flags[] = {
     {"lease-namespace", "NAMESPACE", set_lease_namespace,
      "namespace of the leader-election Lease (default kube-system)", SERVE},
     {"lease-name", "NAME", set_lease_name, "name of the leader-election Lease (default gpu-quota-admission)", SERVE},
+    {"set-scheduler-name", "NAME", set_scheduler_name,
+     "POST /admission/mutate-scheduler-name sets spec.schedulerName NAME on pods asking for a managed GPU resource "
+     "that name no other scheduler (default: off, that path answers 404)",
+     SERVE},
     {"threads", "N", set_threads, "HTTP worker threads, 1..1024; 0 or unset: number of cores", SERVE},
     {"decision-workers", "N", set_decision_workers,
      "live mode: threads that take decisions (filter in filter mode, bind) and wait on the API server for them "
@@ -594,6 +600,7 @@ void options_free(struct options *o)
     free(o->gpu_pool_label);
     free(o->lease_namespace);
     free(o->lease_name);
+    free(o->set_scheduler_name);
     memset(o, 0, sizeof(*o));
 }
 

@@ -30,7 +30,8 @@ struct options {
     char *gpu_model_label, *gpu_pool_label; /* node labels naming a node's GPU model and pool */
     int leader_elect;
     char *lease_namespace, *lease_name;
-    char *pod_file; /* simulate only */
+    char *set_scheduler_name; /* the scheduler-name webhook's name; NULL: that webhook is off */
+    char *pod_file;           /* simulate only */
     enum placement_mode placement;
     struct alloc_policy policy;
     struct hami_config hami; /* the --hami-* flags */

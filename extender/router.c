@@ -27,6 +27,7 @@ static const struct route routes[] = {
     {"/scheduler/preemption", 0, "POST", handle_preemption, VERB_PREEMPTION},
     {"/admission/validate", 0, "POST", handle_admission_validate, VERB_ADMISSION},
     {"/admission/mutate", 0, "POST", handle_admission_mutate, VERB_ADMISSION},
+    {"/admission/mutate-scheduler-name", 0, "POST", handle_admission_mutate_scheduler_name, VERB_ADMISSION},
     {"/inspect/explain", 0, "POST", handle_explain, VERB_EXPLAIN},
     {"/inspect/nodes", 0, "GET", handle_inspect_nodes, VERB_INSPECT},
     {"/inspect/informers", 0, "GET", handle_inspect_informers, VERB_INSPECT},

@@ -1,5 +1,6 @@
 /* webhooks.c - admission webhooks and validate-crl. See webhooks.h. */
 #include "extender/webhooks.h"
+#include "admission/schedulername.h"
 #include "admission/webhook.h"
 #include "cluster/statefile.h"
 #include "lib/grow.h"
@@ -109,6 +110,54 @@ void handle_admission_mutate(struct app *app, const struct http_request *req, st
         review_pod(app, &ar, resp, true);
     else
         answer(resp, ar.uid, true, 200, NULL, NULL);
+    admission_request_free(&ar);
+}
+
+/* Why a pod keeps its scheduler (debug log): the name of the verdict. */
+static const char *verdict_name(enum schedname_verdict v)
+{
+    switch (v) {
+    case SCHEDNAME_SET:
+        return "set";
+    case SCHEDNAME_NO_GPU:
+        return "no managed GPU resource";
+    case SCHEDNAME_OTHER_SCHEDULER:
+        return "names another scheduler";
+    case SCHEDNAME_ALREADY:
+        return "already names it";
+    case SCHEDNAME_NOT_A_POD:
+        break;
+    }
+    return "no pod spec";
+}
+
+/* Pods asking for a managed GPU resource go to --set-scheduler-name's
+ * scheduler; everything else is allowed unchanged (this webhook never
+ * refuses: a pod it cannot read is the API server's to judge). */
+void handle_admission_mutate_scheduler_name(struct app *app, const struct http_request *req, struct http_response *resp)
+{
+    const char *name = app->opts ? app->opts->set_scheduler_name : NULL;
+    if (!name) {
+        /* Refused as a call failure rather than allowed unchanged: with the
+         * webhook configured and the flag forgotten, GPU pods must not go
+         * to the default scheduler without anyone noticing. */
+        http_json_error(resp, 404,
+                        "the scheduler-name webhook is off: start the service with --set-scheduler-name NAME");
+        return;
+    }
+    struct admission_request ar;
+    if (!parse_review(req, &ar, resp))
+        return;
+    enum schedname_verdict v = SCHEDNAME_NOT_A_POD;
+    if (is_kind(&ar, "Pod") && ar.operation && !strcmp(ar.operation, "CREATE") && ar.object)
+        v = schedname_decide(ar.object, name);
+    char *patch = v == SCHEDNAME_SET ? schedname_patch(name) : NULL;
+    if (v == SCHEDNAME_SET && !patch)
+        http_json_error(resp, 500, "out of memory while writing the patch");
+    else
+        answer(resp, ar.uid, true, 200, NULL, patch);
+    log_debug("admission: scheduler name for pod %s: %s", ar.uid, verdict_name(v));
+    free(patch);
     admission_request_free(&ar);
 }
 

@@ -5,7 +5,10 @@
  * ConfigMaps in the CRL namespace are validated as CustomResourceLimitations
  * (422 with every problem), pods are held to the enabled CRLs (403 with the
  * CRL's name and rule), and the mutating webhook writes the CRL defaults as
- * a base64 RFC 6902 patch. A malformed AdmissionReview gets 400 with
+ * a base64 RFC 6902 patch. POST /admission/mutate-scheduler-name sets
+ * spec.schedulerName to --set-scheduler-name on pods asking for a managed
+ * GPU resource (admission/schedulername.h; 404 while that flag is unset).
+ * A malformed AdmissionReview gets 400 with
  * {"error": ...}. Also the `validate-crl FILE...` subcommand for CI.
  */
 #ifndef GQA_WEBHOOKS_H
@@ -16,6 +19,8 @@
 
 void handle_admission_validate(struct app *app, const struct http_request *req, struct http_response *resp);
 void handle_admission_mutate(struct app *app, const struct http_request *req, struct http_response *resp);
+void handle_admission_mutate_scheduler_name(struct app *app, const struct http_request *req,
+                                            struct http_response *resp);
 
 /* `gpu-quota-admission validate-crl [--crl-namespace NS] FILE...`: one line
  * per problem ("FILE: NAME: problem"), exit 1 when any CRL is invalid, 2 when

@@ -288,6 +288,23 @@ EOF
 
 # --- offline: caBundle patch and a kustomization that builds on manifests/ ---------
 ca_bundle="$(b64 "$dir/ca.crt")"
+# The webhook components/scheduler-name-webhook adds gets the caBundle too when
+# the manifests this kustomization builds on enable it (an overlay given as
+# --manifests, or components: in manifests/kustomization.yaml). It is named
+# only then: a caBundle patch entry for a webhook that is not there would add
+# an incomplete one.
+SCHEDULER_NAME_WEBHOOK=scheduler-name.gpu-admission.io
+has_scheduler_name_webhook() {
+    if command -v kubectl >/dev/null 2>&1; then
+        kubectl kustomize "$manifests" 2>/dev/null |
+            grep -q -E '^[[:space:]-]*name: scheduler-name\.gpu-admission\.io$'
+    else
+        grep -q -E '^[[:space:]]*-[[:space:]].*components/scheduler-name-webhook' "$manifests/kustomization.yaml" 2>/dev/null
+    fi
+}
+if [ -n "$out" ] && has_scheduler_name_webhook; then
+    MUTATING_WEBHOOKS="$MUTATING_WEBHOOKS $SCHEDULER_NAME_WEBHOOK"
+fi
 # One file per configuration: kustomize before v5.1 (kubectl 1.27 to 1.30)
 # refuses a patch file holding two documents.
 cabundle_patch() { # KIND WEBHOOK...

@@ -49,14 +49,25 @@ def all_manifest_files(s):
 
 
 def patch_files(s):
-    """Files that kustomizations apply as patches (JSON 6902 lists, not objects)."""
+    """Files that kustomizations apply as patches (JSON 6902 lists, not
+    objects) or put into generated ConfigMaps (data, not objects)."""
     out = set()
     for f in all_manifest_files(s):
         if os.path.basename(f) == "kustomization.yaml":
-            for p in ic.load_docs(f)[0].get("patches") or []:
+            k = ic.load_docs(f)[0]
+            for p in k.get("patches") or []:
                 if "path" in p:
                     out.add(os.path.normpath(os.path.join(os.path.dirname(f), p["path"])))
+            for g in k.get("configMapGenerator") or []:
+                for entry in g.get("files") or []:
+                    out.add(os.path.normpath(os.path.join(os.path.dirname(f), entry.rpartition("=")[2])))
     return out
+
+
+# Roles every cluster has (Kubernetes' RBAC bootstrap policy) that
+# components/own-scheduler binds, as upstream's multiple-schedulers guide does.
+BUILTIN_ROLES = {("ClusterRole", None, "system:kube-scheduler"), ("ClusterRole", None, "system:volume-scheduler"),
+                 ("Role", "kube-system", "extension-apiserver-authentication-reader")}
 
 
 def every_object(s):
@@ -395,7 +406,10 @@ def schema_per_kind(s):
             ref = o.get("roleRef") or {}
             s.check(ref.get("apiGroup") == "rbac.authorization.k8s.io", "%s: roleRef.apiGroup" % where)
             ns = o["metadata"].get("namespace") if ref.get("kind") == "Role" else None
-            s.check(ic.find(installed, ref.get("kind"), ref.get("name"), ns) is not None,
+            beside = [(g, d) for g, d in objs if os.path.dirname(g) == os.path.dirname(f)]
+            s.check(ic.find(installed, ref.get("kind"), ref.get("name"), ns) is not None
+                    or ic.find(beside, ref.get("kind"), ref.get("name"), ns) is not None
+                    or (ref.get("kind"), ns, ref.get("name")) in BUILTIN_ROLES,
                     "%s: roleRef %s/%s exists" % (where, ref.get("kind"), ref.get("name")))
             if kind == "ClusterRoleBinding":
                 s.check(ref.get("kind") == "ClusterRole", "%s: a ClusterRoleBinding refers to a ClusterRole" % where)

@@ -416,7 +416,11 @@ int64_t hami_parse_handshake_time(const char *text)
     struct tm tm = {
         .tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d, .tm_hour = h, .tm_min = mi, .tm_sec = s, .tm_isdst = -1};
     time_t t = mktime(&tm);
-    return t < 0 ? -1 : (int64_t)t * NS_PER_S;
+    /* Nanoseconds end in 2262: a later year (HAMi writes local time, any
+     * node may write any year) is unreadable, not an overflow. */
+    if (t < 0 || (int64_t)t > INT64_MAX / NS_PER_S)
+        return -1;
+    return (int64_t)t * NS_PER_S;
 }
 
 void hami_handshake_request_value(int64_t now_ns, char *buf, size_t size)

@@ -82,11 +82,13 @@ static int read_labels(struct node_spec *s, const cJSON *meta)
     return 0;
 }
 
-/* One offered amount. Counts (cores, GPUs) may be any int64: the GPU count
- * they imply is clamped later. Memory amounts are divided among the GPUs
- * and summed with pods' charges, so they must stay within GPU_AMOUNT_MAX.
- * A value that fails either check is refused (counted as 0) with a reason;
- * the rest of the node is still used. */
+/* One offered amount. Counts (cores, GPUs) past GPU_AMOUNT_MAX are capped
+ * at it (the GPU count they imply is clamped later anyway), so that sums
+ * over nodes (capacity figures, issue 22) stay far from int64's end.
+ * Memory amounts are divided among the GPUs and summed with pods' charges,
+ * so they must stay within GPU_AMOUNT_MAX. A value that fails either check
+ * is refused (counted as 0) with a reason; the rest of the node is still
+ * used. */
 static int64_t amount(const cJSON *list, const char *resource, const char *node, bool is_memory)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(list, resource);
@@ -110,6 +112,10 @@ static int64_t amount(const cJSON *list, const char *resource, const char *node,
     if (st != QTY_OK) {
         log_warn("node %s: %s is not usable (%s); counted as 0", node, resource, quantity_status_text(st));
         return 0;
+    }
+    if (value > GPU_AMOUNT_MAX) {
+        log_warn("node %s: %s %" PRId64 " is out of range; counted as %" PRId64, node, resource, value, GPU_AMOUNT_MAX);
+        return GPU_AMOUNT_MAX;
     }
     return value;
 }

@@ -33,6 +33,22 @@ struct group {
     struct figures f;
 };
 
+/* Every sum saturates: per-node amounts are capped at GPU_AMOUNT_MAX when
+ * the node is read (nodespec.c), so only some 8 million absurd nodes could
+ * reach int64's end, and a figure stuck at INT64_MAX is still a figure,
+ * where a wrapped one would be negative (issue 22). */
+static inline void add_to(int64_t *to, int64_t v)
+{
+    if (__builtin_add_overflow(*to, v, to))
+        *to = v < 0 ? INT64_MIN : INT64_MAX;
+}
+
+static inline int64_t sum2(int64_t a, int64_t b)
+{
+    add_to(&a, b);
+    return a;
+}
+
 static const char *model_of(const struct node_state *n)
 {
     const char *m = node_spec_model_name(n->spec);
@@ -62,14 +78,14 @@ static void stranded_on_gpu(const struct gpu_state *g, enum res_index core, stru
     int64_t cores_free = 100 - g->core_used;
     if (core == R_VCUDA_CORE && g->vmem_total > 0) {
         if (g->vmem_used >= g->vmem_total && cores_free > 0)
-            f->stranded[R_VCUDA_CORE] += cores_free;
+            add_to(&f->stranded[R_VCUDA_CORE], cores_free);
         if (cores_free <= 0 && g->vmem_total > g->vmem_used)
-            f->stranded[R_VCUDA_MEMORY] += g->vmem_total - g->vmem_used;
+            add_to(&f->stranded[R_VCUDA_MEMORY], g->vmem_total - g->vmem_used);
     } else if (core == R_MPS_CORE && g->mmem_total > 0) {
         if (g->mmem_used >= g->mmem_total && cores_free > 0)
-            f->stranded[R_MPS_CORE] += cores_free;
+            add_to(&f->stranded[R_MPS_CORE], cores_free);
         if (cores_free <= 0 && g->mmem_total > g->mmem_used)
-            f->stranded[R_MPS_MEMORY] += g->mmem_total - g->mmem_used;
+            add_to(&f->stranded[R_MPS_MEMORY], g->mmem_total - g->mmem_used);
     }
 }
 
@@ -82,7 +98,7 @@ static void add_node(const struct node_state *n, struct figures *f)
     f->nodes++;
     int64_t amounts[R_COUNT] = {s->vcuda_core, s->vcuda_memory, s->mps_core, s->mps_memory, s->nvidia_gpu};
     for (int r = 0; r < R_COUNT; r++)
-        f->allocatable[r] += amounts[r];
+        add_to(&f->allocatable[r], amounts[r]);
     enum res_index core = core_resource(s);
     int64_t cores = n->unattributed.cores, vmem = n->unattributed.vmem, mmem = n->unattributed.mmem;
     for (int i = 0; i < n->gpu_count; i++) {
@@ -90,36 +106,36 @@ static void add_node(const struct node_state *n, struct figures *f)
         enum gpu_use use = use_of(g);
         f->gpus[use]++;
         if (use != USE_FULL)
-            f->free_cores[use] += 100 - g->core_used;
-        cores += g->core_used;
-        vmem += g->vmem_used;
-        mmem += g->mmem_used;
+            add_to(&f->free_cores[use], 100 - g->core_used);
+        add_to(&cores, g->core_used);
+        add_to(&vmem, g->vmem_used);
+        add_to(&mmem, g->mmem_used);
         stranded_on_gpu(g, core, f);
     }
     if (n->gpu_count == 0)
         return;
-    f->allocated[core] += core == R_NVIDIA_GPU ? (cores + 99) / 100 : cores;
-    f->allocated[R_VCUDA_MEMORY] += s->vcuda_memory > 0 ? vmem : 0;
-    f->allocated[R_MPS_MEMORY] += s->mps_memory > 0 ? mmem : 0;
+    add_to(&f->allocated[core], core == R_NVIDIA_GPU ? cores / 100 + (cores % 100 > 0) : cores);
+    add_to(&f->allocated[R_VCUDA_MEMORY], s->vcuda_memory > 0 ? vmem : 0);
+    add_to(&f->allocated[R_MPS_MEMORY], s->mps_memory > 0 ? mmem : 0);
 }
 
 static void add_figures(struct figures *to, const struct figures *from)
 {
     for (int r = 0; r < R_COUNT; r++) {
-        to->allocatable[r] += from->allocatable[r];
-        to->allocated[r] += from->allocated[r];
-        to->stranded[r] += from->stranded[r];
+        add_to(&to->allocatable[r], from->allocatable[r]);
+        add_to(&to->allocated[r], from->allocated[r]);
+        add_to(&to->stranded[r], from->stranded[r]);
     }
     for (int u = 0; u < USE_COUNT; u++) {
-        to->gpus[u] += from->gpus[u];
-        to->free_cores[u] += from->free_cores[u];
+        add_to(&to->gpus[u], from->gpus[u]);
+        add_to(&to->free_cores[u], from->free_cores[u]);
     }
-    to->nodes += from->nodes;
+    add_to(&to->nodes, from->nodes);
 }
 
 static double fragmentation(const struct figures *f)
 {
-    int64_t free_all = f->free_cores[USE_IDLE] + f->free_cores[USE_PARTIAL];
+    int64_t free_all = sum2(f->free_cores[USE_IDLE], f->free_cores[USE_PARTIAL]);
     return free_all > 0 ? (double)f->free_cores[USE_PARTIAL] / (double)free_all : 0.0;
 }
 
@@ -307,7 +323,7 @@ void capacity_render_metrics(struct cluster_cache *cache, bool per_node, struct 
 static void put_json_figures(struct strbuf *out, const struct figures *f)
 {
     strbuf_printf(out, "\"nodes\":%" PRId64 ",\"gpus\":{\"total\":%" PRId64, f->nodes,
-                  f->gpus[USE_IDLE] + f->gpus[USE_PARTIAL] + f->gpus[USE_FULL]);
+                  sum2(sum2(f->gpus[USE_IDLE], f->gpus[USE_PARTIAL]), f->gpus[USE_FULL]));
     for (int u = 0; u < USE_COUNT; u++)
         strbuf_printf(out, ",\"%s\":%" PRId64, use_names[u], f->gpus[u]);
     strbuf_printf(out, "},\"freeCores\":{\"idle\":%" PRId64 ",\"partial\":%" PRId64 "},\"fragmentation\":%.4f",

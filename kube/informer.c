@@ -66,10 +66,14 @@ static void note_failure(struct informer *inf, const char *what)
     log_warn("informer %s: %s", inf->name, what ? what : "unknown error");
 }
 
+/* Healthy again (listed, or a watch accepted): lastError describes the
+ * current failure only, so it is cleared with it (issue 22: a synced
+ * informer kept "waiting for informer ... to sync first"). */
 static void note_healthy(struct informer *inf)
 {
     pthread_mutex_lock(&inf->lock);
     inf->failing_since_ns = 0;
+    inf->last_error[0] = '\0';
     pthread_mutex_unlock(&inf->lock);
 }
 
@@ -558,6 +562,12 @@ static void wait_for_others(struct informer *inf)
     while (!inf->stop && !others_synced(inf) && waited < INFORMER_AFTER_WAIT_S * 1000L) {
         pause_ms(inf, 50);
         waited += 50;
+    }
+    if (inf->nafter) { /* the wait is over: it is no longer the informer's state */
+        pthread_mutex_lock(&inf->lock);
+        if (strncmp(inf->last_error, "waiting for informer ", 21) == 0)
+            inf->last_error[0] = '\0';
+        pthread_mutex_unlock(&inf->lock);
     }
     if (!inf->stop && !others_synced(inf))
         log_warn("informer %s: listing without waiting longer for the ConfigMaps (CRL defaults may be missed "

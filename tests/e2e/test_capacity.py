@@ -142,5 +142,25 @@ def label_values_are_escaped(s):
         samples(srv)
 
 
+@suite.test
+def absurd_capacity_does_not_poison_totals(s):
+    # issue 22 item 8: INT64_MAX GPUs on one node and 2 on another summed past
+    # INT64_MAX (negative gqa_resource_allocatable; UBSan aborted the scrape).
+    # Per-node amounts are capped at 2^40 (GPU_AMOUNT_MAX, docs/behaviour.md).
+    big = e2e.node("huge", e2e.pgpu(9223372036854775807), labels={"tkestack.io/gpu-model": "X"})
+    small = e2e.node("small", e2e.pgpu(2), labels={"tkestack.io/gpu-model": "X"})
+    state = e2e.write_state(s, [big, small])
+    with e2e.Server(s, state, flags=["--metrics-per-node"]) as srv:
+        m = samples(srv)
+        total = e2e.metric(m, "gqa_resource_allocatable", resource="nvidia.com/gpu", model="X", pool="none")
+        s.check_eq(total, float((1 << 40) + 2), "the absurd node counts 2^40, the sum stays positive")
+        s.check_eq(e2e.metric(m, "gqa_node_resource_allocatable", node="huge", resource="nvidia.com/gpu"),
+                   float(1 << 40), "per-node value capped")
+        cap = srv.get_json("/inspect/capacity")
+        got = cap["total"]["resources"]["nvidia.com/gpu"]["allocatable"]
+        s.check_eq(got, (1 << 40) + 2, "the JSON total too")
+        s.check(srv.get("/livez").status == 200, "still alive after the scrapes")
+
+
 if __name__ == "__main__":
     suite.main()

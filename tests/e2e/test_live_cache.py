@@ -424,5 +424,24 @@ def test_quiet_resumed_watch_is_healthy(s):
                        "an informer whose watch was resumed is not failing, even before its first event", inf)
 
 
+@suite.test
+def test_last_error_cleared_on_sync(s):
+    """issue 22 item 8: the pods informer waits for the ConfigMap informers
+    and said so in lastError ("waiting for informer configmaps/kube-public to
+    sync first"), and kept saying it after every informer had synced."""
+    with g.Cluster(s) as c:
+        c.add_node(gpu_node("n1"))
+        # Slow ConfigMap lists make the pods informer wait, every run.
+        c.sim.delay(1500, count=2, path=r"configmaps")
+        with g.LiveServer(s, c.kubeconfig()) as srv:
+            ok = g.wait_until(lambda: all(i["synced"] for i in srv.informers().values()), SETTLE_S)
+            s.check(ok, "every informer syncs", srv.informers())
+            inf = srv.informers()
+            s.check_eq({n: i["lastError"] for n, i in inf.items()}, {n: "" for n in inf},
+                       "no lastError once synced", inf)
+            s.check_eq({n: i["failingForSeconds"] for n, i in inf.items()}, {n: 0 for n in inf},
+                       "nothing failing", inf)
+
+
 if __name__ == "__main__":
     suite.main()

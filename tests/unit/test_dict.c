@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+static unsigned long long probes; /* slots looked at, by find_slot and place */
+#define DICT_PROBE_HOOK() (probes++)
 #include "lib/dict.c" /* the static hash, for keys whose tags collide */
 
 #define KEYS 3000
@@ -241,6 +243,126 @@ static void test_same_tag_other_key(void **state)
     }
 }
 
+/* ---- crafted collisions (issue 22) ------------------------------------------ */
+
+/* The hash dict.c used before it was keyed: eight bytes per multiply, then
+ * murmur3's final mix, no secret. Kept here to craft names that collide
+ * under it, so the test shows what the keyed hash changed. */
+static uint64_t unkeyed_hash(const char *s, size_t len)
+{
+    const uint64_t k = 0x9E3779B97F4A7C15ULL;
+    uint64_t h = k ^ len, w = 0;
+    const char *end = s + len;
+    for (; end - s >= 8; s += 8) {
+        memcpy(&w, s, 8);
+        h = (h ^ w) * k;
+        h ^= h >> 29;
+    }
+    assert_true(s == end); /* crafted names are whole words */
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
+    return h;
+}
+
+enum { CRAFT_PAIRS = 17, CRAFT_WORDS = 2 * CRAFT_PAIRS, CRAFT_LEN = 8 * CRAFT_WORDS, CRAFT_NAMES = 100000 };
+
+/* Name i of the crafted family: 34 words of letters; for each set bit j of
+ * i, word 2j gets bit 63 flipped and word 2j+1 bits 63 and 34. Under the
+ * unkeyed hash the first flip changes the state by exactly bits 63 and 34
+ * (adding 2^63 commutes with an odd multiplier; h ^= h >> 29 copies bit 63
+ * to 34) and the second flip cancels it: all 2^17 names share every bit of
+ * the hash, whatever the letters. */
+static void crafted_name(char *out, uint32_t i, const char *base)
+{
+    memcpy(out, base, CRAFT_LEN);
+    out[CRAFT_LEN] = '\0';
+    const uint64_t one = UINT64_C(1) << 63, pair = one | UINT64_C(1) << 34;
+    for (int j = 0; j < CRAFT_PAIRS; j++) {
+        if (!(i >> j & 1))
+            continue;
+        uint64_t w0, w1;
+        memcpy(&w0, out + 16 * j, 8);
+        memcpy(&w1, out + 16 * j + 8, 8);
+        w0 ^= one;
+        w1 ^= pair;
+        memcpy(out + 16 * j, &w0, 8);
+        memcpy(out + 16 * j + 8, &w1, 8);
+    }
+}
+
+/* Probes to insert CRAFT_NAMES names made by make(i); stops early (and
+ * returns what it counted) once past `give_up`, so a table that degrades
+ * to one chain fails in seconds instead of hours. */
+static unsigned long long insert_probes(void (*make)(char *, uint32_t, const char *), const char *base,
+                                        unsigned long long give_up)
+{
+    struct dict d;
+    assert_int_equal(dict_init(&d, 16), 0);
+    char name[CRAFT_LEN + 1];
+    unsigned long long start = probes;
+    for (uint32_t i = 0; i < CRAFT_NAMES && probes - start <= give_up; i++) {
+        make(name, i, base);
+        assert_int_equal(dict_set(&d, name, value_of((int)i), NULL), 0);
+    }
+    unsigned long long used = probes - start;
+    if (used <= give_up)
+        assert_int_equal(dict_size(&d), CRAFT_NAMES);
+    dict_free(&d);
+    return used;
+}
+
+/* Random names of the same length and alphabet (letters, and the flipped
+ * bytes the crafted ones hold). */
+static void random_name(char *out, uint32_t i, const char *base)
+{
+    (void)base;
+    uint64_t x = (uint64_t)i * 0x9E3779B97F4A7C15ULL + 12345;
+    for (int b = 0; b < CRAFT_LEN; b++) {
+        x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
+        unsigned char c = (unsigned char)('a' + (x * 0x2545F4914F6CDD1DULL >> 59) % 26);
+        out[b] = (char)(b % 8 == 7 && (x & 1) ? c | 0x80 : c);
+    }
+    out[CRAFT_LEN] = '\0';
+}
+
+/* 100,000 names that all collide under the former unkeyed hash insert with
+ * at most twice the probes of 100,000 random names (measured in probes, not
+ * time). With the unkeyed hash they form one chain: about 5e9 probes. */
+static void test_crafted_collisions_stay_cheap(void **state)
+{
+    (void)state;
+    char base[CRAFT_LEN + 1], a[CRAFT_LEN + 1], b[CRAFT_LEN + 1];
+    for (int i = 0; i < CRAFT_LEN; i++)
+        base[i] = (char)('a' + (i * 7) % 26);
+    base[CRAFT_LEN] = '\0';
+    crafted_name(a, 0, base);
+    for (uint32_t i = 1; i < CRAFT_NAMES; i += 997) {
+        crafted_name(b, i, base);
+        assert_string_not_equal(a, b);
+        assert_true(unkeyed_hash(a, CRAFT_LEN) == unkeyed_hash(b, CRAFT_LEN));
+    }
+    unsigned long long random_probes = insert_probes(random_name, base, ~0ULL);
+    unsigned long long crafted_probes = insert_probes(crafted_name, base, 2 * random_probes);
+    print_message("probes for %d inserts: random names %llu, crafted names %llu\n", CRAFT_NAMES, random_probes,
+                  crafted_probes);
+    assert_true(crafted_probes <= 2 * random_probes);
+}
+
+/* The key is per process: a probe sequence seen in one run says nothing
+ * about another. Here: it is set, and not one of the constants. */
+static void test_key_is_drawn(void **state)
+{
+    (void)state;
+    struct dict d;
+    assert_int_equal(dict_init(&d, 1), 0);
+    dict_free(&d);
+    assert_true(hash_key[0] | hash_key[1] | hash_key[2] | hash_key[3]);
+    assert_true(hash_key[0] != hash_key[1] && hash_key[2] != hash_key[3]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -248,6 +370,8 @@ int main(void)
         cmocka_unit_test(test_get_many_agrees),
         cmocka_unit_test(test_one_byte_apart),
         cmocka_unit_test(test_same_tag_other_key),
+        cmocka_unit_test(test_crafted_collisions_stay_cheap),
+        cmocka_unit_test(test_key_is_drawn),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -330,6 +330,10 @@ static void test_handshake_states(void **state)
     assert_int_equal(hami_parse_handshake_time("2024.05.14 07:07:33"), t0);
     assert_int_equal(hami_parse_handshake_time("2024-05.14 07:07:33"), -1);
     assert_int_equal(hami_parse_handshake_time("2024-05-14 07:07:33 UTC"), -1);
+    /* Past 2262 nanoseconds overflow int64 (issue 22 item 8): unreadable. */
+    assert_int_equal(hami_parse_handshake_time("5111-05-14 07:07:33"), -1);
+    assert_int_equal(hami_parse_handshake_time("9999-12-31 23:59:59"), -1);
+    assert_true(hami_parse_handshake_time("2262-01-01 00:00:00") > 0);
     char buf[512];
 
     struct hami_node *h = node_with(",'hami.io/node-handshake':'Requesting_2024-05-14 07:07:33'", 0);

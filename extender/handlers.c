@@ -213,7 +213,27 @@ static void put_explain_node(struct strbuf *sb, const struct evaluation *ev, con
     strbuf_putc(sb, '}');
 }
 
-static char *render_explain(const struct evaluation *ev, const struct pod_info *pod, int *fits_somewhere)
+struct quota_probe {
+    struct app *app;
+    const struct pod_info *pod;
+};
+
+/* explain_quota.left: the quota the pod's namespace has left on node. */
+static int64_t quota_left_on(void *ctx, const char *node)
+{
+    struct quota_probe *q = ctx;
+    struct cluster_cache *c = &q->app->cache;
+    int64_t left = -1;
+    cache_read_lock(c);
+    const struct node_state *n = policy_quota_binds(&q->app->policy, q->pod->ns) ? cache_find_node(c, node) : NULL;
+    if (n)
+        left = policy_quota_left(&q->app->policy, c, q->pod, cache_find_pod(c, q->pod->key), n);
+    cache_unlock(c);
+    return left;
+}
+
+static char *render_explain(struct app *app, const struct evaluation *ev, const struct pod_info *pod,
+                            int *fits_somewhere)
 {
     size_t *order = malloc(sizeof(*order) * (ev->count ? ev->count : 1));
     if (!order)
@@ -237,7 +257,9 @@ static char *render_explain(const struct evaluation *ev, const struct pod_info *
         *fits_somewhere |= v->fits;
     }
     strbuf_putc(&sb, ']');
-    explain_put_summary(&sb, ev, pod, order);
+    struct quota_probe probe = {app, pod};
+    struct explain_quota quota = {quota_left_on, &probe};
+    explain_put_summary(&sb, ev, pod, order, &quota);
     strbuf_puts(&sb, "}\n");
     free(order);
     return strbuf_detach(&sb, NULL);
@@ -251,7 +273,7 @@ static char *explain_pod_info(struct app *app, struct pod_info *pod, int *fits_s
     struct evaluation ev;
     char *out = NULL;
     if (names && placement_evaluate(&app->placement, pod, (const char *const *)names, count, &ev) == 0) {
-        out = render_explain(&ev, pod, fits_somewhere);
+        out = render_explain(app, &ev, pod, fits_somewhere);
         evaluation_free(&ev);
     }
     if (!out && err)

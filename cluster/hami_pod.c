@@ -290,14 +290,59 @@ static int list_add(struct hami_list *l, const char *s, size_t n, bool upper)
     return 0;
 }
 
+static int by_length(const void *a, const void *b)
+{
+    const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+    size_t nx = strlen(x), ny = strlen(y);
+    return nx != ny ? (nx < ny ? -1 : 1) : strcmp(x, y);
+}
+
+static int by_text(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Sorted (types by length, UUIDs by text: see the matchers) without
+ * duplicates, so matching a device costs at most one pass of the list. */
+static void list_sort_unique(struct hami_list *l, bool types)
+{
+    if (l->count < 2)
+        return;
+    qsort(l->items, (size_t)l->count, sizeof(*l->items), types ? by_length : by_text);
+    int kept = 1;
+    for (int i = 1; i < l->count; i++) {
+        if (strcmp(l->items[i], l->items[kept - 1]) == 0)
+            free(l->items[i]);
+        else
+            l->items[kept++] = l->items[i];
+    }
+    l->count = kept;
+}
+
+/* The first problem of a request is the one reported. 0, or -1 (out of memory). */
+static int refuse(char **request_error, const char *key, const char *what, size_t have, size_t bound)
+{
+    if (*request_error)
+        return 0;
+    *request_error = strbuf_format("annotation %s %s %zu %s (at most %zu)", key, what, have,
+                                   strcmp(what, "is") == 0 ? "bytes long" : "entries", bound);
+    return *request_error ? 0 : -1;
+}
+
 /* A comma list; blanks around entries are dropped (HAMi keeps them, so
- * "A10, T4" would never match "T4" there), empty entries are skipped. */
-static int read_list(const cJSON *ann, const char *key, bool upper, struct hami_list *out)
+ * "A10, T4" would never match "T4" there), empty entries are skipped. A
+ * list past its bounds is refused (request_error) and left empty. */
+static int read_list(const cJSON *ann, const char *key, bool types, struct hami_list *out, char **request_error)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(ann, key);
     if (!cJSON_IsString(v))
         return 0;
     const char *s = v->valuestring;
+    size_t max_bytes = types ? HAMI_TYPE_LIST_MAX_BYTES : HAMI_UUID_LIST_MAX_BYTES;
+    size_t max_items = types ? HAMI_TYPE_LIST_MAX_ITEMS : HAMI_UUID_LIST_MAX_ITEMS;
+    size_t len = strlen(s);
+    if (len > max_bytes)
+        return refuse(request_error, key, "is", len, max_bytes);
     for (;;) {
         const char *end = strchr(s, ',');
         size_t n = end ? (size_t)(end - s) : strlen(s);
@@ -306,12 +351,30 @@ static int read_list(const cJSON *ann, const char *key, bool upper, struct hami_
             a++;
         while (b > a && isspace((unsigned char)b[-1]))
             b--;
-        if (b > a && list_add(out, a, (size_t)(b - a), upper) != 0)
+        if (b > a && list_add(out, a, (size_t)(b - a), types) != 0)
             return -1;
         if (!end)
-            return 0;
+            break;
         s = end + 1;
     }
+    list_sort_unique(out, types);
+    if ((size_t)out->count > max_items) {
+        size_t have = (size_t)out->count;
+        list_free(out);
+        return refuse(request_error, key, "has", have, max_items);
+    }
+    return 0;
+}
+
+static int read_vgpu_mode(const cJSON *ann, char **out, char **request_error)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(ann, HAMI_VGPU_MODE_ANNOTATION);
+    if (!cJSON_IsString(v))
+        return 0;
+    size_t len = strlen(v->valuestring);
+    if (len > HAMI_VGPU_MODE_MAX_BYTES)
+        return refuse(request_error, HAMI_VGPU_MODE_ANNOTATION, "is", len, HAMI_VGPU_MODE_MAX_BYTES);
+    return (*out = strdup(v->valuestring)) ? 0 : -1;
 }
 
 static int read_policy(const cJSON *ann, const char *key, enum hami_pack *out, char **request_error)
@@ -371,12 +434,11 @@ int hami_pod_from_annotations(const cJSON *ann, struct hami_pod **out, char **re
     struct hami_pod *p = calloc(1, sizeof(*p));
     if (!p)
         return -1;
-    const cJSON *mode = cJSON_GetObjectItemCaseSensitive(ann, HAMI_VGPU_MODE_ANNOTATION);
-    if (read_list(ann, HAMI_USE_TYPE_ANNOTATION, true, &p->use_types) ||
-        read_list(ann, HAMI_NOUSE_TYPE_ANNOTATION, true, &p->nouse_types) ||
-        read_list(ann, HAMI_USE_UUID_ANNOTATION, false, &p->use_uuids) ||
-        read_list(ann, HAMI_NOUSE_UUID_ANNOTATION, false, &p->nouse_uuids) ||
-        (cJSON_IsString(mode) && !(p->vgpu_mode = strdup(mode->valuestring))) ||
+    if (read_list(ann, HAMI_USE_TYPE_ANNOTATION, true, &p->use_types, request_error) ||
+        read_list(ann, HAMI_NOUSE_TYPE_ANNOTATION, true, &p->nouse_types, request_error) ||
+        read_list(ann, HAMI_USE_UUID_ANNOTATION, false, &p->use_uuids, request_error) ||
+        read_list(ann, HAMI_NOUSE_UUID_ANNOTATION, false, &p->nouse_uuids, request_error) ||
+        read_vgpu_mode(ann, &p->vgpu_mode, request_error) ||
         read_policy(ann, HAMI_GPU_POLICY_ANNOTATION, &p->gpu_policy, request_error) ||
         read_policy(ann, HAMI_NODE_POLICY_ANNOTATION, &p->node_policy, request_error) || read_alloc(ann, p)) {
         hami_pod_free(p);
@@ -465,17 +527,18 @@ int hami_pod_keep_alloc(struct hami_pod *to, const struct hami_pod *from)
 
 /* ---- device checks --------------------------------------------------------------------- */
 
+/* UUID lists are sorted by text: a binary search. */
 static bool list_has_exact(const struct hami_list *l, const char *s)
 {
-    for (int i = 0; i < l->count; i++)
-        if (strcmp(l->items[i], s) == 0)
-            return true;
-    return false;
+    return l->count > 0 && bsearch(&s, l->items, (size_t)l->count, sizeof(*l->items), by_text) != NULL;
 }
 
+/* Type lists are sorted by length: entries longer than s cannot be in it,
+ * and the scan stops at the first of them. */
 static bool list_has_substring_of(const struct hami_list *l, const char *s)
 {
-    for (int i = 0; i < l->count; i++)
+    size_t n = strlen(s);
+    for (int i = 0; i < l->count && strlen(l->items[i]) <= n; i++)
         if (strstr(s, l->items[i]))
             return true;
     return false;

@@ -2,6 +2,7 @@
 #include "extender/gpuctl.h"
 #include "lib/strbuf.h"
 #include "lib/table.h"
+#include "lib/termtext.h"
 #include "lib/yamljson.h"
 
 #include <cjson/cJSON.h>
@@ -123,16 +124,45 @@ void gpuctl_close(struct gpuctl *g)
 
 /* ---- requests --------------------------------------------------------------- */
 
-/* The message of a failed answer: the service's {"error"}, else the API's Status, else the transport's. */
+/* The message of a failed answer: the service's {"error"}, else the API's
+ * Status, else the transport's; control characters escaped (termtext.h). */
 static char *failure_text(const struct kube_response *r)
 {
     cJSON *body = r->body ? cJSON_Parse(r->body) : NULL;
     const cJSON *e = cJSON_GetObjectItemCaseSensitive(body, "error");
     char *msg = cJSON_IsString(e) ? strbuf_format("%ld: %s", r->status, e->valuestring) : NULL;
     cJSON_Delete(body);
-    if (!msg)
-        msg = strdup(r->error ? r->error : "no answer");
-    return msg;
+    char *safe = term_text_escape(msg ? msg : r->error ? r->error : "no answer");
+    free(msg);
+    return safe;
+}
+
+/* Replace *text (a cJSON string or key) by its escaped copy when it holds
+ * a control character. 0, or -1 when memory ran out. */
+static int clean_text(char **text)
+{
+    if (!*text || term_text_clean(*text))
+        return 0;
+    char *safe = term_text_escape(*text);
+    if (!safe)
+        return -1;
+    cJSON_free(*text);
+    *text = safe; /* cJSON's default hooks are malloc and free */
+    return 0;
+}
+
+/* Every key and string of an answer printed as text (tables, explain
+ * lines) comes from the cluster: node names, the topology annotation's
+ * model, quota ConfigMap keys, reasons quoting pod annotations. Escaped
+ * once here, so no cell or line can carry a terminal escape (issue 22). */
+static int clean_tree(cJSON *v)
+{
+    for (; v; v = v->next) {
+        if ((!(v->type & cJSON_StringIsConst) && clean_text(&v->string) != 0) ||
+            (cJSON_IsString(v) && clean_text(&v->valuestring) != 0) || clean_tree(v->child) != 0)
+            return -1;
+    }
+    return 0;
 }
 
 /* A JSON answer of the service, or NULL after printing why. */
@@ -149,7 +179,11 @@ static cJSON *service_call(struct gpuctl *g, const char *method, const char *pat
     cJSON *answer = NULL;
     if (rc == 0 && r.status == 200 && !(answer = cJSON_Parse(r.body ? r.body : "")))
         fprintf(g->err, "kubectl-gpu: %s: the answer is not JSON\n", url.data);
-    else if (!answer) {
+    else if (answer && g->opts->output != OUT_JSON && g->opts->output != OUT_YAML && clean_tree(answer) != 0) {
+        fprintf(g->err, "kubectl-gpu: out of memory\n");
+        cJSON_Delete(answer);
+        answer = NULL;
+    } else if (!answer) {
         char *why = failure_text(&r);
         const char *where =
             g->opts->server ? g->opts->server : (g->opts->service ? g->opts->service : GPUCTL_DEFAULT_SERVICE);
@@ -201,11 +235,13 @@ static void put_indented(struct strbuf *sb, const cJSON *v, int depth)
     strbuf_putc(sb, object ? '}' : ']');
 }
 
-/* -o json|yaml: the data as it came. */
+/* -o json|yaml: the data as it came. Both writers escape C0 controls in
+ * strings; DEL and C1 controls are escaped here too (the same data). */
 static int print_data(struct gpuctl *g, const cJSON *data)
 {
-    struct strbuf sb;
+    struct strbuf sb, safe;
     strbuf_init(&sb);
+    strbuf_init(&safe);
     if (g->opts->output == OUT_YAML) {
         json_to_yaml(data, &sb);
     } else {
@@ -213,9 +249,12 @@ static int print_data(struct gpuctl *g, const cJSON *data)
         strbuf_putc(&sb, '\n');
     }
     if (sb.data)
-        fputs(sb.data, g->out);
-    int failed = strbuf_failed(&sb);
+        term_text_put_json(&safe, sb.data);
+    if (safe.data)
+        fputs(safe.data, g->out);
+    int failed = strbuf_failed(&sb) || strbuf_failed(&safe);
     strbuf_free(&sb);
+    strbuf_free(&safe);
     return failed ? 1 : 0;
 }
 
@@ -552,9 +591,11 @@ static cJSON *fetch_pod(struct gpuctl *g, const char *name)
     if (path && kube_request(g->api_client, "GET", path, NULL, NULL, 0, g->opts->timeout_ms, &r) == 0 &&
         r.status == 200)
         pod = cJSON_Parse(r.body ? r.body : "");
-    if (!pod)
-        fprintf(g->err, "kubectl-gpu: cannot read pod %s/%s: %s\n", g->ns, name,
-                r.error ? r.error : "the answer is not a Pod");
+    if (!pod) {
+        char *why = term_text_escape(r.error ? r.error : "the answer is not a Pod");
+        fprintf(g->err, "kubectl-gpu: cannot read pod %s/%s: %s\n", g->ns, name, why ? why : "out of memory");
+        free(why);
+    }
     kube_response_free(&r);
     free(path);
     free(ns);
@@ -798,9 +839,14 @@ int gpuctl_quota(struct gpuctl *g)
     }
     if (g->opts->namespace_)
         keep_namespace(answer, g->opts->namespace_);
-    if (*str(answer, "error"))
-        fprintf(g->err, "Warning: the quota ConfigMap %s is not used: %s\n", str(answer, "source"),
-                str(answer, "error"));
+    if (*str(answer, "error")) {
+        /* With -o json|yaml the answer is not cleaned for the terminal: this line is. */
+        char *source = term_text_escape(str(answer, "source")), *why = term_text_escape(str(answer, "error"));
+        fprintf(g->err, "Warning: the quota ConfigMap %s is not used: %s\n", source ? source : "?",
+                why ? why : "out of memory");
+        free(source);
+        free(why);
+    }
     int rc = g->opts->output == OUT_JSON || g->opts->output == OUT_YAML
                  ? print_data(g, answer)
                  : quota_table(g, cJSON_GetObjectItemCaseSensitive(answer, "namespaces"));

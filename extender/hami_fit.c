@@ -77,6 +77,17 @@ static void release(struct hstate *st, const struct pod_entry *e)
     st->unattributed.pods -= pc->unattributed.pods;
 }
 
+/* hami_pod_type_ok, reusing the verdict of the previous device when its
+ * type was the same text (*last, *last_ok). */
+static bool type_ok_cached(const struct hami_pod *p, const struct hami_device *dev, const char **last, bool *last_ok)
+{
+    if (*last && strcmp(*last, dev->type_upper) == 0)
+        return *last_ok;
+    *last = dev->type_upper;
+    *last_ok = hami_pod_type_ok(p, dev);
+    return *last_ok;
+}
+
 /* Which devices the pod may use at all: healthy, not MIG (placing MIG
  * instances needs HAMi's geometry tables), of the pod's mode, type and
  * UUIDs. With counts non-NULL, also why the others are not. */
@@ -87,6 +98,10 @@ static uint64_t classify_devices(const struct hstate *st, struct excluded *count
         return st->h->usable;
     uint64_t eligible = 0;
     struct excluded c = {0};
+    /* A node's GPUs are mostly of one type: its verdict is reused while
+     * the type stays the same. */
+    const char *last_type = NULL;
+    bool last_type_ok = false;
     for (int d = 0; d < st->h->count; d++) {
         const struct hami_device *dev = &st->h->devices[d];
         if (!dev->healthy)
@@ -95,7 +110,7 @@ static uint64_t classify_devices(const struct hstate *st, struct excluded *count
             c.mig++;
         else if (!hami_pod_mode_ok(p, dev))
             c.other_mode++;
-        else if (!hami_pod_type_ok(p, dev))
+        else if (!type_ok_cached(p, dev, &last_type, &last_type_ok))
             c.other_type++;
         else if (!hami_pod_uuid_ok(p, dev))
             c.other_uuid++;

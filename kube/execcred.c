@@ -13,6 +13,7 @@
 #include "lib/log.h"
 #include "lib/rfc3339.h"
 #include "lib/strbuf.h"
+#include "lib/termtext.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -253,14 +254,6 @@ int kube_exec_parse(const char *api_version, const char *text, size_t len, struc
 
 /* ---- one run -------------------------------------------------------------- */
 
-/* Printable text only: the command's name and stderr end up on a terminal. */
-static void make_printable(char *s)
-{
-    for (unsigned char *p = (unsigned char *)s; *p; p++)
-        if (*p < 0x20 || *p == 0x7f)
-            *p = '?';
-}
-
 struct run {
     pid_t pid;
     int out_fd, err_fd;
@@ -483,7 +476,6 @@ static void finish(struct run *r)
     close(r->out_fd);
     close(r->err_fd);
     r->err_line[r->err_len] = '\0';
-    make_printable(r->err_line);
 }
 
 /* What went wrong with a finished run, or NULL when it exited 0. */
@@ -509,14 +501,16 @@ static char *spawn_failure(const struct kube_exec *e, int rc)
     return strbuf_format("cannot start it: %s", strerror(rc));
 }
 
-/* "kubeconfig F: user "U": exec plugin CMD: WHY", printable. */
+/* "kubeconfig F: user "U": exec plugin CMD: WHY", with control characters
+ * shown escaped (termtext.h): the command's stderr ends up on a terminal
+ * and in logs. */
 static char *run_error(const struct kube_exec *e, char *why)
 {
     char *msg = strbuf_format("%s: exec plugin %s: %s", e->source, e->shown, why ? why : "out of memory");
+    char *safe = msg ? term_text_escape(msg) : NULL;
     free(why);
-    if (msg)
-        make_printable(msg);
-    return msg;
+    free(msg);
+    return safe;
 }
 
 /* Run the command once, under e->lock: a fresh credential in e->cred, or -1 with *err. */

@@ -2,6 +2,7 @@
 #include "topology/annotation.h"
 
 #include "lib/strbuf.h"
+#include "lib/termtext.h"
 
 #include <limits.h>
 #include <stdarg.h>
@@ -167,6 +168,15 @@ static int field_string(const cJSON *obj, const char *prefix, const char *key, c
         return 0;
     if (!cJSON_IsString(item))
         return strbuf_set_error(err, "%s%s: must be a string", prefix, key);
+    /* The model and UUID reach terminals (kubectl gpu), metrics labels and
+     * logs: a node writer may not put escapes there (issue 22). */
+    if (!term_text_clean(item->valuestring)) {
+        char *shown = term_text_escape(item->valuestring);
+        int rc = strbuf_set_error(err, "%s%s: control characters or invalid UTF-8 in \"%.64s\"", prefix, key,
+                                  shown ? shown : "");
+        free(shown);
+        return rc;
+    }
     *out = dup_string(item->valuestring);
     return *out ? 1 : out_of_memory(err);
 }

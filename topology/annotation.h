@@ -46,8 +46,8 @@ struct topo_link {
 struct topo_gpu {
     int index;
     int minor;          /* device minor (/dev/nvidiaN) */
-    char *uuid;         /* may be NULL */
-    char *model;        /* may be NULL */
+    char *uuid;         /* may be NULL; no control characters (refused when parsed) */
+    char *model;        /* may be NULL; no control characters (refused when parsed) */
     int64_t memory_mib; /* 0 when unknown */
     int numa;           /* -1 when unknown */
 };

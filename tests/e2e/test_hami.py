@@ -21,6 +21,7 @@ Live, against the API simulator with the stand-in for HAMi's device plugin
 Standalone: python3 test_hami.py --binary PATH --source-dir REPO
 """
 
+import json
 import os
 import sys
 import time
@@ -250,6 +251,51 @@ def live_handshake_write(_s):
         live.stop()
         for client in clients:
             client.close()
+
+
+def big_type_list(count, width):
+    """count distinct GPU type names, each width bytes, comma-separated."""
+    return ",".join(("X%0" + str(width - 1) + "d") % i for i in range(count))
+
+
+@suite.test
+def type_lists_are_bounded(_s):
+    """issue 22 item 8: a 252 kB nvidia.com/nouse-gputype made each filter
+    over 2,000 HAMi nodes take 3 s (every entry searched in every device's
+    type). Lists are bounded (docs/behaviour.md): the largest allowed list is
+    handled, a larger one refuses the pod with a reason naming the bound.
+    The filter times are printed, not asserted."""
+    nodes = ["hami-%04d" % i for i in range(2000)]
+    devices = [(U[k % 4][:-4] + "%04d" % k, 32768, k) for k in range(8)]
+    state = g.write_state(suite, [hami_node(n, register(devices), vgpus=80) for n in nodes])
+    with g.Server(suite, state, ["--placement", "bind"]) as srv:
+        def timed_filter(annotations):
+            pod = g.pod("new", vgpu(1, 2000, cores=10), namespace="t", annotations=annotations)
+            t0 = time.monotonic()
+            body = srv.filter(pod, nodes)
+            return body, time.monotonic() - t0
+
+        maximal = big_type_list(63, 63) + ",TESLA V100"  # 64 entries, 4 kB; the last excludes the V100s
+        suite.check(len(maximal) <= 4096, "the maximal list is within 4096 bytes", len(maximal))
+        body, secs = timed_filter({"nvidia.com/nouse-gputype": maximal})
+        print("    filter over 2000 HAMi nodes, nouse-gputype of 64 entries (%d bytes): %.3f s" % (len(maximal), secs))
+        suite.check_eq(body.get("NodeNames"), [], "a maximal list is read whole: its last entry excludes every GPU")
+        reasons = set(body.get("FailedNodes", {}).values()) | set(body.get("FailedAndUnresolvableNodes", {}).values())
+        suite.check(len(reasons) == 1 and "type" in next(iter(reasons)), "refused for the GPU type", reasons)
+        body, secs = timed_filter({"nvidia.com/use-gputype": big_type_list(63, 63) + ",V100"})
+        print("    filter over 2000 HAMi nodes, use-gputype of 64 entries: %.3f s" % secs)
+        suite.check_eq(len(body.get("NodeNames") or []), 2000, "a maximal use list that names V100 fits every node")
+
+        huge = big_type_list(252 * 1024 // 11, 10)
+        body, secs = timed_filter({"nvidia.com/nouse-gputype": huge})
+        print("    filter over 2000 HAMi nodes, nouse-gputype of %d bytes: %.3f s" % (len(huge), secs))
+        suite.check_eq(body.get("NodeNames"), [], "an oversize list places nothing")
+        want = "annotation nvidia.com/nouse-gputype is %d bytes long (at most 4096)" % len(huge)
+        text = json.dumps(body)
+        suite.check(want in text, "the reason names the annotation, its size and the bound", text[:400])
+        body, _ = timed_filter({"nvidia.com/use-gputype": big_type_list(65, 8)})
+        suite.check("annotation nvidia.com/use-gputype has 65 entries (at most 64)" in json.dumps(body),
+                    "65 entries are refused by count", json.dumps(body)[:400])
 
 
 if __name__ == "__main__":

@@ -193,6 +193,19 @@ def quota_table_and_quota_refusals(s):
 
 
 @suite.test
+def quota_warning_is_escaped_with_data_output(s):
+    cm = json.loads(json.dumps(QUOTA_CM))
+    cm["data"]["gpu_quota"] = json.dumps({"team\x1b]0;owned\x07": {"pool": ["public"], "quota": {"A100": "many"}}})
+    state = e2e.write_state(s, demo_objects() + [cm])
+    with e2e.Server(s, state) as srv:
+        for fmt in ("json", "yaml"):
+            r = kubectl_gpu(["quota", "-o", fmt] + server_flag(srv))
+            s.check("Warning: the quota ConfigMap" in r.err and "\x1b" not in r.err,
+                    "-o %s: the warning about a broken quota ConfigMap shows no raw control character" % fmt,
+                    repr(r.err))
+
+
+@suite.test
 def to_fit_hint_respects_quota(s):
     # team-a uses 0.8 of 4 A100s: 3.2 left. Six whole A100s miss gpu-a100-0 by two
     # GPUs; "ask for 4" would then be refused by quota, so the hint asks for 3.
@@ -398,13 +411,15 @@ def exec_credential_plugin_live(s):
                 s.check_eq(r.out, f.read(), "top through the proxy with an exec credential")
 
             # A failing plugin: its stderr's first line, the exit status; nothing sent without a credential.
-            d = exec_plugin(s, "echo 'error: SSO session has expired, run aws sso login' >&2\n"
+            d = exec_plugin(s, "printf 'error: SSO session has \\033[31mexpired\\033[0m, run aws sso login\\n' >&2\n"
                                "echo 'second line' >&2\nexit 255")
             env = {"KUBECONFIG": exec_kubeconfig(c, d)}
             before = len(c.sim.requests())
             r = kubectl_gpu(["top"], env=env)
-            s.check(r.code == 1 and "exec plugin ./plugin: exited with status 255: error: SSO session has expired, "
-                    "run aws sso login" in r.err and "second line" not in r.err, "a failing plugin says why", r)
+            s.check(r.code == 1 and "exec plugin ./plugin: exited with status 255: error: SSO session has "
+                    "\\x1b[31mexpired\\x1b[0m, run aws sso login" in r.err and "second line" not in r.err,
+                    "a failing plugin says why: its stderr's first line, control characters shown escaped", r)
+            s.check("\033" not in r.err, "no raw escape from the plugin reaches the terminal", repr(r.err))
             s.check_eq(len(c.sim.requests()), before, "no request without a credential")
             # A plugin that is not installed: installHint.
             cfg_path = exec_kubeconfig(c, d)
@@ -435,6 +450,50 @@ def service_runs_with_an_exec_credential(s):
             s.check_eq(sorted(n["node"] for n in nodes), ["cpu-0", "gpu-a100-0", "gpu-t4-0", "gpu-v100-0"],
                        "the service lists and watches with the plugin's token")
             s.check_eq(exec_runs(d), 1, "one run serves every informer and client of the service")
+
+
+CONTROL = "\x1b]0;owned\x07\x1b[2J\x9b31m\x7f"  # OSC title, clear screen, C1 CSI, DEL
+
+
+def no_controls(text):
+    """No C0 control but newline and tab (cJSON indents with tabs), no DEL, no C1 control."""
+    return not [c for c in text if (ord(c) < 0x20 and c not in "\n\t") or 0x7f <= ord(c) <= 0x9f]
+
+
+@suite.test
+def cluster_text_is_escaped(s):
+    """issue 22 item 8: escapes from the topology annotation's model, node
+    names and quota ConfigMap keys reached the terminal. The model is refused
+    when the annotation is parsed; everything else the plugin prints from the
+    cluster shows control characters escaped (\x1b, \u009b, \x7f)."""
+    topo = e2e.topology(2, model="A100" + CONTROL)
+    bad_topo = e2e.node("n-topo", e2e.vcuda(200, 32), topo=topo, labels={"tkestack.io/gpu-model": "A100"})
+    odd = e2e.node("n\x1b[31mred\x7f", e2e.vcuda(200, 32), topo=e2e.topology(2),
+                   labels={"tkestack.io/gpu-model": "M" + CONTROL, "tkestack.io/gpu-pool": "public"})
+    quota = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "gpu-quota", "namespace": "kube-system"},
+             "data": {"gpu_quota": json.dumps({"team" + CONTROL: {"pool": ["public"], "quota": {"A100": 2}}})}}
+    state = e2e.write_state(s, [bad_topo, odd, quota])
+    with e2e.Server(s, state) as srv:
+        node = srv.inspect("n-topo")
+        err = json.dumps(node)
+        s.check("gpus[0].model: control characters" in err, "the topology annotation is refused for its model",
+                err[:600])
+        for args in (["top"], ["top", "-o", "wide"], ["top", "gpus", "-o", "wide"], ["quota"]):
+            r = kubectl_gpu(args + server_flag(srv))
+            s.check_eq(r.code, 0, "kubectl gpu %s exits 0" % " ".join(args), r)
+            s.check(no_controls(r.out) and no_controls(r.err), "no control character in kubectl gpu %s" % " ".join(args),
+                    repr(r.out[:800]))
+        r = kubectl_gpu(["top"] + server_flag(srv))
+        s.check("n\\x1b[31mred\\x7f" in r.out, "the node name shows its escapes", repr(r.out))
+        s.check("M\\x1b]0;owned\\x07\\x1b[2J\\u009b31m\\x7f" in r.out, "the model label shows its escapes",
+                repr(r.out))
+        r = kubectl_gpu(["quota"] + server_flag(srv))
+        s.check("team\\x1b]0;owned" in r.out, "the quota key shows its escapes", repr(r.out))
+        for fmt in ("json", "yaml"):
+            r = kubectl_gpu(["top", "-o", fmt] + server_flag(srv))
+            s.check(no_controls(r.out), "-o %s has no raw control character" % fmt, repr(r.out[:800]))
+            data = json.loads(r.out) if fmt == "json" else yaml.safe_load(r.out)
+            s.check_eq(data, srv.get_json("/inspect/nodes?topology=false"), "-o %s is still the same data" % fmt)
 
 
 if __name__ == "__main__":

@@ -2,10 +2,14 @@
  * decision/allocation annotation (hami.io/vgpu-devices-allocated and
  * -to-allocate) alone, encoded back and decoded again to the same text, and
  * the input read as an annotations object (type and UUID lists, vgpu-mode,
- * policies, allocation) whose lists are then matched against a device. */
+ * policies, allocation) whose lists are then matched against a device; the
+ * same object also as the annotations of a pod asking for a vGPU, read the
+ * way the cache and the filter read pods (cluster/podspec.c, podparts.c:
+ * HAMi's decision annotations hami.io/vgpu-node and vgpu-time too). */
 #include "fuzz_common.h"
 #include "cluster/hami_node.h"
 #include "cluster/hami_pod.h"
+#include "cluster/podspec.h"
 
 #include <cjson/cJSON.h>
 
@@ -52,6 +56,16 @@ static void annotations(const char *text, size_t size)
         hami_pod_free(p);
     }
     free(problem);
+    cJSON *pod = cJSON_Parse("{\"metadata\":{\"name\":\"p\",\"namespace\":\"n\",\"uid\":\"u\"},"
+                             "\"spec\":{\"containers\":[{\"name\":\"main\",\"resources\":{\"limits\":"
+                             "{\"nvidia.com/gpu\":\"1\",\"nvidia.com/gpumem\":\"1000\"}}}]}}");
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(pod, "metadata");
+    if (meta && cJSON_AddItemToObject(meta, "annotations", ann)) {
+        ann = NULL; /* the pod owns it now */
+        struct pod_info *info = pod_info_from_json(pod, NULL);
+        pod_info_free(info);
+    }
+    cJSON_Delete(pod);
     cJSON_Delete(ann);
 }
 

@@ -344,7 +344,7 @@ static void test_failures_say_why(void **state)
 {
     const char *dir = *state;
     write_plugin(dir, "fails", "printf '\\n\\033[31mtoken expired\\033[0m: log in again\\nmore detail\\n' >&2; exit 3");
-    expect_failure(dir, "./fails", NULL, 0, "exited with status 3: ?[31mtoken expired?[0m: log in again");
+    expect_failure(dir, "./fails", NULL, 0, "exited with status 3: \\x1b[31mtoken expired\\x1b[0m: log in again");
     write_plugin(dir, "garbage", "echo hello");
     expect_failure(dir, "./garbage", NULL, 0, "its output is not a JSON ExecCredential");
     write_plugin(dir, "hangs", "exec sleep 30");

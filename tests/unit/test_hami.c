@@ -552,8 +552,10 @@ static void test_pod_annotations(void **state)
     const struct hami_pod *h = p->hami;
     assert_non_null(h);
     assert_int_equal(h->use_types.count, 2);
-    assert_string_equal(h->use_types.items[0], "TESLA V100-PCIE-32GB");
-    assert_string_equal(h->use_types.items[1], "NVIDIA A10");
+    /* Sorted by length, shortest first (matching stops at the first entry
+     * longer than the device type). */
+    assert_string_equal(h->use_types.items[0], "NVIDIA A10");
+    assert_string_equal(h->use_types.items[1], "TESLA V100-PCIE-32GB");
     assert_int_equal(h->nouse_uuids.count, 1);
     assert_string_equal(h->nouse_uuids.items[0], UUID1);
     assert_int_equal(h->gpu_policy, HAMI_PACK_BINPACK);
@@ -1143,6 +1145,116 @@ static void test_crl_default_for_hami(void **state)
 
 #define T(f) cmocka_unit_test_setup_teardown(f, hami_setup, hami_teardown)
 
+/* ---- list bounds (issue 22) ------------------------------------------------- */
+
+/* A comma list of `count` distinct entries, each padded to `width` bytes. */
+static char *make_list(int count, int width, const char *prefix)
+{
+    size_t size = (size_t)count * (size_t)(width + 1) + 1;
+    char *s = malloc(size), *w = s;
+    assert_non_null(s);
+    for (int i = 0; i < count; i++) {
+        int n = snprintf(w, size - (size_t)(w - s), "%s%0*d", prefix, width - (int)strlen(prefix), i);
+        w += n;
+        if (i + 1 < count)
+            *w++ = ',';
+    }
+    *w = '\0';
+    return s;
+}
+
+static struct hami_pod *pod_with_list(const char *key, const char *list, char **problem)
+{
+    cJSON *ann = cJSON_CreateObject();
+    assert_non_null(cJSON_AddStringToObject(ann, key, list));
+    struct hami_pod *p = NULL;
+    *problem = NULL;
+    assert_int_equal(hami_pod_from_annotations(ann, &p, problem), 0);
+    cJSON_Delete(ann);
+    return p;
+}
+
+/* The largest lists allowed are read whole and matched; one entry or one
+ * byte more and the pod is refused with a reason naming the annotation. */
+static void test_list_bounds(void **state)
+{
+    (void)state;
+    char *problem;
+    /* 64 entries of 63 bytes: 64 * 64 - 1 = 4095 bytes. */
+    char *types = make_list(HAMI_TYPE_LIST_MAX_ITEMS, 63, "T");
+    assert_true(strlen(types) <= HAMI_TYPE_LIST_MAX_BYTES);
+    struct hami_pod *p = pod_with_list(HAMI_NOUSE_TYPE_ANNOTATION, types, &problem);
+    assert_null(problem);
+    assert_int_equal(p->nouse_types.count, HAMI_TYPE_LIST_MAX_ITEMS);
+    struct hami_device ok = {.uuid = (char *)UUID0, .type_upper = (char *)"NVIDIA-A100"};
+    char hit[80];
+    snprintf(hit, sizeof(hit), "NVIDIA-%s", p->nouse_types.items[HAMI_TYPE_LIST_MAX_ITEMS - 1]);
+    struct hami_device excluded = {.uuid = (char *)UUID0, .type_upper = hit};
+    assert_true(hami_pod_type_ok(p, &ok));
+    assert_false(hami_pod_type_ok(p, &excluded));
+    hami_pod_free(p);
+    free(types);
+
+    types = make_list(HAMI_TYPE_LIST_MAX_ITEMS + 1, 4, "T");
+    p = pod_with_list(HAMI_NOUSE_TYPE_ANNOTATION, types, &problem);
+    assert_string_equal(problem, "annotation nvidia.com/nouse-gputype has 65 entries (at most 64)");
+    assert_int_equal(p->nouse_types.count, 0);
+    hami_pod_free(p);
+    free(problem);
+    free(types);
+
+    /* Duplicates count once: HAMi's matching is the same either way. */
+    types = make_list(1, 4, "T");
+    char *dup = malloc(HAMI_TYPE_LIST_MAX_BYTES);
+    assert_non_null(dup);
+    snprintf(dup, HAMI_TYPE_LIST_MAX_BYTES, "%s", types);
+    for (int i = 1; i < 500; i++)
+        strcat(strcat(dup, ","), types);
+    p = pod_with_list(HAMI_USE_TYPE_ANNOTATION, dup, &problem);
+    assert_null(problem);
+    assert_int_equal(p->use_types.count, 1);
+    hami_pod_free(p);
+    free(dup);
+    free(types);
+
+    /* 252 kB, as in the issue: refused before it is split. */
+    types = make_list(252 * 1024 / 10, 9, "A");
+    p = pod_with_list(HAMI_NOUSE_TYPE_ANNOTATION, types, &problem);
+    char want[128];
+    snprintf(want, sizeof(want), "annotation nvidia.com/nouse-gputype is %zu bytes long (at most 4096)", strlen(types));
+    assert_string_equal(problem, want);
+    hami_pod_free(p);
+    free(problem);
+    free(types);
+
+    /* UUID lists: 1024 entries, matched exactly (binary search). */
+    char *uuids = make_list(HAMI_UUID_LIST_MAX_ITEMS, 40, "GPU-");
+    p = pod_with_list(HAMI_NOUSE_UUID_ANNOTATION, uuids, &problem);
+    assert_null(problem);
+    assert_int_equal(p->nouse_uuids.count, HAMI_UUID_LIST_MAX_ITEMS);
+    char one[48];
+    snprintf(one, sizeof(one), "GPU-%036d", 517);
+    struct hami_device listed = {.uuid = one, .type_upper = (char *)"X"};
+    assert_false(hami_pod_uuid_ok(p, &listed));
+    assert_true(hami_pod_uuid_ok(p, &ok));
+    hami_pod_free(p);
+    free(uuids);
+    uuids = make_list(HAMI_UUID_LIST_MAX_ITEMS + 1, 40, "GPU-");
+    p = pod_with_list(HAMI_USE_UUID_ANNOTATION, uuids, &problem);
+    assert_string_equal(problem, "annotation nvidia.com/use-gpuuuid has 1025 entries (at most 1024)");
+    hami_pod_free(p);
+    free(problem);
+    free(uuids);
+
+    char mode[HAMI_VGPU_MODE_MAX_BYTES + 2];
+    memset(mode, 'm', sizeof(mode) - 1);
+    mode[sizeof(mode) - 1] = '\0';
+    p = pod_with_list(HAMI_VGPU_MODE_ANNOTATION, mode, &problem);
+    assert_string_equal(problem, "annotation nvidia.com/vgpu-mode is 65 bytes long (at most 64)");
+    hami_pod_free(p);
+    free(problem);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1158,6 +1270,7 @@ int main(void)
         T(test_request_explicit),
         T(test_request_errors),
         T(test_pod_annotations),
+        T(test_list_bounds),
         T(test_alloc_format),
         T(test_fit_memory),
         T(test_fit_split_count),

@@ -1,0 +1,114 @@
+/* termtext.c - escaping of control characters for terminals. See termtext.h. */
+#include "lib/termtext.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Length of the valid UTF-8 sequence at p (NUL-terminated), or 0. */
+static size_t utf8_length(const unsigned char *p)
+{
+    unsigned int cp = p[0], min;
+    size_t len;
+    if ((cp & 0xE0) == 0xC0)
+        len = 2, min = 0x80, cp &= 0x1F;
+    else if ((cp & 0xF0) == 0xE0)
+        len = 3, min = 0x800, cp &= 0x0F;
+    else if ((cp & 0xF8) == 0xF0)
+        len = 4, min = 0x10000, cp &= 0x07;
+    else
+        return 0;
+    for (size_t k = 1; k < len; k++) {
+        if ((p[k] & 0xC0) != 0x80) /* the NUL ends the loop here too */
+            return 0;
+        cp = (cp << 6) | (p[k] & 0x3F);
+    }
+    return cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) ? 0 : len;
+}
+
+/* Is the 2-byte sequence at p a C1 control (U+0080-U+009F)? */
+static bool utf8_c1(const unsigned char *p)
+{
+    return p[0] == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F;
+}
+
+/* How many bytes at p are printed as they are (0: p[0] must be escaped). */
+static size_t safe_run(const unsigned char *p)
+{
+    if (p[0] >= 0x20 && p[0] < 0x7F)
+        return 1;
+    if (p[0] < 0x80)
+        return 0; /* C0 or DEL */
+    size_t n = utf8_length(p);
+    return n && !utf8_c1(p) ? n : 0;
+}
+
+bool term_text_clean(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        size_t n = safe_run(p);
+        if (!n)
+            return false;
+        p += n;
+    }
+    return true;
+}
+
+void term_text_put(struct strbuf *sb, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *p = (const unsigned char *)s;
+    const unsigned char *run = p;
+    while (*p) {
+        size_t n = safe_run(p);
+        if (n) {
+            p += n;
+            continue;
+        }
+        strbuf_append(sb, (const char *)run, (size_t)(p - run));
+        if (utf8_c1(p)) {
+            char esc[6] = {'\\', 'u', '0', '0', hex[p[1] >> 4], hex[p[1] & 15]};
+            strbuf_append(sb, esc, sizeof(esc));
+            p += 2;
+        } else {
+            char esc[4] = {'\\', 'x', hex[p[0] >> 4], hex[p[0] & 15]};
+            strbuf_append(sb, esc, sizeof(esc));
+            p++;
+        }
+        run = p;
+    }
+    strbuf_append(sb, (const char *)run, (size_t)(p - run));
+}
+
+char *term_text_escape(const char *s)
+{
+    struct strbuf sb;
+    strbuf_init(&sb);
+    term_text_put(&sb, s);
+    if (strbuf_failed(&sb)) {
+        strbuf_free(&sb);
+        return NULL;
+    }
+    char *out = strbuf_detach(&sb, NULL);
+    return out ? out : strdup(""); /* nothing appended: no buffer yet */
+}
+
+void term_text_put_json(struct strbuf *sb, const char *text)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *p = (const unsigned char *)text, *run = p;
+    while (*p) {
+        bool del = p[0] == 0x7F, c1 = utf8_c1(p);
+        if (!del && !c1) {
+            p++;
+            continue;
+        }
+        strbuf_append(sb, (const char *)run, (size_t)(p - run));
+        unsigned char c = del ? 0x7F : p[1];
+        char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+        strbuf_append(sb, esc, sizeof(esc));
+        p += del ? 1 : 2;
+        run = p;
+    }
+    strbuf_append(sb, (const char *)run, (size_t)(p - run));
+}

@@ -2,7 +2,8 @@
  * execcred.c - exec credential plugins; see execcred.h.
  *
  * A run: two pipes (stdout, stderr) created close-on-exec, the command
- * started with posix_spawnp (safe in a threaded process, no shell), and one
+ * looked up on PATH as execvp would and started with posix_spawn (safe in a
+ * threaded process, no shell), and one
  * poll loop that reads both until they close, the command exits, or the
  * deadline passes. Output is bounded: an ExecCredential is a few kB, so
  * more than KUBE_EXEC_MAX_OUTPUT bytes of stdout fails the run, and only
@@ -26,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -101,7 +103,7 @@ static char *dup_or_null(const char *s, bool *failed)
     return d;
 }
 
-/* argv as posix_spawnp wants it: its strings owned by e (argv[0] is a copy of the command). */
+/* argv as posix_spawn wants it: its strings owned by e (argv[0] is a copy of the command). */
 static char **copy_argv(const struct kube_exec_params *p)
 {
     char **argv = calloc(p->nargs + 2, sizeof(*argv));
@@ -366,16 +368,61 @@ static int spawn_actions(posix_spawn_file_actions_t *fa, posix_spawnattr_t *attr
     return rc;
 }
 
+/* The program to start: the command itself when it names a path, else the
+ * first executable file of that name on PATH (as execvp looks). Resolved
+ * here rather than by posix_spawnp so that "not found" is ENOENT wherever
+ * the spawn cannot report exec's error (it then exits 127). 0 with *path
+ * (malloc'd), or an errno. */
+static int find_program(const char *command, char **path)
+{
+    *path = NULL;
+    if (strchr(command, '/')) {
+        if (access(command, X_OK) != 0)
+            return errno;
+        return (*path = strdup(command)) ? 0 : ENOMEM;
+    }
+    const char *dirs = getenv("PATH");
+    if (!dirs || !*dirs)
+        dirs = "/usr/local/bin:/usr/bin:/bin";
+    int why = ENOENT;
+    for (const char *d = dirs; *d;) {
+        size_t len = strcspn(d, ":");
+        char *candidate = strbuf_format("%.*s/%s", (int)len, len ? d : ".", command);
+        if (!candidate)
+            return ENOMEM;
+        struct stat st;
+        if (stat(candidate, &st) == 0 && S_ISREG(st.st_mode)) {
+            if (access(candidate, X_OK) == 0) {
+                *path = candidate;
+                return 0;
+            }
+            why = EACCES;
+        }
+        free(candidate);
+        d += len;
+        d += *d == ':';
+    }
+    return why;
+}
+
 /* Start the command with its stdout and stderr on pipes. 0, or an errno. */
 static int start_command(const struct kube_exec *e, struct run *r)
 {
+    char *program = NULL;
+    int found = find_program(e->command, &program);
+    if (found != 0)
+        return found;
     int out_p[2], err_p[2];
-    if (pipe2(out_p, O_CLOEXEC) != 0)
-        return errno;
+    if (pipe2(out_p, O_CLOEXEC) != 0) {
+        int saved = errno;
+        free(program);
+        return saved;
+    }
     if (pipe2(err_p, O_CLOEXEC) != 0) {
         int saved = errno;
         close(out_p[0]);
         close(out_p[1]);
+        free(program);
         return saved;
     }
     posix_spawn_file_actions_t fa;
@@ -383,12 +430,13 @@ static int start_command(const struct kube_exec *e, struct run *r)
     char **env = child_env(e, r->interactive);
     int rc = env ? spawn_actions(&fa, &attr, r->interactive, out_p[1], err_p[1]) : ENOMEM;
     if (rc == 0) {
-        rc = posix_spawnp(&r->pid, e->command, &fa, &attr, e->argv, env);
+        rc = posix_spawn(&r->pid, program, &fa, &attr, e->argv, env);
         posix_spawnattr_destroy(&attr);
         posix_spawn_file_actions_destroy(&fa);
     }
     if (env)
         free_child_env(env);
+    free(program);
     close(out_p[1]);
     close(err_p[1]);
     if (rc != 0) {
@@ -495,6 +543,8 @@ static char *run_failure(const struct kube_exec *e, const struct run *r)
 
 static char *spawn_failure(const struct kube_exec *e, int rc)
 {
+    if (rc == EACCES)
+        return strbuf_format("not executable: %s", strerror(rc));
     if (rc == ENOENT)
         return strbuf_format("executable not found%s%s", e->install_hint ? ": " : " (on PATH or at that path)",
                              e->install_hint ? e->install_hint : "");

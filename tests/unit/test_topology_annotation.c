@@ -686,6 +686,24 @@ static void test_cjson_allocation_failures(void **state)
     topology_free(t);
 }
 
+/* A node writer may not put terminal escapes in the strings kubectl gpu,
+ * metrics and logs show (issue 22): the annotation is refused, the escape
+ * shown escaped in the reason. */
+static void test_control_characters_refused(void **state)
+{
+    (void)state;
+    expect_error("{'version':1,'gpus':[{'index':0,'minor':0,'model':'A100\\u001b[2J'}],'links':[['X']]}",
+                 "gpus[0].model: control characters or invalid UTF-8 in \"A100\\x1b[2J\"");
+    expect_error("{'version':1,'gpus':[{'index':0,'minor':0,'uuid':'GPU-\\u009b31m'}],'links':[['X']]}",
+                 "gpus[0].uuid: control characters or invalid UTF-8 in \"GPU-\\u009b31m\"");
+    expect_error("{'version':1,'gpus':[{'index':0,'minor':0,'model':'del\\u007f'}],'links':[['X']]}",
+                 "gpus[0].model: control characters or invalid UTF-8 in \"del\\x7f\"");
+    struct gpu_topology *t =
+        parse_ok("{'version':1,'gpus':[{'index':0,'minor':0,'model':'NVIDIA A100 \u00e9'}],'links':[['X']]}");
+    assert_string_equal(t->gpus[0].model, "NVIDIA A100 \u00e9");
+    topology_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -694,6 +712,7 @@ int main(void)
         cmocka_unit_test(test_minors_and_defaults),
         cmocka_unit_test(test_missing_links_are_sys),
         cmocka_unit_test(test_gpu_count_limit),
+        cmocka_unit_test(test_control_characters_refused),
         cmocka_unit_test(test_integral_numbers_accepted),
         cmocka_unit_test(test_errors_document),
         cmocka_unit_test(test_errors_version),

@@ -263,6 +263,38 @@ static void test_no_cluster_info_by_default(void **state)
     kube_config_free(cfg);
 }
 
+static char *failure_of(const char *dir, const char *command, const char *extra, long timeout_ms);
+
+/* A bare name is looked up on PATH (the kubeconfig's directory plays no part). */
+static void test_name_found_on_path(void **state)
+{
+    const char *dir = *state;
+    char *bin = path_in(dir, "bin");
+    assert_int_equal(mkdir(bin, 0755), 0);
+    write_plugin(dir, "bin/gqa-test-auth", PRINT_TOKEN("from-path", ""));
+    write_in(dir, "bin/not-executable", "#!/bin/sh\n", 0644);
+    const char *old = getenv("PATH");
+    char *saved = old ? strdup(old) : NULL;
+    char *path = strbuf_format("/nonexistent-dir:%s:%s", bin, saved ? saved : "/usr/bin:/bin");
+    assert_int_equal(setenv("PATH", path, 1), 0);
+    struct kube_config *cfg = exec_kc(dir, "https://k", "gqa-test-auth", NULL);
+    struct kube_exec_cred cred;
+    char *err = NULL;
+    if (kube_exec_current(cfg->exec, 0, &cred, &err) != 1)
+        fail_msg("%s", err);
+    assert_string_equal(cred.token, "from-path");
+    kube_exec_cred_clear(&cred);
+    kube_config_free(cfg);
+    err = failure_of(dir, "not-executable", NULL, 0);
+    assert_non_null(strstr(err, "exec plugin not-executable: not executable: Permission denied"));
+    free(err);
+    if (saved)
+        setenv("PATH", saved, 1);
+    free(saved);
+    free(path);
+    free(bin);
+}
+
 /* ---- when it runs --------------------------------------------------------- */
 
 static int runs_of(const char *dir)
@@ -440,6 +472,7 @@ int main(void)
         cmocka_unit_test(test_parse),
         cmocka_unit_test_setup_teardown(test_command_sees_args_env_and_cluster, temp_dir_setup, temp_dir_teardown),
         cmocka_unit_test_setup_teardown(test_no_cluster_info_by_default, temp_dir_setup, temp_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_name_found_on_path, temp_dir_setup, temp_dir_teardown),
         cmocka_unit_test_setup_teardown(test_expiry_runs_again, temp_dir_setup, temp_dir_teardown),
         cmocka_unit_test_setup_teardown(test_failures_say_why, temp_dir_setup, temp_dir_teardown),
         cmocka_unit_test_setup_teardown(test_client_runs_again_after_401, temp_dir_setup, temp_dir_teardown),

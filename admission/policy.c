@@ -185,6 +185,24 @@ char *policy_check_quota_excluding(const struct admission_policy *p, const struc
     return check_quota(p, c, pod, excluded, nexcluded, n, NULL);
 }
 
+int64_t policy_quota_left(const struct admission_policy *p, const struct cluster_cache *c, const struct pod_info *pod,
+                          const struct pod_entry *self, const struct node_state *n)
+{
+    const struct quota_entry *e = quota_find(p->quota, pod->ns);
+    if (!e)
+        return -1;
+    const char *model = n->spec && n->spec->model ? n->spec->model : "";
+    int64_t used = cache_usage(c, pod->ns, model) - (same_usage(self, pod->ns, model) ? self->usage_cores : 0);
+    char reason[512];
+    /* Asking for nothing: refused only when the pool or the model is not the namespace's. */
+    if (quota_check(e, model, n->spec ? n->spec->pool : NULL, used, 0, reason, sizeof(reason)) != QUOTA_ALLOWED)
+        return 0;
+    for (size_t i = 0; i < e->nmodels; i++)
+        if (strcmp(e->models[i].model, model) == 0)
+            return e->models[i].gpus * 100 > used ? e->models[i].gpus * 100 - used : 0;
+    return 0;
+}
+
 static char *check_quota(const struct admission_policy *p, const struct cluster_cache *c, const struct pod_info *pod,
                          const struct pod_entry *const *excluded, size_t nexcluded, const struct node_state *n,
                          enum quota_refusal *why)

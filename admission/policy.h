@@ -53,6 +53,12 @@ char *policy_check_quota(const struct admission_policy *p, const struct cluster_
  * ConfigMap names ns); when not, policy_check_quota allows it everywhere
  * and a caller judging many nodes may skip it. Under the read lock. */
 bool policy_quota_binds(const struct admission_policy *p, const char *ns);
+/* GPU quota the pod's namespace has left on node n (its model, its pool),
+ * in cores (100 = one GPU), the pod's own charge (self) not counted: 0 when
+ * the quota does not let the namespace use n at all, -1 when no quota names
+ * the namespace. Under the read lock. For explain's hints. */
+int64_t policy_quota_left(const struct admission_policy *p, const struct cluster_cache *c, const struct pod_info *pod,
+                          const struct pod_entry *self, const struct node_state *n);
 /* The same with several pods' charges not counted (preemption victims). */
 char *policy_check_quota_excluding(const struct admission_policy *p, const struct cluster_cache *c,
                                    const struct pod_info *pod, const struct pod_entry *const *excluded,

@@ -6,7 +6,7 @@
  * flags -n, -l, -o, -f, -A, -h, values attached or separate, flags before or
  * after the arguments) into the long flags of lib/flags, and dispatches to
  * extender/gpuctl.c. Exit codes: 0, 1 when a command fails, 2 for a bad
- * command line.
+ * command line, 3 when explain finds no node for the pod.
  */
 #include "extender/gpuctl.h"
 #include "lib/duration.h"
@@ -94,7 +94,10 @@ static int set_version(void *target, const char *v)
 static const struct flag_spec flags[] = {
     {"kubeconfig", "FILE", set_kubeconfig, "kubeconfig to use (default $KUBECONFIG, else ~/.kube/config)", 0},
     {"context", "NAME", set_context, "kubeconfig context (default its current-context)", 0},
-    {"server", "URL", set_server, "talk to the service at this URL directly, not through the API server", 0},
+    {"server", "URL", set_server,
+     "talk to the service at this URL directly, not through the API server (explain POD then asks the service for "
+     "the pod when no kubeconfig is usable)",
+     0},
     {"service", "NS/NAME[:PORT]", set_service,
      "the service behind the API server's service proxy (default " GPUCTL_DEFAULT_SERVICE ")", 0},
     {"namespace", "NS", set_namespace, "-n: the pod's namespace (explain), or only this namespace (quota)", 0},
@@ -117,8 +120,9 @@ static void usage(FILE *out)
                  "Usage:\n"
                  "  kubectl gpu top [nodes|gpus] [-l SELECTOR] [--model M] [-o wide|json|yaml]\n"
                  "      one row per GPU node (or per GPU): GPUs, cores and memory used, pods\n"
-                 "  kubectl gpu explain POD [-n NS] | -f POD.yaml [-o wide|json|yaml]\n"
-                 "      why a pod fits where it fits, the other nodes grouped by reason, the nearest miss\n"
+                 "  kubectl gpu explain POD [-n NS] | - | -f POD.yaml [-o wide|json|yaml]\n"
+                 "      why a pod fits where it fits, the other nodes grouped by reason, the nearest miss;\n"
+                 "      - (or -f -) reads the pod from standard input; exit 3 when no node fits\n"
                  "  kubectl gpu quota [-n NS] [-o json|yaml]\n"
                  "      GPU quota and usage per namespace, model and pool\n\n"
                  "Flags:\n");

@@ -187,23 +187,75 @@ static ssize_t near_miss(const struct evaluation *ev, const struct pod_info *pod
     return best;
 }
 
-/* What would make the pod fit on the near-miss node. */
-static void hint(const struct pod_info *pod, const struct verdict *v, char *buf, size_t size)
+/* Cores as GPUs for hints: 320 -> "3.2", 325 -> "3.25", 300 -> "3". */
+static void gpus_of(int64_t cores, char *buf, size_t size)
+{
+    if (cores % 10 == 0 && cores % 100 != 0)
+        snprintf(buf, size, "%" PRId64 ".%" PRId64, cores / 100, cores % 100 / 10);
+    else if (cores % 100 != 0)
+        snprintf(buf, size, "%" PRId64 ".%02" PRId64, cores / 100, cores % 100);
+    else
+        snprintf(buf, size, "%" PRId64, cores / 100);
+}
+
+/* The container's share of the pod's quota charge. */
+static int64_t container_cores(const struct container_request *c)
+{
+    return c->whole_gpus > 0 ? 100LL * c->whole_gpus : c->cores;
+}
+
+/* A hint that frees capacity on the node ("free 2 more whole GPUs on N")
+ * and offers a smaller request ("ask for K"), with the quota left (cores;
+ * -1: unlimited) taken into account: the smaller request never exceeds
+ * what quota leaves this container, and freeing capacity alone is not
+ * offered when quota would refuse the full request anyway. */
+static void free_or_ask(const struct pod_info *pod, const struct container_request *c, int64_t left,
+                        const char *free_text, int64_t ask, int64_t ask_unit, const char *ask_text, char *buf,
+                        size_t size)
+{
+    int64_t need = pod_total_cores(pod);
+    if (left < 0 || left >= need) {
+        snprintf(buf, size, "%s, or ask for %s%" PRId64, free_text, ask_text, ask);
+        return;
+    }
+    char left_text[32], short_text[32];
+    gpus_of(left, left_text, sizeof(left_text));
+    gpus_of(need - left, short_text, sizeof(short_text));
+    int64_t room = left - (need - container_cores(c)); /* what quota leaves this container */
+    int64_t quota_ask = room > 0 ? room / ask_unit : 0;
+    if (quota_ask < ask)
+        ask = quota_ask;
+    if (ask > 0)
+        snprintf(buf, size,
+                 "ask for %s%" PRId64 " (namespace %s has %s GPUs of quota left for this node's model), or %s and "
+                 "raise that quota by %s GPUs",
+                 ask_text, ask, pod->ns, left_text, free_text, short_text);
+    else
+        snprintf(buf, size, "%s and raise namespace %s's GPU quota for this node's model by %s GPUs (%s left)",
+                 free_text, pod->ns, short_text, left_text);
+}
+
+/* What would make the pod fit on the near-miss node; left is the quota
+ * the namespace has there (cores; -1: unlimited). */
+static void hint(const struct pod_info *pod, const struct verdict *v, int64_t left, char *buf, size_t size)
 {
     const struct container_request *c = why_container(pod, v);
     int gpu = v->why_gpu;
+    char free_text[FIT_REASON_MAX / 2];
     switch ((enum reason_class)v->why) {
     case REASON_GPU_CORES:
-        snprintf(buf, size, "free %" PRId64 " more %s on GPU %d of %s, or ask for at most %" PRId64, v->short_by,
-                 gpu_family_resource(c->family), gpu, v->name, c->cores - v->short_by);
+        snprintf(free_text, sizeof(free_text), "free %" PRId64 " more %s on GPU %d of %s", v->short_by,
+                 gpu_family_resource(c->family), gpu, v->name);
+        free_or_ask(pod, c, left, free_text, c->cores - v->short_by, 1, "at most ", buf, size);
         return;
     case REASON_GPU_MEMORY:
         snprintf(buf, size, "free %" PRId64 " more %s on GPU %d of %s, or ask for at most %" PRId64, v->short_by,
                  gpu_family_memory_resource(c->family), gpu, v->name, c->memory - v->short_by);
         return;
     case REASON_WHOLE_GPUS:
-        snprintf(buf, size, "free %" PRId64 " more whole GPU%s on %s, or ask for %" PRId64, v->short_by,
-                 v->short_by == 1 ? "" : "s", v->name, (int64_t)c->whole_gpus - v->short_by);
+        snprintf(free_text, sizeof(free_text), "free %" PRId64 " more whole GPU%s on %s", v->short_by,
+                 v->short_by == 1 ? "" : "s", v->name);
+        free_or_ask(pod, c, left, free_text, (int64_t)c->whole_gpus - v->short_by, 100, "", buf, size);
         return;
     case REASON_UNATTRIBUTED:
         snprintf(buf, size,
@@ -240,7 +292,8 @@ static void put_groups(struct strbuf *sb, const struct evaluation *ev, const str
     strbuf_putc(sb, ']');
 }
 
-static void put_near_miss(struct strbuf *sb, const struct evaluation *ev, const struct pod_info *pod, ssize_t at)
+static void put_near_miss(struct strbuf *sb, const struct evaluation *ev, const struct pod_info *pod, ssize_t at,
+                          const struct explain_quota *quota)
 {
     strbuf_puts(sb, ",\"nearMiss\":");
     if (at < 0) {
@@ -249,7 +302,7 @@ static void put_near_miss(struct strbuf *sb, const struct evaluation *ev, const 
     }
     const struct verdict *v = &ev->verdicts[at];
     char text[FIT_REASON_MAX];
-    hint(pod, v, text, sizeof(text));
+    hint(pod, v, quota && quota->left ? quota->left(quota->ctx, v->name) : -1, text, sizeof(text));
     strbuf_puts(sb, "{\"node\":");
     strbuf_json_string(sb, v->name);
     strbuf_printf(sb, ",\"reason\":\"%s\",\"gpu\":%d,\"shortBy\":%" PRId64 ",\"message\":", reason_class_name(v->why),
@@ -261,7 +314,7 @@ static void put_near_miss(struct strbuf *sb, const struct evaluation *ev, const 
 }
 
 void explain_put_summary(struct strbuf *sb, const struct evaluation *ev, const struct pod_info *pod,
-                         const size_t *order)
+                         const size_t *order, const struct explain_quota *quota)
 {
     size_t feasible = 0, ngroups = 0;
     for (size_t i = 0; i < ev->count; i++)
@@ -277,7 +330,7 @@ void explain_put_summary(struct strbuf *sb, const struct evaluation *ev, const s
         return;
     }
     put_groups(sb, ev, groups, ngroups);
-    put_near_miss(sb, ev, pod, feasible ? -1 : near_miss(ev, pod, order));
+    put_near_miss(sb, ev, pod, feasible ? -1 : near_miss(ev, pod, order), quota);
     free_groups(groups, ngroups);
 }
 

@@ -7,7 +7,8 @@
  * tencent.com/vcuda-core free"), the best near miss (the failed node closest
  * to taking the pod) and what would make it fit. /inspect/explain, the /ui
  * page and `kubectl gpu explain` all read these fields, so the grouping is
- * done once, here. Pure: reads the evaluation and the pod only.
+ * done once, here. Pure: reads the evaluation, the pod and, for the near
+ * miss's hint, the quota left on that one node (explain_quota).
  */
 #ifndef GQA_EXPLAINSUM_H
 #define GQA_EXPLAINSUM_H
@@ -18,10 +19,19 @@
 #include "extender/placement.h"
 #include "lib/strbuf.h"
 
+/* The GPU quota the pod's namespace has left on a node, in cores (100 =
+ * one GPU), or -1 when quota does not limit it there: a hint never asks for
+ * more than that. */
+struct explain_quota {
+    int64_t (*left)(void *ctx, const char *node);
+    void *ctx;
+};
+
 /* Append `,"feasible":N,"summary":[...],"nearMiss":{...}|null` to an explain
- * answer being built; order is the ranking (evaluation_rank). */
+ * answer being built; order is the ranking (evaluation_rank). quota may be
+ * NULL (no quota in force). */
 void explain_put_summary(struct strbuf *sb, const struct evaluation *ev, const struct pod_info *pod,
-                         const size_t *order);
+                         const size_t *order, const struct explain_quota *quota);
 
 /* The reason class that refused the most nodes (REASON_NONE when some node
  * fits or there are none): what an unschedulable pod is counted under. */

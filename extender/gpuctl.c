@@ -38,6 +38,10 @@ static int open_api(struct gpuctl *g)
     }
     g->api = kube_config_from_file_context(path, g->opts->context, &err);
     free(path);
+    /* A credential plugin may ask the user at this terminal (a browser login,
+     * an MFA code) and has the request's deadline. */
+    if (g->api && g->api->exec)
+        kube_exec_configure(g->api->exec, (long)g->opts->timeout_ms, true);
     if (g->api && !(g->api_client = kube_client_new(g->api, &err))) {
         kube_config_free(g->api);
         g->api = NULL;
@@ -191,6 +195,46 @@ static cJSON *service_call(struct gpuctl *g, const char *method, const char *pat
     return answer;
 }
 
+static void indent(struct strbuf *sb, int depth)
+{
+    for (int i = 0; i < depth; i++)
+        strbuf_puts(sb, "  ");
+}
+
+/* JSON as kubectl -o json lays it out (Go's MarshalIndent with two
+ * spaces): one member or element per line, empty {} and [] kept short. */
+static void put_indented(struct strbuf *sb, const cJSON *v, int depth)
+{
+    bool object = cJSON_IsObject(v);
+    if (!object && !cJSON_IsArray(v)) {
+        char *text = cJSON_IsString(v) ? NULL : cJSON_PrintUnformatted(v);
+        if (cJSON_IsString(v))
+            strbuf_json_string(sb, v->valuestring);
+        else if (text)
+            strbuf_puts(sb, text);
+        else
+            sb->failed = 1;
+        free(text);
+        return;
+    }
+    if (!v->child) {
+        strbuf_puts(sb, object ? "{}" : "[]");
+        return;
+    }
+    strbuf_puts(sb, object ? "{\n" : "[\n");
+    for (const cJSON *c = v->child; c; c = c->next) {
+        indent(sb, depth + 1);
+        if (object) {
+            strbuf_json_string(sb, c->string ? c->string : "");
+            strbuf_puts(sb, ": ");
+        }
+        put_indented(sb, c, depth + 1);
+        strbuf_puts(sb, c->next ? ",\n" : "\n");
+    }
+    indent(sb, depth);
+    strbuf_putc(sb, object ? '}' : ']');
+}
+
 /* -o json|yaml: the data as it came. Both writers escape C0 controls in
  * strings; DEL and C1 controls are escaped here too (the same data). */
 static int print_data(struct gpuctl *g, const cJSON *data)
@@ -201,10 +245,8 @@ static int print_data(struct gpuctl *g, const cJSON *data)
     if (g->opts->output == OUT_YAML) {
         json_to_yaml(data, &sb);
     } else {
-        char *text = cJSON_Print(data);
-        strbuf_puts(&sb, text ? text : "");
+        put_indented(&sb, data, 0);
         strbuf_putc(&sb, '\n');
-        free(text);
     }
     if (sb.data)
         term_text_put_json(&safe, sb.data);
@@ -502,11 +544,10 @@ int gpuctl_top(struct gpuctl *g, const char *what)
 /* ---- explain ------------------------------------------------------------------ */
 
 /* The pod: from -f FILE (YAML or JSON, "-" for stdin) or read from the API server. */
-static cJSON *load_pod_file(struct gpuctl *g)
+static cJSON *load_pod_file(struct gpuctl *g, const char *path)
 {
     struct strbuf sb;
     strbuf_init(&sb);
-    const char *path = g->opts->filename;
     int rc = strcmp(path, "-") == 0 ? strbuf_read_file(&sb, "/dev/stdin") : strbuf_read_file(&sb, path);
     if (rc != 0 || strbuf_failed(&sb)) {
         fprintf(g->err, "kubectl-gpu: cannot read %s\n", path);
@@ -560,6 +601,21 @@ static cJSON *fetch_pod(struct gpuctl *g, const char *name)
     free(ns);
     free(n);
     return pod;
+}
+
+/* --server without a usable kubeconfig: the service explains a pod it
+ * holds (its informer's copy), named by namespace and name. */
+static cJSON *explain_held_pod(struct gpuctl *g, const char *name)
+{
+    char *ns = kube_escape(g->ns), *n = kube_escape(name);
+    char *path = ns && n ? strbuf_format("/inspect/explain?namespace=%s&name=%s", ns, n) : NULL;
+    cJSON *answer = path ? service_call(g, "GET", path, NULL) : NULL;
+    if (!path)
+        fprintf(g->err, "kubectl-gpu: out of memory\n");
+    free(path);
+    free(ns);
+    free(n);
+    return answer;
 }
 
 static void gpus_text(const cJSON *gpus, char *buf, size_t size)
@@ -662,24 +718,35 @@ static int explain_nodes_table(struct gpuctl *g, const cJSON *nodes)
 int gpuctl_explain(struct gpuctl *g, const char *pod_name)
 {
     if (!pod_name && !g->opts->filename) {
-        fprintf(g->err, "kubectl-gpu: explain needs a pod name or -f FILE\n");
+        fprintf(g->err, "kubectl-gpu: explain needs a pod name, - (a pod on standard input) or -f FILE\n");
         return 1;
     }
-    cJSON *pod = g->opts->filename ? load_pod_file(g) : fetch_pod(g, pod_name);
-    char *body = pod ? cJSON_PrintUnformatted(pod) : NULL;
-    cJSON_Delete(pod);
-    cJSON *answer = body ? service_call(g, "POST", "/inspect/explain", body) : NULL;
-    free(body);
+    if (pod_name && g->opts->filename) {
+        fprintf(g->err, "kubectl-gpu: explain takes a pod name or -f FILE, not both\n");
+        return 1;
+    }
+    /* "-" is standard input, as -f - is: `kubectl get pod P -o yaml | kubectl gpu explain -`. */
+    const char *file = g->opts->filename ? g->opts->filename : strcmp(pod_name, "-") == 0 ? "-" : NULL;
+    cJSON *answer = NULL;
+    if (!file && !g->api_client && g->opts->server) {
+        answer = explain_held_pod(g, pod_name);
+    } else {
+        cJSON *pod = file ? load_pod_file(g, file) : fetch_pod(g, pod_name);
+        char *body = pod ? cJSON_PrintUnformatted(pod) : NULL;
+        cJSON_Delete(pod);
+        answer = body ? service_call(g, "POST", "/inspect/explain", body) : NULL;
+        free(body);
+    }
     if (!cJSON_IsObject(answer)) {
         cJSON_Delete(answer);
         return 1;
     }
     int rc = 0;
+    int64_t feasible = num(answer, "feasible");
     if (g->opts->output == OUT_JSON || g->opts->output == OUT_YAML) {
         rc = print_data(g, answer);
     } else {
         const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(answer, "nodes");
-        int64_t feasible = num(answer, "feasible");
         explain_headline(g, answer, cJSON_GetArraySize(nodes), feasible);
         explain_groups(g, cJSON_GetObjectItemCaseSensitive(answer, "summary"), feasible);
         explain_near_miss(g, cJSON_GetObjectItemCaseSensitive(answer, "nearMiss"));
@@ -687,7 +754,9 @@ int gpuctl_explain(struct gpuctl *g, const char *pod_name)
             rc = explain_nodes_table(g, nodes);
     }
     cJSON_Delete(answer);
-    return rc;
+    /* Scripts ask "would it fit?": a pod no node takes (or one refused as a
+     * whole) is not success, as with `gpu-quota-admission simulate`. */
+    return rc != 0 ? rc : feasible > 0 ? 0 : GPUCTL_EXIT_FITS_NOWHERE;
 }
 
 /* ---- quota ---------------------------------------------------------------------- */
@@ -770,9 +839,14 @@ int gpuctl_quota(struct gpuctl *g)
     }
     if (g->opts->namespace_)
         keep_namespace(answer, g->opts->namespace_);
-    if (*str(answer, "error"))
-        fprintf(g->err, "Warning: the quota ConfigMap %s is not used: %s\n", str(answer, "source"),
-                str(answer, "error"));
+    if (*str(answer, "error")) {
+        /* With -o json|yaml the answer is not cleaned for the terminal: this line is. */
+        char *source = term_text_escape(str(answer, "source")), *why = term_text_escape(str(answer, "error"));
+        fprintf(g->err, "Warning: the quota ConfigMap %s is not used: %s\n", source ? source : "?",
+                why ? why : "out of memory");
+        free(source);
+        free(why);
+    }
     int rc = g->opts->output == OUT_JSON || g->opts->output == OUT_YAML
                  ? print_data(g, answer)
                  : quota_table(g, cJSON_GetObjectItemCaseSensitive(answer, "namespaces"));

@@ -57,7 +57,11 @@ struct gpuctl {
 int gpuctl_open(struct gpuctl *g, const struct gpuctl_options *o, FILE *out, FILE *err);
 void gpuctl_close(struct gpuctl *g);
 
-/* The commands; each returns the process exit code (0, or 1 after printing why). */
+/* explain: the pod fits no node (its answer is still printed). */
+#define GPUCTL_EXIT_FITS_NOWHERE 3
+
+/* The commands; each returns the process exit code (0, or 1 after printing
+ * why; explain also GPUCTL_EXIT_FITS_NOWHERE). */
 int gpuctl_top(struct gpuctl *g, const char *what); /* "nodes" (NULL) or "gpus" */
 int gpuctl_explain(struct gpuctl *g, const char *pod_name);
 int gpuctl_quota(struct gpuctl *g);

@@ -227,7 +227,27 @@ static void put_explain_node(struct strbuf *sb, const struct evaluation *ev, con
     strbuf_putc(sb, '}');
 }
 
-static char *render_explain(const struct evaluation *ev, const struct pod_info *pod, int *fits_somewhere)
+struct quota_probe {
+    struct app *app;
+    const struct pod_info *pod;
+};
+
+/* explain_quota.left: the quota the pod's namespace has left on node. */
+static int64_t quota_left_on(void *ctx, const char *node)
+{
+    struct quota_probe *q = ctx;
+    struct cluster_cache *c = &q->app->cache;
+    int64_t left = -1;
+    cache_read_lock(c);
+    const struct node_state *n = policy_quota_binds(&q->app->policy, q->pod->ns) ? cache_find_node(c, node) : NULL;
+    if (n)
+        left = policy_quota_left(&q->app->policy, c, q->pod, cache_find_pod(c, q->pod->key), n);
+    cache_unlock(c);
+    return left;
+}
+
+static char *render_explain(struct app *app, const struct evaluation *ev, const struct pod_info *pod,
+                            int *fits_somewhere)
 {
     size_t *order = malloc(sizeof(*order) * (ev->count ? ev->count : 1));
     if (!order)
@@ -251,23 +271,23 @@ static char *render_explain(const struct evaluation *ev, const struct pod_info *
         *fits_somewhere |= v->fits;
     }
     strbuf_putc(&sb, ']');
-    explain_put_summary(&sb, ev, pod, order);
+    struct quota_probe probe = {app, pod};
+    struct explain_quota quota = {quota_left_on, &probe};
+    explain_put_summary(&sb, ev, pod, order, &quota);
     strbuf_puts(&sb, "}\n");
     free(order);
     return strbuf_detach(&sb, NULL);
 }
 
-char *explain_pod(struct app *app, cJSON *pod_json, int *fits_somewhere, char **err)
+/* Explain pod (taken) over every node the cache holds. */
+static char *explain_pod_info(struct app *app, struct pod_info *pod, int *fits_somewhere, char **err)
 {
-    struct pod_info *pod = app_pod_from_json(app, pod_json, err);
-    if (!pod)
-        return NULL;
     size_t count = 0;
     char **names = placement_all_node_names(&app->placement, &count);
     struct evaluation ev;
     char *out = NULL;
     if (names && placement_evaluate(&app->placement, pod, (const char *const *)names, count, &ev) == 0) {
-        out = render_explain(&ev, pod, fits_somewhere);
+        out = render_explain(app, &ev, pod, fits_somewhere);
         evaluation_free(&ev);
     }
     if (!out && err)
@@ -277,8 +297,44 @@ char *explain_pod(struct app *app, cJSON *pod_json, int *fits_somewhere, char **
     return out;
 }
 
+char *explain_pod(struct app *app, cJSON *pod_json, int *fits_somewhere, char **err)
+{
+    struct pod_info *pod = app_pod_from_json(app, pod_json, err);
+    return pod ? explain_pod_info(app, pod, fits_somewhere, err) : NULL;
+}
+
+/* GET ?namespace=NS&name=POD: a pod the service already holds, for callers
+ * that reach the service but not the API server (kubectl gpu --server). */
+static void explain_cached(struct app *app, const struct http_request *req, struct http_response *resp)
+{
+    const char *ns = http_query(req, "namespace"), *name = http_query(req, "name");
+    if (!ns || !*ns || !name || !*name) {
+        http_json_error(resp, 400, "GET needs ?namespace=NS&name=POD (or POST the Pod)");
+        return;
+    }
+    char *key = strbuf_format("%s/%s", ns, name), *err = NULL;
+    cache_read_lock(&app->cache);
+    const struct pod_entry *e = key ? cache_find_pod(&app->cache, key) : NULL;
+    struct pod_info *pod = e ? pod_info_clone(e->info) : NULL;
+    cache_unlock(&app->cache);
+    int fits = 0;
+    char *body = pod ? explain_pod_info(app, pod, &fits, &err) : NULL;
+    if (body)
+        http_set_body(resp, 200, CONTENT_JSON, body, strlen(body));
+    else if (!e && key && (err = strbuf_format("pod %s is not among the pods the service holds", key)))
+        http_json_error(resp, 404, err);
+    else
+        http_json_error(resp, 500, err ? err : "out of memory");
+    free(err);
+    free(key);
+}
+
 void handle_explain(struct app *app, const struct http_request *req, struct http_response *resp)
 {
+    if (strcmp(req->method, "POST") != 0) {
+        explain_cached(app, req, resp);
+        return;
+    }
     /* JSON, or YAML as people paste it (the /ui form, curl --data-binary @pod.yaml). */
     const char *text = req->body ? req->body : "";
     cJSON *pod = text_looks_like_json(text, req->body_len) ? cJSON_ParseWithLength(text, req->body_len) : NULL;

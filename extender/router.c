@@ -29,6 +29,7 @@ static const struct route routes[] = {
     {"/admission/mutate", 0, "POST", handle_admission_mutate, VERB_ADMISSION},
     {"/admission/mutate-scheduler-name", 0, "POST", handle_admission_mutate_scheduler_name, VERB_ADMISSION},
     {"/inspect/explain", 0, "POST", handle_explain, VERB_EXPLAIN},
+    {"/inspect/explain", 0, "GET", handle_explain, VERB_EXPLAIN}, /* ?namespace=&name=: a pod the cache holds */
     {"/inspect/nodes", 0, "GET", handle_inspect_nodes, VERB_INSPECT},
     {"/inspect/informers", 0, "GET", handle_inspect_informers, VERB_INSPECT},
     {"/inspect/quota", 0, "GET", handle_inspect_quota, VERB_INSPECT},
@@ -110,11 +111,14 @@ enum metric_verb router_refuse(const struct http_request *req, struct http_respo
 enum metric_verb router_dispatch(struct app *app, const struct http_request *req, struct http_response *resp)
 {
     const struct route *path_hit = NULL;
+    bool get = false; /* the path also answers GET (explain answers GET and POST) */
     for (size_t i = 0; i < NROUTES; i++) {
         const struct route *r = &routes[i];
         if (!path_matches(r, req->path))
             continue;
-        path_hit = r;
+        if (!path_hit || strcmp(r->method, "GET") != 0)
+            path_hit = r;
+        get |= strcmp(r->method, "GET") == 0;
         if (method_matches(r, req->method)) {
             r->handler(app, req, resp);
             return r->verb;
@@ -122,7 +126,9 @@ enum metric_verb router_dispatch(struct app *app, const struct http_request *req
     }
     if (path_hit) {
         char msg[160];
-        resp->allow = strcmp(path_hit->method, "GET") == 0 ? "GET, HEAD" : path_hit->method;
+        resp->allow = strcmp(path_hit->method, "GET") == 0           ? "GET, HEAD"
+                      : get && strcmp(path_hit->method, "POST") == 0 ? "GET, HEAD, POST"
+                                                                     : path_hit->method;
         snprintf(msg, sizeof(msg), "method %.16s is not allowed on %.64s; use %s", req->method, req->path, resp->allow);
         http_json_error(resp, 405, msg);
         return path_hit->verb;

@@ -62,6 +62,9 @@ struct kube_client {
     char *file_token;       /* the last successful read of token_file */
     struct stat token_stat; /* the file as it was for that read */
     int token_warned;       /* a failed re-read was logged; quiet until it recovers */
+    struct kube_exec *exec; /* the credential plugin (a reference), or NULL */
+    uint64_t exec_serial;   /* the plugin credential this client uses (0: none yet) */
+    char *exec_token;       /* its bearer token, or NULL when it gave a certificate */
     char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -153,6 +156,8 @@ void kube_client_free(struct kube_client *c)
     free(c->static_token);
     free(c->token_file);
     free(c->file_token);
+    free(c->exec_token);
+    kube_exec_unref(c->exec);
     free(c);
 }
 
@@ -171,6 +176,8 @@ static int copy_config(struct kube_client *c, const struct kube_config *cfg)
     c->server = strndup(cfg->server, len);
     if (!c->server || copy_str(&c->static_token, cfg->token) != 0 || copy_str(&c->token_file, cfg->token_file) != 0)
         return -1;
+    c->exec = cfg->exec;
+    kube_exec_ref(c->exec);
     return 0;
 }
 
@@ -254,10 +261,51 @@ static int token_fallback(struct kube_client *c, const char *why, const char **t
     return -1;
 }
 
+/* A newer plugin credential: its token, or its certificate and key on the
+ * handle (a new certificate means a new connection; curl does not reuse
+ * one made with another). */
+static int take_exec_cred(struct kube_client *c, struct kube_exec_cred *cred, char **err)
+{
+    CURLcode rc = CURLE_OK;
+    if (cred->cert_pem) {
+        rc = set_blob(c->curl, CURLOPT_SSLCERT_BLOB, cred->cert_pem);
+        if (rc == CURLE_OK)
+            rc = curl_easy_setopt(c->curl, CURLOPT_SSLCERTTYPE, "PEM");
+        if (rc == CURLE_OK)
+            rc = set_blob(c->curl, CURLOPT_SSLKEY_BLOB, cred->key_pem);
+        if (rc == CURLE_OK)
+            rc = curl_easy_setopt(c->curl, CURLOPT_SSLKEYTYPE, "PEM");
+    }
+    if (rc != CURLE_OK) {
+        *err = strbuf_format("exec plugin client certificate: %s", curl_easy_strerror(rc));
+        kube_exec_cred_clear(cred);
+        return -1;
+    }
+    free(c->exec_token);
+    c->exec_token = cred->token; /* taken */
+    cred->token = NULL;
+    c->exec_serial = cred->serial;
+    kube_exec_cred_clear(cred);
+    return 0;
+}
+
+/* The plugin's credential in force, running the plugin when it expired. */
+static int exec_token(struct kube_client *c, const char **token, char **err)
+{
+    struct kube_exec_cred cred;
+    int rc = kube_exec_current(c->exec, c->exec_serial, &cred, err);
+    if (rc == 1)
+        rc = take_exec_cred(c, &cred, err);
+    *token = c->exec_token;
+    return rc < 0 ? -1 : 0;
+}
+
 /* The token for the next request. The file is stat'ed every time and read
  * again only when it changed: projected service-account tokens rotate. */
 static int current_token(struct kube_client *c, const char **token, char **err)
 {
+    if (c->exec)
+        return exec_token(c, token, err);
     *token = c->static_token;
     if (!c->token_file)
         return 0;
@@ -674,22 +722,44 @@ static struct curl_slist *start(struct xfer *x, const char *method, const char *
 static int request(struct xfer *x, const char *method, const char *path, const char *content_type, const char *body,
                    size_t body_len, long timeout_ms, struct kube_response *r);
 
+/* A 401 to a plugin credential: the plugin runs again before the next
+ * request (an expired or revoked token is the usual cause). true when the
+ * request is worth one more try with the new credential. */
+static bool refused_exec_credential(struct kube_client *c, const struct kube_response *r)
+{
+    if (!c->exec || r->status != 401)
+        return false;
+    kube_exec_invalidate(c->exec, c->exec_serial);
+    return true;
+}
+
 int kube_request(struct kube_client *c, const char *method, const char *path, const char *content_type,
                  const char *body, size_t body_len, long timeout_ms, struct kube_response *r)
 {
     struct xfer x;
     xfer_init(&x, c);
-    return request(&x, method, path, content_type, body, body_len, timeout_ms, r);
+    int rc = request(&x, method, path, content_type, body, body_len, timeout_ms, r);
+    if (rc == 0 && refused_exec_credential(c, r)) { /* a 401 was not acted on: the retry is safe */
+        kube_response_free(r);
+        xfer_init(&x, c);
+        rc = request(&x, method, path, content_type, body, body_len, timeout_ms, r);
+    }
+    return rc;
 }
 
 int kube_get_stream(struct kube_client *c, const char *path, kube_data_fn on_data, void *ctx, long timeout_ms,
                     struct kube_response *r)
 {
-    struct xfer x;
-    xfer_init(&x, c);
-    x.on_data = on_data;
-    x.ctx = ctx;
-    return request(&x, "GET", path, NULL, NULL, 0, timeout_ms, r);
+    for (int attempt = 0;; attempt++) {
+        struct xfer x;
+        xfer_init(&x, c);
+        x.on_data = on_data; /* only a 200 reaches it: a refused try fed it nothing */
+        x.ctx = ctx;
+        int rc = request(&x, "GET", path, NULL, NULL, 0, timeout_ms, r);
+        if (attempt > 0 || rc != 0 || !refused_exec_credential(c, r))
+            return rc;
+        kube_response_free(r);
+    }
 }
 
 /* One request on x; frees what x holds. */
@@ -750,6 +820,7 @@ int kube_watch(struct kube_client *c, const char *path, kube_line_fn on_event, v
         ret = -1;
     } else if (r->status != 200 && !x.stopped) {
         r->error = status_error("GET", path, r->status, x.body.data, x.body.len);
+        refused_exec_credential(c, r); /* the caller's next watch runs the plugin again */
     } else if (rc == CURLE_OK) {
         flush_last_line(&x);
     }

@@ -3,7 +3,10 @@
  *
  * Owns talking to the API server as a kube_config (kubeconfig.h) describes
  * it: TLS with the cluster CA, bearer tokens re-read from their file when it changes
- * (projected service-account tokens rotate), client certificates, HTTP/2
+ * (projected service-account tokens rotate), client certificates, exec
+ * credential plugins (execcred.h: the plugin's credential is used until it
+ * expires, and a 401 to it runs the plugin again and retries the request
+ * once; a watch refused with 401 leaves the retry to its caller), HTTP/2
  * where libcurl offers it, connection reuse, timeouts, and errors that carry
  * the HTTP status and the API's Status.message.
  *

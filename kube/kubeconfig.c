@@ -47,6 +47,7 @@ void kube_config_free(struct kube_config *cfg)
     free(cfg->token_file);
     free(cfg->source);
     free(cfg->namespace_);
+    kube_exec_unref(cfg->exec);
     free(cfg);
 }
 
@@ -238,13 +239,11 @@ static int kc_cluster(struct kc_parse *p, const char *name, const cJSON *cluster
  * request that fails later with 401. */
 static int kc_unsupported_auth(struct kc_parse *p, const cJSON *user, const char *where)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(user, "exec");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(user, "auth-provider");
     if (v && !cJSON_IsNull(v))
-        return kc_fail(
-            p, "%s: exec credential plugins are not supported (use token, tokenFile or a client certificate)", where);
-    v = cJSON_GetObjectItemCaseSensitive(user, "auth-provider");
-    if (v && !cJSON_IsNull(v))
-        return kc_fail(p, "%s: auth-provider plugins are not supported (use token, tokenFile or a client certificate)",
+        return kc_fail(p,
+                       "%s: auth-provider plugins are not supported (their exec replacements are: "
+                       "gke-gcloud-auth-plugin, kubelogin; or use a token, tokenFile or a client certificate)",
                        where);
     const char *s1, *s2;
     if (kc_string(p, user, "username", where, &s1) != 0 || kc_string(p, user, "password", where, &s2) != 0)
@@ -252,6 +251,223 @@ static int kc_unsupported_auth(struct kc_parse *p, const cJSON *user, const char
     if (s1 || s2)
         return kc_fail(p, "%s: basic authentication (username/password) is not supported", where);
     return 0;
+}
+
+/* ---- exec credential plugins ---------------------------------------------- */
+
+/* What an exec stanza holds while it is read; strings point into the tree. */
+struct kc_exec {
+    struct kube_exec_params params;
+    const char **args;
+    char **env; /* "NAME=value", owned */
+    char *command;
+    char *cluster_json;
+    char *source;
+};
+
+static void kc_exec_free(struct kc_exec *x)
+{
+    for (size_t i = 0; x->env && i < x->params.nenv; i++)
+        free(x->env[i]);
+    free(x->env);
+    free(x->args);
+    free(x->command);
+    free(x->cluster_json);
+    free(x->source);
+}
+
+static int kc_exec_args(struct kc_parse *p, const cJSON *exec, const char *where, struct kc_exec *x)
+{
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(exec, "args"), *a;
+    if (!args || cJSON_IsNull(args))
+        return 0;
+    if (!cJSON_IsArray(args))
+        return kc_fail(p, "%s: exec.args must be a list of strings", where);
+    x->args = calloc((size_t)cJSON_GetArraySize(args) + 1, sizeof(*x->args));
+    if (!x->args)
+        return kc_oom(p);
+    cJSON_ArrayForEach(a, args)
+    {
+        if (!cJSON_IsString(a))
+            return kc_fail(p, "%s: exec.args must be a list of strings", where);
+        x->args[x->params.nargs++] = a->valuestring;
+    }
+    x->params.args = x->args;
+    return 0;
+}
+
+static int kc_exec_env(struct kc_parse *p, const cJSON *exec, const char *where, struct kc_exec *x)
+{
+    const cJSON *env = cJSON_GetObjectItemCaseSensitive(exec, "env"), *e;
+    if (!env || cJSON_IsNull(env))
+        return 0;
+    if (!cJSON_IsArray(env))
+        return kc_fail(p, "%s: exec.env must be a list of {name, value}", where);
+    x->env = calloc((size_t)cJSON_GetArraySize(env) + 1, sizeof(*x->env));
+    if (!x->env)
+        return kc_oom(p);
+    cJSON_ArrayForEach(e, env)
+    {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name");
+        const cJSON *value = cJSON_GetObjectItemCaseSensitive(e, "value");
+        if (!cJSON_IsString(name) || !*name->valuestring || strchr(name->valuestring, '=') ||
+            (value && !cJSON_IsNull(value) && !cJSON_IsString(value)))
+            return kc_fail(p, "%s: exec.env entries need a name (without '=') and a string value", where);
+        char *entry = strbuf_format("%s=%s", name->valuestring, cJSON_IsString(value) ? value->valuestring : "");
+        if (!entry)
+            return kc_oom(p);
+        x->env[x->params.nenv++] = entry;
+    }
+    x->params.env = (const char *const *)x->env;
+    return 0;
+}
+
+/* apiVersion and interactiveMode: v1 must say how interactive the command
+ * may be; v1beta1 defaults to IfAvailable (as client-go does). */
+static int kc_exec_mode(struct kc_parse *p, const cJSON *exec, const char *where, struct kc_exec *x)
+{
+    const char *version, *mode;
+    if (kc_string(p, exec, "apiVersion", where, &version) != 0 ||
+        kc_string(p, exec, "interactiveMode", where, &mode) != 0)
+        return -1;
+    if (!version)
+        return kc_fail(p, "%s: exec.apiVersion is missing (%s or %s)", where, KUBE_EXEC_V1, KUBE_EXEC_V1BETA1);
+    if (strcmp(version, KUBE_EXEC_V1) != 0 && strcmp(version, KUBE_EXEC_V1BETA1) != 0)
+        return kc_fail(p, "%s: exec.apiVersion %s is not supported (%s or %s)", where, version, KUBE_EXEC_V1,
+                       KUBE_EXEC_V1BETA1);
+    x->params.api_version = version;
+    if (!mode && strcmp(version, KUBE_EXEC_V1) == 0)
+        return kc_fail(p, "%s: exec.interactiveMode must be given for %s (Never, IfAvailable or Always)", where,
+                       version);
+    if (!mode || strcmp(mode, "IfAvailable") == 0)
+        x->params.interactive_mode = KUBE_EXEC_IF_AVAILABLE;
+    else if (strcmp(mode, "Never") == 0)
+        x->params.interactive_mode = KUBE_EXEC_NEVER;
+    else if (strcmp(mode, "Always") == 0)
+        x->params.interactive_mode = KUBE_EXEC_ALWAYS;
+    else
+        return kc_fail(p, "%s: exec.interactiveMode %s is not Never, IfAvailable or Always", where, mode);
+    return 0;
+}
+
+/* The command: a name is looked up on PATH when it runs; a relative path
+ * with a '/' is relative to the kubeconfig's directory, as in kubectl. */
+static int kc_exec_command(struct kc_parse *p, const cJSON *exec, const char *where, struct kc_exec *x)
+{
+    const char *command;
+    if (kc_string(p, exec, "command", where, &command) != 0)
+        return -1;
+    if (!command)
+        return kc_fail(p, "%s: exec.command is missing", where);
+    if (command[0] != '/' && strchr(command, '/'))
+        x->command = strbuf_format("%s%s%s", p->dir, p->dir[strlen(p->dir) - 1] == '/' ? "" : "/", command);
+    else
+        x->command = strdup(command);
+    if (!x->command)
+        return kc_oom(p);
+    x->params.command = x->command;
+    x->params.shown_command = command;
+    return kc_string(p, exec, "installHint", where, &x->params.install_hint);
+}
+
+/* The certificate authority as the command is told it: base64 of the PEM. */
+static int kc_ca_base64(struct kc_parse *p, const struct kube_config *cfg, struct strbuf *out)
+{
+    struct strbuf pem;
+    strbuf_init(&pem);
+    if (cfg->ca_data)
+        strbuf_puts(&pem, cfg->ca_data);
+    else if (strbuf_read_file(&pem, cfg->ca_file) != 0) {
+        int e = errno;
+        strbuf_free(&pem);
+        return kc_fail(p, "certificate-authority %s: %s", cfg->ca_file, strerror(e));
+    }
+    base64_append(out, (const unsigned char *)(pem.data ? pem.data : ""), pem.len);
+    int failed = strbuf_failed(&pem);
+    strbuf_free(&pem);
+    return failed ? kc_oom(p) : 0;
+}
+
+static void add_cluster_string(cJSON *obj, const cJSON *cluster, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cluster, key);
+    if (cJSON_IsString(v) && *v->valuestring)
+        cJSON_AddStringToObject(obj, key, v->valuestring);
+}
+
+/* The cluster's extension named client.authentication.k8s.io/exec, or NULL. */
+static const cJSON *exec_extension(const cJSON *cluster)
+{
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(cluster, "extensions"))
+    {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name");
+        if (cJSON_IsString(name) && strcmp(name->valuestring, "client.authentication.k8s.io/exec") == 0)
+            return cJSON_GetObjectItemCaseSensitive(e, "extension");
+    }
+    return NULL;
+}
+
+/* provideClusterInfo: spec.cluster of KUBERNETES_EXEC_INFO. */
+static int kc_exec_cluster(struct kc_parse *p, const cJSON *cluster, const struct kube_config *cfg, struct kc_exec *x)
+{
+    cJSON *obj = cJSON_CreateObject();
+    struct strbuf ca;
+    strbuf_init(&ca);
+    if (!obj || !cJSON_AddStringToObject(obj, "server", cfg->server)) {
+        cJSON_Delete(obj);
+        return kc_oom(p);
+    }
+    add_cluster_string(obj, cluster, "tls-server-name");
+    add_cluster_string(obj, cluster, "proxy-url");
+    if (cfg->insecure_skip_tls_verify)
+        cJSON_AddTrueToObject(obj, "insecure-skip-tls-verify");
+    int rc = cfg->ca_data || cfg->ca_file ? kc_ca_base64(p, cfg, &ca) : 0;
+    if (rc == 0 && ca.data)
+        cJSON_AddStringToObject(obj, "certificate-authority-data", ca.data);
+    const cJSON *ext = exec_extension(cluster);
+    if (rc == 0 && ext)
+        cJSON_AddItemToObject(obj, "config", cJSON_Duplicate(ext, 1));
+    if (rc == 0 && !(x->cluster_json = cJSON_PrintUnformatted(obj)))
+        rc = kc_oom(p);
+    x->params.cluster_json = x->cluster_json;
+    strbuf_free(&ca);
+    cJSON_Delete(obj);
+    return rc;
+}
+
+/* users[].user.exec -> cfg->exec. */
+static int kc_exec(struct kc_parse *p, const cJSON *user, const cJSON *cluster, const char *where,
+                   struct kube_config *cfg)
+{
+    const cJSON *exec = cJSON_GetObjectItemCaseSensitive(user, "exec");
+    if (!exec || cJSON_IsNull(exec))
+        return 0;
+    if (!cJSON_IsObject(exec))
+        return kc_fail(p, "%s: exec must be a mapping", where);
+    if (cfg->token || cfg->token_file || cfg->client_cert_data || cfg->client_cert_file)
+        return kc_fail(p, "%s: exec cannot be combined with token, tokenFile or a client certificate", where);
+    struct kc_exec x;
+    memset(&x, 0, sizeof(x));
+    int provide = 0;
+    int rc = kc_exec_mode(p, exec, where, &x);
+    if (rc == 0)
+        rc = kc_exec_command(p, exec, where, &x);
+    if (rc == 0)
+        rc = kc_exec_args(p, exec, where, &x);
+    if (rc == 0)
+        rc = kc_exec_env(p, exec, where, &x);
+    if (rc == 0)
+        rc = kc_bool(p, exec, "provideClusterInfo", where, &provide);
+    if (rc == 0 && provide)
+        rc = kc_exec_cluster(p, cluster, cfg, &x);
+    if (rc == 0 && !(x.source = strbuf_format("kubeconfig %s: %s", p->path, where)))
+        rc = kc_oom(p);
+    x.params.source = x.source;
+    if (rc == 0 && !(cfg->exec = kube_exec_new(&x.params)))
+        rc = kc_oom(p);
+    kc_exec_free(&x);
+    return rc;
 }
 
 static int kc_token(struct kc_parse *p, const cJSON *user, const char *where, struct kube_config *cfg)
@@ -267,7 +483,8 @@ static int kc_token(struct kc_parse *p, const cJSON *user, const char *where, st
     return file ? kc_path(p, where, "tokenFile", file, &cfg->token_file) : 0;
 }
 
-static int kc_user(struct kc_parse *p, const char *name, const cJSON *user, struct kube_config *cfg)
+static int kc_user(struct kc_parse *p, const char *name, const cJSON *user, const cJSON *cluster,
+                   struct kube_config *cfg)
 {
     char *where = strbuf_format("user \"%s\"", name);
     if (!where)
@@ -284,6 +501,8 @@ static int kc_user(struct kc_parse *p, const char *name, const cJSON *user, stru
     if (rc == 0 && has_cert != has_key)
         rc = kc_fail(p, "%s has a client %s but no client %s", where, has_cert ? "certificate" : "key",
                      has_cert ? "key" : "certificate");
+    if (rc == 0)
+        rc = kc_exec(p, user, cluster, where, cfg);
     free(where);
     return rc;
 }
@@ -340,7 +559,7 @@ static struct kube_config *kc_build(struct kc_parse *p, const cJSON *root)
         found = kc_named(p, root, "users", "user", user_name, &user);
         if (found == 0)
             kc_fail(p, "user \"%s\" not found in users", user_name);
-        rc = found > 0 ? kc_user(p, user_name, user, cfg) : -1;
+        rc = found > 0 ? kc_user(p, user_name, user, cluster, cfg) : -1;
     }
     if (rc != 0) {
         kube_config_free(cfg);

@@ -139,7 +139,40 @@ def explain_groups_and_near_miss(s):
         r = kubectl_gpu(["explain", "-f", "-", "-n", "team-z"] + server_flag(srv), stdin=yaml.safe_dump(obj).encode())
         s.check(r.out.startswith("Pod team-z/vcuda-share fits 1 of 4 nodes"), "-f - with -n fills the namespace", r)
         r = kubectl_gpu(["explain", "pending-1"] + server_flag(srv))
-        s.check(r.code == 1 and "reads the pod from the API server" in r.err, "explain POD offline needs a cluster", r)
+        s.check(r.code == 1 and "pod default/pending-1 is not among the pods the service holds" in r.err,
+                "explain POD with --server alone: a pod the service does not hold is named", r)
+
+
+@suite.test
+def explain_with_server_alone_stdin_and_exit_codes(s):
+    with e2e.Server(s) as srv:
+        # --server and no kubeconfig at all (HOME is empty): the service explains a pod it holds
+        r = kubectl_gpu(["explain", "notebook-1", "-n", "team-a"] + server_flag(srv))
+        s.check(r.code == 0 and r.out.startswith("Pod team-a/notebook-1 fits 1 of 4 nodes"),
+                "explain POD with --server alone", r)
+        big = pod_file("six", {"tencent.com/vcuda-core": "600", "tencent.com/vcuda-memory": "1920"})
+        r = kubectl_gpu(["explain", "-f", big] + server_flag(srv))
+        s.check_eq(r.code, 3, "a pod that fits nowhere: exit 3", r)
+        s.check(r.out.startswith("Pod default/six fits none of 4 nodes"), "... and the answer is still printed", r)
+        r = kubectl_gpu(["explain", "-f", big, "-o", "json"] + server_flag(srv))
+        s.check_eq(r.code, 3, "-o json: exit 3 as well", r)
+        s.check_eq(r.out, json.dumps(json.loads(r.out), indent=2, ensure_ascii=False) + "\n",
+                   "-o json is indented with two spaces, one member per line, as kubectl prints it")
+        r = kubectl_gpu(["top", "-o", "json"] + server_flag(srv))
+        s.check_eq(r.out, json.dumps(json.loads(r.out), indent=2, ensure_ascii=False) + "\n", "top -o json too")
+        # "-" as the pod: standard input, as -f - is
+        with open(big) as f:
+            text = f.read()
+        r = kubectl_gpu(["explain", "-"] + server_flag(srv), stdin=text.encode())
+        s.check(r.code == 3 and r.out.startswith("Pod default/six fits none"), "explain - reads standard input", r)
+        with open(s.path("examples", "pods", "vcuda-share.yaml")) as f:
+            text = f.read()
+        r = kubectl_gpu(["explain", "-"] + server_flag(srv), stdin=text.encode())
+        s.check(r.code == 0 and "fits 1 of 4 nodes" in r.out, "explain - with a pod that fits: exit 0", r)
+        r = kubectl_gpu(["explain", "x", "-f", big] + server_flag(srv))
+        s.check(r.code == 1 and "not both" in r.err, "a pod name and -f together are refused", r)
+        r = srv.request("PUT", "/inspect/explain", b"{}")
+        s.check_eq(r.header("allow"), "GET, HEAD, POST", "/inspect/explain answers GET and POST")
 
 
 @suite.test
@@ -157,6 +190,48 @@ def quota_table_and_quota_refusals(s):
         p = pod_file("resnet-2", {"nvidia.com/gpu": "2"}, namespace="team-b")
         r = kubectl_gpu(["explain", "-f", p] + server_flag(srv))
         check_golden("explain-quota.txt", r.out)
+
+
+@suite.test
+def quota_warning_is_escaped_with_data_output(s):
+    cm = json.loads(json.dumps(QUOTA_CM))
+    cm["data"]["gpu_quota"] = json.dumps({"team\x1b]0;owned\x07": {"pool": ["public"], "quota": {"A100": "many"}}})
+    state = e2e.write_state(s, demo_objects() + [cm])
+    with e2e.Server(s, state) as srv:
+        for fmt in ("json", "yaml"):
+            r = kubectl_gpu(["quota", "-o", fmt] + server_flag(srv))
+            s.check("Warning: the quota ConfigMap" in r.err and "\x1b" not in r.err,
+                    "-o %s: the warning about a broken quota ConfigMap shows no raw control character" % fmt,
+                    repr(r.err))
+
+
+@suite.test
+def to_fit_hint_respects_quota(s):
+    # team-a uses 0.8 of 4 A100s: 3.2 left. Six whole A100s miss gpu-a100-0 by two
+    # GPUs; "ask for 4" would then be refused by quota, so the hint asks for 3.
+    cm = json.loads(json.dumps(QUOTA_CM))
+    cm["data"]["gpu_quota"] = json.dumps({"team-a": {"pool": ["public"], "quota": {"A100": 4}}})
+    state = e2e.write_state(s, demo_objects() + [cm])
+    with e2e.Server(s, state) as srv:
+        p = pod_file("six", {"tencent.com/vcuda-core": "600", "tencent.com/vcuda-memory": "1920"}, namespace="team-a")
+        r = kubectl_gpu(["explain", "-f", p] + server_flag(srv))
+        s.check_eq(r.code, 3, "fits nowhere", r)
+        s.check_in("To fit:  ask for 3 (namespace team-a has 3.2 GPUs of quota left for this node's model), "
+                   "or free 2 more whole GPUs on gpu-a100-0 and raise that quota by 2.8 GPUs", r.out,
+                   "the hint never asks for more than the quota leaves")
+        s.check("ask for 4" not in r.out, "no hint past the quota", r)
+        # a namespace without quota keeps the capacity-only hint
+        p = pod_file("six-b", {"tencent.com/vcuda-core": "600", "tencent.com/vcuda-memory": "1920"}, namespace="team-z")
+        r = kubectl_gpu(["explain", "-f", p] + server_flag(srv))
+        s.check_in("To fit:  free 2 more whole GPUs on gpu-a100-0, or ask for 4", r.out, "no quota: capacity hint")
+        # a quota of 1 A100 (0.2 left): no smaller request fits, the quota must grow
+        cm["data"]["gpu_quota"] = json.dumps({"team-a": {"pool": ["public"], "quota": {"A100": 1}}})
+    state = e2e.write_state(s, demo_objects() + [cm])
+    with e2e.Server(s, state) as srv:
+        p = pod_file("six", {"tencent.com/vcuda-core": "600", "tencent.com/vcuda-memory": "1920"}, namespace="team-a")
+        r = kubectl_gpu(["explain", "-f", p] + server_flag(srv))
+        s.check_in("To fit:  free 2 more whole GPUs on gpu-a100-0 and raise namespace team-a's GPU quota for this "
+                   "node's model by 5.8 GPUs (0.2 left)", r.out, "quota too small for any whole GPU")
 
 
 @suite.test
@@ -205,7 +280,7 @@ def live_through_the_service_proxy(s):
             with open(os.path.join(GOLDEN, "top-nodes.txt")) as f:
                 s.check_eq(r.out, f.read(), "live top through the proxy shows what the offline demo shows")
             r = kubectl_gpu(["explain", "pending-1", "-n", "team-a", "--color", "never"], env=env)
-            s.check(r.code == 0 and r.out.startswith("Pod team-a/pending-1 fits none of 4 nodes"),
+            s.check(r.code == 3 and r.out.startswith("Pod team-a/pending-1 fits none of 4 nodes"),
                     "explain reads the pod with the user's kubeconfig", r)
             s.check_in("To fit:  free 2 more whole GPUs on gpu-a100-0, or ask for 4", r.out, "live explain hint")
             proxied = [q for q in c.sim.requests() if "/services/gpu-quota-admission/proxy/" in q["path"]]
@@ -221,6 +296,160 @@ def live_through_the_service_proxy(s):
             c.sim.add_service_proxy("kube-system", "gpu-quota-admission", None)
             r = kubectl_gpu(["top"], env=env)
             s.check(r.code == 1 and "no endpoints available" in r.err, "no endpoints: the API server's 503", r)
+
+
+# ---- exec credential plugins ------------------------------------------------
+
+EXEC_V1 = "client.authentication.k8s.io/v1"
+
+
+def exec_plugin(s, body):
+    """A credential plugin script in a fresh directory: it counts its runs in
+    DIR/runs, keeps what it was told (argv, KUBERNETES_EXEC_INFO, an env
+    variable) and then runs body. Returns the directory."""
+    d = s.tempdir("exec")
+    script = ("#!/bin/sh\n"
+              "n=$(cat '{d}/runs' 2>/dev/null || echo 0); n=$((n + 1)); echo $n > '{d}/runs'\n"
+              "printf '%s\\n' \"$@\" > '{d}/args'\n"
+              "printf '%s' \"$KUBERNETES_EXEC_INFO\" > '{d}/info'\n"
+              "printf '%s' \"$GQA_TEST_REGION\" > '{d}/env'\n"
+              "{body}\n").format(d=d, body=body)
+    path = os.path.join(d, "plugin")
+    with open(path, "w") as f:
+        f.write(script)
+    os.chmod(path, 0o755)
+    return d
+
+
+def exec_runs(d):
+    try:
+        with open(os.path.join(d, "runs")) as f:
+            return int(f.read().strip() or 0)
+    except FileNotFoundError:
+        return 0
+
+
+def credential(token, expiry=None):
+    status = {"token": token}
+    if expiry:
+        status["expirationTimestamp"] = expiry
+    return json.dumps({"apiVersion": EXEC_V1, "kind": "ExecCredential", "status": status})
+
+
+def print_credential(token_shell, expiry=None):
+    """Shell printing an ExecCredential whose token is token_shell (may use $n)."""
+    text = credential("@TOKEN@", expiry).replace("@TOKEN@", "'\"" + token_shell + "\"'")
+    return "echo '%s'" % text
+
+
+def exec_kubeconfig(c, d, provide_cluster_info=True):
+    path = os.path.join(d, "kubeconfig.yaml")
+    cfg = {"apiVersion": "v1", "kind": "Config", "current-context": "eks",
+           "clusters": [{"name": "eks", "cluster": {"server": c.sim.url, "certificate-authority": c.ca_file}}],
+           "contexts": [{"name": "eks", "context": {"cluster": "eks", "user": "eks-user"}}],
+           "users": [{"name": "eks-user", "user": {"exec": {
+               "apiVersion": EXEC_V1, "command": "./plugin", "args": ["eks", "get-token", "--cluster-name", "gpu a"],
+               "env": [{"name": "GQA_TEST_REGION", "value": "eu-west-1"}], "interactiveMode": "IfAvailable",
+               "provideClusterInfo": provide_cluster_info}}}]}
+    with open(path, "w") as f:
+        yaml.safe_dump(cfg, f)
+    return path
+
+
+@suite.test
+def exec_credential_plugin_live(s):
+    with e2e.Cluster(s, tokens=("exec-tok-1", "exec-tok-2", "exec-tok-3", "exec-tok-4", "service-tok")) as c:
+        for obj in demo_objects():
+            c.sim.upsert(obj)
+        c.create_pod(e2e.pod("pending-1", [("main", {"tencent.com/vcuda-core": "600",
+                                                      "tencent.com/vcuda-memory": "1920"})], namespace="team-a"))
+        with e2e.LiveServer(s, c.kubeconfig(token="service-tok")) as srv:
+            c.sim.add_service_proxy("kube-system", "gpu-quota-admission", "http://127.0.0.1:%d" % srv.port)
+
+            # A credential valid for years: one run serves both requests of explain POD.
+            d = exec_plugin(s, print_credential("exec-tok-$n", "2200-01-01T00:00:00Z"))
+            env = {"KUBECONFIG": exec_kubeconfig(c, d)}
+            r = kubectl_gpu(["explain", "pending-1", "-n", "team-a", "--color", "never"], env=env)
+            s.check(r.code == 3 and r.out.startswith("Pod team-a/pending-1 fits none of 4 nodes"),
+                    "explain through an exec credential plugin", r)
+            s.check_eq(exec_runs(d), 1, "the plugin ran once for two requests")
+            with open(os.path.join(d, "args")) as f:
+                s.check_eq(f.read(), "eks\nget-token\n--cluster-name\ngpu a\n", "argv as configured, no shell")
+            with open(os.path.join(d, "env")) as f:
+                s.check_eq(f.read(), "eu-west-1", "the kubeconfig's env reaches the plugin")
+            with open(os.path.join(d, "info")) as f:
+                info = json.load(f)
+            s.check_eq((info["apiVersion"], info["kind"], info["spec"]["interactive"]),
+                       (EXEC_V1, "ExecCredential", False), "KUBERNETES_EXEC_INFO: version, kind, not interactive")
+            s.check_eq(info["spec"]["cluster"]["server"], c.sim.url, "provideClusterInfo: the server")
+            import base64
+            with open(c.ca_file, "rb") as f:
+                s.check_eq(info["spec"]["cluster"]["certificate-authority-data"], base64.b64encode(f.read()).decode(),
+                           "provideClusterInfo: the CA, base64")
+
+            # Expired as soon as printed: every request runs it again.
+            d = exec_plugin(s, print_credential("exec-tok-$n", "2001-01-01T00:00:00Z"))
+            env = {"KUBECONFIG": exec_kubeconfig(c, d, provide_cluster_info=False)}
+            r = kubectl_gpu(["explain", "pending-1", "-n", "team-a"], env=env)
+            s.check_eq(r.code, 3, "an expired credential still serves the request it was made for", r)
+            s.check_eq(exec_runs(d), 2, "expired: the plugin ran again for the second request")
+            with open(os.path.join(d, "info")) as f:
+                s.check("cluster" not in json.load(f)["spec"], "without provideClusterInfo: no spec.cluster")
+
+            # Refused (401): run again and retry once. Only tokens 3 and 4 are still accepted.
+            c.sim.set_tokens(["exec-tok-3", "exec-tok-4", "service-tok"])
+            d = exec_plugin(s, "[ $n -ge 3 ] || { " + print_credential("revoked-$n") + "; exit 0; }\n"
+                            + print_credential("exec-tok-$n"))
+            env = {"KUBECONFIG": exec_kubeconfig(c, d)}
+            r = kubectl_gpu(["top", "--color", "never"], env=env)
+            s.check_eq(r.code, 1, "a revoked token is reported after one retry", r)
+            s.check_in("401", r.err, "the 401 is shown")
+            s.check_eq(exec_runs(d), 2, "401: the plugin ran again once for the retry")
+            r = kubectl_gpu(["top", "--color", "never"], env=env)
+            s.check_eq(r.code, 0, "the plugin's next token is let in", r)
+            with open(os.path.join(GOLDEN, "top-nodes.txt")) as f:
+                s.check_eq(r.out, f.read(), "top through the proxy with an exec credential")
+
+            # A failing plugin: its stderr's first line, the exit status; nothing sent without a credential.
+            d = exec_plugin(s, "printf 'error: SSO session has \\033[31mexpired\\033[0m, run aws sso login\\n' >&2\n"
+                               "echo 'second line' >&2\nexit 255")
+            env = {"KUBECONFIG": exec_kubeconfig(c, d)}
+            before = len(c.sim.requests())
+            r = kubectl_gpu(["top"], env=env)
+            s.check(r.code == 1 and "exec plugin ./plugin: exited with status 255: error: SSO session has "
+                    "\\x1b[31mexpired\\x1b[0m, run aws sso login" in r.err and "second line" not in r.err,
+                    "a failing plugin says why: its stderr's first line, control characters shown escaped", r)
+            s.check("\033" not in r.err, "no raw escape from the plugin reaches the terminal", repr(r.err))
+            s.check_eq(len(c.sim.requests()), before, "no request without a credential")
+            # A plugin that is not installed: installHint.
+            cfg_path = exec_kubeconfig(c, d)
+            with open(cfg_path) as f:
+                cfg = yaml.safe_load(f)
+            cfg["users"][0]["user"]["exec"]["command"] = "gqa-no-such-auth-plugin"
+            cfg["users"][0]["user"]["exec"]["installHint"] = "install it: https://example.invalid/plugin"
+            with open(cfg_path, "w") as f:
+                yaml.safe_dump(cfg, f)
+            r = kubectl_gpu(["top"], env={"KUBECONFIG": cfg_path})
+            s.check(r.code == 1 and "executable not found: install it: https://example.invalid/plugin" in r.err,
+                    "a missing plugin: its installHint", r)
+            # A plugin that hangs: the request deadline ends it.
+            d = exec_plugin(s, "exec sleep 60")
+            r = kubectl_gpu(["top", "--request-timeout", "1s"], env={"KUBECONFIG": exec_kubeconfig(c, d)})
+            s.check(r.code == 1 and "did not finish within 1000 ms (killed)" in r.err, "a hanging plugin is killed", r)
+
+
+@suite.test
+def service_runs_with_an_exec_credential(s):
+    """The service itself, started with a kubeconfig whose user is an exec plugin."""
+    with e2e.Cluster(s, tokens=("svc-exec-1",)) as c:
+        for obj in demo_objects():
+            c.sim.upsert(obj)
+        d = exec_plugin(s, print_credential("svc-exec-$n", "2200-01-01T00:00:00Z"))
+        with e2e.LiveServer(s, exec_kubeconfig(c, d)) as srv:
+            nodes = srv.get_json("/inspect/nodes?topology=false")
+            s.check_eq(sorted(n["node"] for n in nodes), ["cpu-0", "gpu-a100-0", "gpu-t4-0", "gpu-v100-0"],
+                       "the service lists and watches with the plugin's token")
+            s.check_eq(exec_runs(d), 1, "one run serves every informer and client of the service")
 
 
 CONTROL = "\x1b]0;owned\x07\x1b[2J\x9b31m\x7f"  # OSC title, clear screen, C1 CSI, DEL

@@ -250,7 +250,7 @@ def wrong_method_and_unknown_path(s):
     with g.Server(s) as srv:
         cases = [("GET", "/scheduler/filter", "POST"), ("PUT", "/scheduler/predicates", "POST"),
                  ("GET", "/scheduler/prioritize", "POST"), ("DELETE", "/scheduler/priorities", "POST"),
-                 ("GET", "/inspect/explain", "POST"), ("POST", "/healthz", "GET"), ("POST", "/livez", "GET"),
+                 ("PUT", "/inspect/explain", "POST"), ("POST", "/healthz", "GET"), ("POST", "/livez", "GET"),
                  ("PUT", "/readyz", "GET"), ("POST", "/metrics", "GET"), ("DELETE", "/version", "GET"),
                  ("POST", "/inspect/nodes", "GET"), ("PATCH", "/inspect/nodes/gpu-a100-0", "GET")]
         for method, path, allowed in cases:

@@ -297,9 +297,40 @@ static const struct kc_error_case kc_errors[] = {
     {KC_HEAD "clusters: [{name: k, cluster: {server: 'https://k', certificate-authority: missing.crt}}]\n",
      "cluster \"k\": certificate-authority %s/missing.crt: No such file or directory"},
     {KC_HEAD KC_CLUSTER "users: [{name: u, user: {exec: {command: aws}}}]\n",
-     "user \"u\": exec credential plugins are not supported (use token, tokenFile or a client certificate)"},
+     "user \"u\": exec.apiVersion is missing (client.authentication.k8s.io/v1 or "
+     "client.authentication.k8s.io/v1beta1)"},
+    {KC_HEAD KC_CLUSTER "users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1alpha1, "
+                        "command: aws}}}]\n",
+     "user \"u\": exec.apiVersion client.authentication.k8s.io/v1alpha1 is not supported "
+     "(client.authentication.k8s.io/v1 or client.authentication.k8s.io/v1beta1)"},
+    {KC_HEAD KC_CLUSTER "users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, "
+                        "command: aws}}}]\n",
+     "user \"u\": exec.interactiveMode must be given for client.authentication.k8s.io/v1 (Never, IfAvailable or "
+     "Always)"},
+    {KC_HEAD KC_CLUSTER "users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, "
+                        "interactiveMode: Sometimes, command: aws}}}]\n",
+     "user \"u\": exec.interactiveMode Sometimes is not Never, IfAvailable or Always"},
+    {KC_HEAD KC_CLUSTER "users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1beta1}}}]\n",
+     "user \"u\": exec.command is missing"},
+    {KC_HEAD KC_CLUSTER "users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1beta1, "
+                        "command: aws, args: [1]}}}]\n",
+     "user \"u\": exec.args must be a list of strings"},
+    {KC_HEAD KC_CLUSTER "users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1beta1, "
+                        "command: aws, env: [{name: 'A=B', value: c}]}}}]\n",
+     "user \"u\": exec.env entries need a name (without '=') and a string value"},
+    {KC_HEAD KC_CLUSTER "users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1beta1, "
+                        "command: aws, env: {A: b}}}}]\n",
+     "user \"u\": exec.env must be a list of {name, value}"},
+    {KC_HEAD KC_CLUSTER "users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1beta1, "
+                        "command: aws, provideClusterInfo: yes please}}}]\n",
+     "user \"u\": provideClusterInfo must be true or false"},
+    {KC_HEAD KC_CLUSTER "users: [{name: u, user: {token: t, exec: {apiVersion: client.authentication.k8s.io/v1beta1, "
+                        "command: aws}}}]\n",
+     "user \"u\": exec cannot be combined with token, tokenFile or a client certificate"},
+    {KC_HEAD KC_CLUSTER "users: [{name: u, user: {exec: [aws]}}]\n", "user \"u\": exec must be a mapping"},
     {KC_HEAD KC_CLUSTER "users: [{name: u, user: {auth-provider: {name: gcp}}}]\n",
-     "user \"u\": auth-provider plugins are not supported (use token, tokenFile or a client certificate)"},
+     "user \"u\": auth-provider plugins are not supported (their exec replacements are: gke-gcloud-auth-plugin, "
+     "kubelogin; or use a token, tokenFile or a client certificate)"},
     {KC_HEAD KC_CLUSTER "users: [{name: u, user: {username: admin, password: secret}}]\n",
      "user \"u\": basic authentication (username/password) is not supported"},
     {KC_HEAD KC_CLUSTER "users: [{name: u, user: {client-certificate-data: '" CA_B64 "'}}]\n",

@@ -1,6 +1,6 @@
 /*
  * admission/crl.c - CustomResourceLimitation ConfigMaps; see crl.h and
- * DESIGN section 7.
+ * design.md section 7.
  *
  * Validation reads every field once into a view, then runs one check per
  * rule; a field that is present but not a string is reported once where it is
@@ -178,7 +178,7 @@ static bool starts_with(const char *s, const char *prefix)
 }
 
 /* keyName: the part after the last '/', with everything outside [a-z0-9-]
- * replaced by '-' (DESIGN section 7). malloc'd, NULL on allocation failure. */
+ * replaced by '-' (design.md section 7). malloc'd, NULL on allocation failure. */
 static char *key_name(const char *key)
 {
     const char *slash = strrchr(key, '/');

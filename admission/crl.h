@@ -1,5 +1,5 @@
 /*
- * admission/crl.h - CustomResourceLimitation ConfigMaps (DESIGN section 7).
+ * admission/crl.h - CustomResourceLimitation ConfigMaps (design.md section 7).
  *
  * Owns what a CRL is and what it demands: parsing a ConfigMap into a CRL,
  * validating every rule with one clear message per problem, the registry of

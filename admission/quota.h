@@ -1,5 +1,5 @@
 /*
- * admission/quota.h - per-namespace GPU quota (DESIGN section 6).
+ * admission/quota.h - per-namespace GPU quota (design.md section 6).
  *
  * Owns the quota ConfigMap's format (key gpu_quota, tkestack gpu-admission's
  * JSON: {"<namespace>": {"pool": ["public"], "quota": {"<gpu-model>": <whole

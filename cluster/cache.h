@@ -7,7 +7,7 @@
  * each GPU, kept up to date on every change so that a request never rescans
  * pods.
  *
- * Occupancy (DESIGN section 4): a live pod is charged to a node when it is
+ * Occupancy (design.md section 4): a live pod is charged to a node when it is
  * bound there (spec.nodeName) or assumed there (decision annotation node and a
  * decision time younger than the assume TTL). With index annotations that
  * match the node's GPUs the charge lands on those GPUs; otherwise it is

@@ -144,7 +144,7 @@ static void read_topology(struct node_spec *spec, const cJSON *meta)
     }
 }
 
-/* DESIGN section 3, in int64: a count read from the API is never narrowed
+/* design.md section 3, in int64: a count read from the API is never narrowed
  * to int before it is known to fit (2^32 + 1 GPUs must not become 1). */
 static int64_t advertised_gpus(const struct node_spec *s)
 {
@@ -159,7 +159,7 @@ static int64_t advertised_gpus(const struct node_spec *s)
     return s->topology ? s->topology->count : 0;
 }
 
-/* Clamped to what the model and the topology search handle (DESIGN: 64). */
+/* Clamped to what the model and the topology search handle (design.md: 64). */
 static int count_gpus(const struct node_spec *s)
 {
     int64_t n = advertised_gpus(s);
@@ -186,7 +186,7 @@ static void check_topology_fits(struct node_spec *s)
     s->topology_error = strdup(msg);
 }
 
-/* DESIGN section 5: a node without the annotation is all-SYS with unknown
+/* design.md section 5: a node without the annotation is all-SYS with unknown
  * NUMA, and still schedules; the set search then only breaks ties. */
 /* single_best, single_gpus and single_exact: what scoring one whole GPU
  * asks of the shape, once per Node instead of at every charge. */

@@ -2,7 +2,7 @@
  * nodespec.h - what a node offers.
  *
  * Owns the translation of a Node object (cJSON) into GPU facts: allocatable
- * amounts of each GPU resource, the GPU count (DESIGN section 3: vcuda-core /
+ * amounts of each GPU resource, the GPU count (design.md section 3: vcuda-core /
  * 100, else mps-core / 100, else nvidia.com/gpu, else the topology
  * annotation; on a HAMi node neither of the last two), per-GPU memory and device minors (from the topology
  * annotation when it is present and consistent), and the labels later
@@ -53,7 +53,7 @@ struct node_spec {
 
 #define DEFAULT_GPU_MODEL_LABEL "tkestack.io/gpu-model"
 #define DEFAULT_GPU_POOL_LABEL "tkestack.io/gpu-pool"
-/* The label keys read for a node's GPU model and pool (quota, DESIGN section 6).
+/* The label keys read for a node's GPU model and pool (quota, design.md section 6).
  * Set once at start-up, before any node is parsed. */
 void nodespec_set_labels(const char *model_label, const char *pool_label);
 

@@ -3,7 +3,7 @@
  * pod comes from.
  *
  * Owns: a container's GPU amounts turned into its request (the families of
- * DESIGN section 3 and their errors), the whole-GPU limit, the decision
+ * design.md section 3 and their errors), the whole-GPU limit, the decision
  * annotations of section 4 read through a lookup function, and HAMi's pod
  * annotations. podspec.c reads a Pod from cJSON and podtext.c a watched Pod
  * straight from its text; both go through these steps, so the two readers

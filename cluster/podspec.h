@@ -2,7 +2,7 @@
  * podspec.h - what a pod asks for and what decisions it carries.
  *
  * Owns the translation of a Pod object (cJSON) into the facts the extender
- * uses: per-container GPU requests in the units of DESIGN section 3, the
+ * uses: per-container GPU requests in the units of design.md section 3, the
  * pod's binding and phase, and the decision annotations of section 4
  * (tencent.com/... and gpu-admission.io/...). Also owns the names of those
  * annotations and the formatting of a decision back into annotations.

@@ -1,6 +1,6 @@
 /*
  * topology/main.c - the gpu-topology binary: publishes a GPU node's
- * gpu-admission.io/topology annotation (DESIGN section 5).
+ * gpu-admission.io/topology annotation (design.md section 5).
  *
  * One round: read `nvidia-smi topo -m` and `nvidia-smi --query-gpu=...`
  * (run, or from files), the device minors from the driver's

@@ -354,7 +354,7 @@ static int64_t whole_pairs(const struct pod_info *pod, const struct node_state *
     return pairs;
 }
 
-/* DESIGN section 5: for sets of whole GPUs the score combines the chosen
+/* design.md section 5: for sets of whole GPUs the score combines the chosen
  * sets' quality relative to the best this node's shape allows (a DGX-1
  * whose NVLinked quads are broken scores below an intact one), an absolute
  * term weighted higher (so an NVLinked node beats a PCIe-only or unknown

@@ -1,7 +1,7 @@
 /*
  * allocator.h - does a pod fit on a node, on which GPUs, and how good is it.
  *
- * Owns the per-node decision of DESIGN sections 3 and 4: each container in
+ * Owns the per-node decision of design.md sections 3 and 4: each container in
  * order gets its own GPUs (a shared request takes one GPU with both the cores
  * and the memory free, an exclusive one takes that many completely free
  * GPUs), shares of one pod on one GPU add up, usage the cache could not

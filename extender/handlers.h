@@ -1,5 +1,5 @@
 /*
- * handlers.h - what each endpoint of DESIGN section 2 answers.
+ * handlers.h - what each endpoint of design.md section 2 answers.
  *
  * Owns one function per endpoint: the extender verbs (filter, prioritize,
  * bind, preemption), inspect (nodes, explain, quota, CRLs, informers),

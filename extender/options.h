@@ -1,7 +1,7 @@
 /*
  * options.h - command-line flags and their GQA_* environment twins.
  *
- * Owns every setting of DESIGN section 8 that this build honours, its
+ * Owns every setting of design.md section 8 that this build honours, its
  * default, its validation and the --help text. Precedence: flag, then the
  * environment variable GQA_<NAME> (dashes as underscores, upper case), then
  * the default. A bad value is a one-line error naming the flag (exit 2).

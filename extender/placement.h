@@ -1,7 +1,7 @@
 /*
  * placement.h - answering for a pod over a list of nodes; decisions.
  *
- * Owns the request-level logic of DESIGN section 4: evaluate every node the
+ * Owns the request-level logic of design.md section 4: evaluate every node the
  * scheduler offers (allocator_fit on each, under one cache snapshot), and in
  * `filter` placement mode pick the best node, record the decision (node,
  * per-container GPU minors, time) as the pod's assumption, and fail every
@@ -197,7 +197,7 @@ int placement_filter_block(struct placement *p, const struct pod_info *pod, cons
 int placement_evaluate_block(struct placement *p, const struct pod_info *pod, const char *const *names, size_t n,
                              const struct name_block *block, struct evaluation *ev);
 
-/* Bind (DESIGN section 4, bind mode): allocate the pod on node, record the
+/* Bind (design.md section 4, bind mode): allocate the pod on node, record the
  * annotations, then create the Binding; a failure at any step leaves no
  * annotation and no charge behind. A pod whose own live assumption is
  * already on node (filter mode) is only bound. The pod is the cluster's

@@ -2,7 +2,7 @@
  * recorder.h - decisions written to the API server.
  *
  * Owns the live decision sink of placement.h: the decision annotations of
- * DESIGN section 4 as one JSON merge patch of the pod (with the pod's
+ * design.md section 4 as one JSON merge patch of the pod (with the pod's
  * resourceVersion as a precondition, so a pod that changed meanwhile is
  * re-read and checked before the patch is retried), their removal, the
  * pod's Binding, and reading a pod the watch has not delivered yet. Every

@@ -1,7 +1,7 @@
 /*
  * router.h - which handler answers a method and path.
  *
- * Owns the endpoint table of DESIGN section 2 (with the filter/predicates and
+ * Owns the endpoint table of design.md section 2 (with the filter/predicates and
  * prioritize/priorities aliases), 404 for unknown paths and 405 (with Allow)
  * for a known path with the wrong method, and the metric verb of each route.
  */

@@ -1,5 +1,5 @@
 /*
- * webhooks.h - the admission webhooks (DESIGN section 7) and validate-crl.
+ * webhooks.h - the admission webhooks (design.md section 7) and validate-crl.
  *
  * Owns what POST /admission/validate and POST /admission/mutate answer:
  * ConfigMaps in the CRL namespace are validated as CustomResourceLimitations

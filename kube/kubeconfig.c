@@ -475,7 +475,7 @@ static int kc_token(struct kc_parse *p, const cJSON *user, const char *where, st
     const char *token, *file;
     if (kc_string(p, user, "token", where, &token) != 0 || kc_string(p, user, "tokenFile", where, &file) != 0)
         return -1;
-    /* DESIGN.md spells it token-file; kubectl writes tokenFile. */
+    /* design.md spells it token-file; kubectl writes tokenFile. */
     if (!file && kc_string(p, user, "token-file", where, &file) != 0)
         return -1;
     if (token && !(cfg->token = strdup(token)))

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fail on an #include that goes up a layer or across to a sibling layer
-# (DESIGN section 10). Layers, lowest first, and what each may include:
+# (design.md section 10). Layers, lowest first, and what each may include:
 #   lib                 nothing of the project
 #   kube, topology      lib
 #   cluster             lib, topology
@@ -54,7 +54,7 @@ for f in $(git ls-files '*.c' '*.h' | grep -v '^tests/'); do
 done
 
 if [ "$bad" -ne 0 ]; then
-  echo "check-layers: includes break the layering (see DESIGN section 10)" >&2
+  echo "check-layers: includes break the layering (see design.md section 10)" >&2
   exit 1
 fi
 echo "check-layers: every include stays in its layer or goes down"

@@ -2,7 +2,7 @@
  * topology/annotation.h - the node annotation `gpu-admission.io/topology`.
  *
  * Owns parsing, validation and serialisation of the compact JSON that
- * describes a node's GPUs and the links between them (DESIGN section 5):
+ * describes a node's GPUs and the links between them (design.md section 5):
  *
  *   {"version":1,
  *    "gpus":[{"index":0,"minor":0,"uuid":"GPU-...","model":"NVIDIA A100-SXM4-80GB",

@@ -1,7 +1,7 @@
 /*
  * topology/select.h - how good a set of GPUs is, and the best free set.
  *
- * Owns the scoring of DESIGN section 5: a link's weight grows with its
+ * Owns the scoring of design.md section 5: a link's weight grows with its
  * bandwidth class (NV<n> > PIX > PXB > PHB > NODE > SYS, more bonded NVLinks
  * weigh more), a set's score is the sum of its pairwise link weights plus a
  * bonus when all members share one known NUMA node; and the search for the

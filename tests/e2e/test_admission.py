@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""CustomResourceLimitations end to end (DESIGN section 7, issue 5):
+"""CustomResourceLimitations end to end (design.md section 7, issue 5):
 
   - `validate-crl FILE...`: the reference CRLs (cf-crl-gpu-manager-vcuda-core
     and -vcuda-memory) are valid (exit 0); each tests/fixtures/crl/invalid-*
@@ -951,7 +951,7 @@ def test_defaults_count_in_occupancy(s):
 @suite.test
 def test_defaults_count_for_pods_in_the_cluster(s):
     """The default also counts for pods the cache learns from the cluster (state file, watch), which
-    carry no vcuda-memory when no mutating webhook wrote it in (DESIGN 3, 7; issue 5 item 3)."""
+    carry no vcuda-memory when no mutating webhook wrote it in (design.md 3, 7; issue 5 item 3)."""
     ann = {"tencent.com/predicate-gpu-idx-0": "0", "tencent.com/predicate-node": "v1",
            "tencent.com/gpu-assigned": "true"}
     state = g.write_state(s, [g.node("v1", g.vcuda(100, 64))] + reference_crls(memory_default="40") +

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The command line (DESIGN section 8): --help lists every flag and each listed
+"""The command line (design.md section 8): --help lists every flag and each listed
 flag is accepted; --version; bad flags and bad values exit 2 with one line
 naming the flag; GQA_* environment twins (flags win over them); start-up
 failures; the `simulate` subcommand's output and exit codes (0 fits, 1 fits
@@ -17,7 +17,7 @@ import gqa_e2e as g  # noqa: E402
 
 suite = g.Suite("test_cli")
 
-# Every flag of DESIGN section 8 that this build serves.
+# Every flag of design.md section 8 that this build serves.
 EXPECTED_FLAGS = ["listen-http", "listen-https", "tls-cert", "tls-key", "tls-client-ca", "state-file", "pod",
                   "placement", "gpu-policy", "node-policy", "assume-ttl", "threads", "max-body-bytes", "log-level",
                   "log-format", "version", "help", "kubeconfig", "crl-namespace", "quota-configmap",

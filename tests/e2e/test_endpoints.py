@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Every endpoint of DESIGN section 2 that this build serves, on the demo state:
+"""Every endpoint of design.md section 2 that this build serves, on the demo state:
 health, readiness, version, metrics (Prometheus text, counters and the latency
 histogram moving with traffic), inspect (all nodes, one node, 404), explain,
 filter and prioritize under both of their paths, and both ExtenderArgs forms

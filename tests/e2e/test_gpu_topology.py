@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The gpu-topology binary (DESIGN section 5, issue 4 item 4).
+"""The gpu-topology binary (design.md section 5, issue 4 item 4).
 
   - --help lists every flag; bad flags exit 2 with one line naming the flag;
   - every nvidia-smi fixture (tests/fixtures/nvidia-smi), with its CSV where

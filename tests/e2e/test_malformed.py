@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Bad requests (DESIGN section 2): malformed bodies on the filter paths answer
+"""Bad requests (design.md section 2): malformed bodies on the filter paths answer
 200 with Error set (kube-scheduler reads ExtenderFilterResult.Error); on the
 prioritize and preemption paths, whose answers have no Error field, HTTP 500
 with the message as a plain-text body (kube-scheduler sees any non-200 as an

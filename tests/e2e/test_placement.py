@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Placement: what the filter answers and records (DESIGN sections 3 and 4).
+"""Placement: what the filter answers and records (design.md sections 3 and 4).
 
 filter mode (default): one node answered, the decision visible in /inspect,
 re-filters answer the same node without charging twice, other feasible nodes

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Per-namespace GPU quota in the filter (DESIGN section 6, issue 5).
+"""Per-namespace GPU quota in the filter (design.md section 6, issue 5).
 
 The quota ConfigMap kube-system/gpu-quota carries tkestack gpu-admission's
 JSON in data.gpu_quota: {"<namespace>": {"pool": [...], "quota": {"<model>":
@@ -494,7 +494,7 @@ def test_live_bind_rechecks_quota(s):
 
 @suite.test
 def test_preemption_and_quota(s):
-    """Preemption keeps a node only where removing the victims lets the pod in (DESIGN section 2): for a pod
+    """Preemption keeps a node only where removing the victims lets the pod in (design.md section 2): for a pod
     held back by its namespace's quota, evicting pods of other namespaces frees no quota."""
     objs = [vnode("a100", "A100", "public", gpus=1), vnode("b100", "A100", "public", gpus=1),
             quota_cm({"team-a": {"pool": ["public"], "quota": {"A100": 1}}}),

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Topology-aware placement end to end (DESIGN section 5, issue 4).
+"""Topology-aware placement end to end (design.md section 5, issue 4).
 
 Nodes carry gpu-admission.io/topology annotations made by the gpu-topology
 binary from the nvidia-smi fixtures (tests/fixtures/nvidia-smi), some with

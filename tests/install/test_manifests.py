@@ -4,7 +4,7 @@ requires for its kind (an offline schema check: required fields and field
 names against python3-kubernetes' models when they are installed, plus the
 per-kind rules below); the kustomization builds (kubectl kustomize, offline)
 exactly the objects its files hold; and the Deployment, Services, probes,
-webhooks, DaemonSet and CRLs say what DESIGN sections 1, 2, 7, 8 and 9 and
+webhooks, DaemonSet and CRLs say what design.md sections 1, 2, 7, 8 and 9 and
 the install issue ask for."""
 
 import base64
@@ -855,14 +855,14 @@ def gpu_topology_daemonset(s):
 
 
 # ---------------------------------------------------------------------------
-# CustomResourceLimitation and quota ConfigMaps (DESIGN sections 6 and 7)
+# CustomResourceLimitation and quota ConfigMaps (design.md sections 6 and 7)
 # ---------------------------------------------------------------------------
 
 EXT_RESOURCE = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)/([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 
 
 def crl_problems(cm):
-    """DESIGN section 7's rules for one ConfigMap."""
+    """design.md section 7's rules for one ConfigMap."""
     p = []
     md, data = cm.get("metadata") or {}, cm.get("data") or {}
     labels = md.get("labels") or {}
@@ -906,7 +906,7 @@ def crl_configmaps(s):
     keys = {}
     for cm in crls:
         name = cm["metadata"]["name"]
-        s.check_eq(crl_problems(cm), [], "%s follows DESIGN section 7" % name)
+        s.check_eq(crl_problems(cm), [], "%s follows design.md section 7" % name)
         if cm["metadata"]["labels"].get("features.alauda.io/enabled") == "true":
             s.check(cm["data"]["key"] not in keys, "%s: one enabled CRL per key" % name)
             keys[cm["data"]["key"]] = cm

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""RBAC: the permissions the manifests grant are exactly DESIGN section 9's.
+"""RBAC: the permissions the manifests grant are exactly design.md section 9's.
 
 Every (subject, scope, apiGroup, resource, verb, resourceName) the Roles,
 ClusterRoles and bindings under manifests/ grant is computed and compared with
@@ -135,8 +135,8 @@ def rules_are_exactly_design_section_9(s):
     cfg = settings(s, objs)
     want = expected(cfg)
     extra, missing, problems = diff(objs, want)
-    s.check(not extra, "no permission beyond DESIGN section 9", fmt(extra))
-    s.check(not missing, "every permission DESIGN section 9 needs is granted", fmt(missing))
+    s.check(not extra, "no permission beyond design.md section 9", fmt(extra))
+    s.check(not missing, "every permission design.md section 9 needs is granted", fmt(missing))
     s.check(not problems, "no wildcard, aggregation, foreign role or non-ServiceAccount subject", "\n".join(problems))
     s.check_eq(cfg["crl_ns"], "kube-public", "CRL namespace")
     s.check_eq((cfg["quota_ns"], cfg["quota_name"]), ("kube-system", "gpu-quota"), "quota ConfigMap")

@@ -4,7 +4,7 @@ and v1beta2 are valid for their API version (known fields, kube-scheduler's
 own validation rules for extenders); the drop-in variant is semantically equal
 to the documented blocks (../shared/reference/scheduler-config-documented.yaml)
 apart from the filled-in endpoint; the recommended variant has every verb,
-every resource of DESIGN section 3 and sane timeouts; the hami variant is
+every resource of design.md section 3 and sane timeouts; the hami variant is
 the recommended one plus HAMi's per-vGPU resources, ignored by kube-scheduler's
 own fit check (no node advertises them); the Services, ports and
 paths the urlPrefixes name exist in manifests/ and the real server answers
@@ -179,14 +179,14 @@ def drop_in_equals_documented_blocks(s):
 
 @suite.test
 def recommended_variant(s):
-    design = os.path.join(os.path.dirname(s.src), "shared", "DESIGN.md")
+    design = os.path.join(s.src, "docs", "design.md")
     resources = list(DESIGN_RESOURCES)
     if os.path.exists(design):
         with open(design, encoding="utf-8") as f:
             text = f.read()
         section = text.split("## 3.", 1)[1].split("\n## ", 1)[0]
         from_design = re.findall(r"^\| `([a-z0-9.]+/[a-z0-9-]+)` \|", section, re.M)
-        s.check_eq(sorted(from_design), sorted(DESIGN_RESOURCES), "DESIGN section 3 lists the expected resources")
+        s.check_eq(sorted(from_design), sorted(DESIGN_RESOURCES), "docs/design.md section 3 lists the expected resources")
         resources = from_design or resources
     for v in VERSIONS:
         cfg = load(template(s, v, "recommended"), "h:1")
@@ -198,7 +198,7 @@ def recommended_variant(s):
         s.check(e.get("nodeCacheCapable") is True, "%s: nodeCacheCapable true" % v)
         s.check(e.get("ignorable") is False, "%s: ignorable false" % v)
         s.check_eq(sorted(m["name"] for m in e.get("managedResources") or []), sorted(resources),
-                   "%s: managedResources = DESIGN section 3" % v)
+                   "%s: managedResources = design.md section 3" % v)
         s.check(all(m.get("ignoredByScheduler") is False for m in e["managedResources"]),
                 "%s: ignoredByScheduler false (the device plugins advertise them)" % v)
         t = go_duration_s(e.get("httpTimeout"))

@@ -444,7 +444,7 @@ static const char minor_topology[] =
     "{\\'version\\':1,\\'gpus\\':[{\\'index\\':0,\\'minor\\':3,\\'memoryMiB\\':10240},"
     "{\\'index\\':1,\\'minor\\':5,\\'memoryMiB\\':10240},{\\'index\\':2,\\'minor\\':0,\\'memoryMiB\\':10240}]}";
 
-/* DESIGN section 5 with real link tables: an empty DGX-1 gives 4 GPUs as a
+/* design.md section 5 with real link tables: an empty DGX-1 gives 4 GPUs as a
  * fully NVLinked quad; with GPU 0 busy a pair takes an NV2 link; a node whose
  * quads are all broken scores below an intact one. */
 static void test_topology_sets(void **state)

@@ -287,7 +287,7 @@ static void test_key_rules(void **state)
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         print_message("key %s\n", rows[i].key);
         cJSON *cm = make_crl("x", "g", "x", "optional", "disabled", "1");
-        /* cf-crl-t-<keyName>, keyName derived as DESIGN section 7 says. */
+        /* cf-crl-t-<keyName>, keyName derived as design.md section 7 says. */
         char name[200] = "cf-crl-t-";
         const char *slash = strrchr(rows[i].key, '/');
         size_t at = strlen(name);

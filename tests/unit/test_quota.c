@@ -1,5 +1,5 @@
 /*
- * test_quota.c - unit tests for admission/quota.c (DESIGN section 6): the
+ * test_quota.c - unit tests for admission/quota.c (design.md section 6): the
  * quota ConfigMap's format (tkestack gpu-admission's JSON under
  * data.gpu_quota), every parse error with its exact message, lookup by
  * namespace, the per-node verdict quota_allows (pools, models, usage in

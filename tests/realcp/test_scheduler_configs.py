@@ -94,7 +94,10 @@ def run_config(s, api_version, variant, via_proxy):
     binary = SCHEDULER_FOR[api_version]
     if find_binary(binary, required=False) is None or not os.access(
             os.path.join(os.environ.get("KUBEBUILDER_ASSETS", ""), binary), os.X_OK):
-        print("    %s/%s NOT RUN: %s is not in KUBEBUILDER_ASSETS" % (api_version, variant, binary), flush=True)
+        why = "%s is not in KUBEBUILDER_ASSETS" % binary
+        print("    %s/%s NOT RUN: %s" % (api_version, variant, why), flush=True)
+        if why not in s.skip_reasons:
+            s.skip_reasons.append(why)
         return
     mode = "filter" if variant == "drop-in" else "bind"
     if s.mode != mode:

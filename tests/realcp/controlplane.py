@@ -523,8 +523,7 @@ class ControlPlane:
                     "--initial-advertise-peer-urls", "http://127.0.0.1:%d" % peer,
                     "--initial-cluster", "default=http://127.0.0.1:%d" % peer,
                     "--log-level", "warn", "--logger", "zap"]
-            env = dict(os.environ, ETCD_UNSUPPORTED_ARCH=os.environ.get("ETCD_UNSUPPORTED_ARCH", ""))
-            self.etcd = Process("etcd", argv, self.path("etcd.log"), env=env)
+            self.etcd = Process("etcd", argv, self.path("etcd.log"))
             self.procs.append(self.etcd)
             try:
                 self.wait_for(self._etcd_healthy, 30, "etcd healthy")

@@ -523,8 +523,7 @@ class ControlPlane:
                     "--initial-advertise-peer-urls", "http://127.0.0.1:%d" % peer,
                     "--initial-cluster", "default=http://127.0.0.1:%d" % peer,
                     "--log-level", "warn", "--logger", "zap"]
-            env = dict(os.environ, ETCD_UNSUPPORTED_ARCH=os.environ.get("ETCD_UNSUPPORTED_ARCH", ""))
-            self.etcd = Process("etcd", argv, self.path("etcd.log"), env=env)
+            self.etcd = Process("etcd", argv, self.path("etcd.log"))
             self.procs.append(self.etcd)
             try:
                 self.wait_for(self._etcd_healthy, 30, "etcd healthy")
@@ -764,6 +763,23 @@ class ControlPlane:
         if wait:
             self.wait_for(lambda: not self.admin.get(pod_path(ns))["items"], 30, "pods in %s deleted" % ns)
 
+    def start_reaper(self, ns="default"):
+        """What a kubelet would do for pods being deleted gracefully (e.g.
+        preemption victims): confirm it, by deleting them with grace 0.
+        Runs until the control plane stops."""
+        def reap():
+            while not self.stopped:
+                try:
+                    for p in self.admin.get(pod_path(ns))["items"]:
+                        if p["metadata"].get("deletionTimestamp"):
+                            self.delete_pod(p["metadata"]["name"], ns)
+                except Exception:   # noqa: BLE001 - API server restarting or stopped
+                    pass
+                time.sleep(0.2)   # a poll interval, not a synchronisation
+        t = threading.Thread(target=reap, name="reaper", daemon=True)
+        t.start()
+        return t
+
     def wait_bound(self, name, ns="default", timeout=60):
         """The node the pod was bound to (waits for spec.nodeName)."""
         return self.wait_for(lambda: self.get_pod(name, ns)["spec"].get("nodeName"), timeout,
@@ -771,12 +787,11 @@ class ControlPlane:
 
     def pod_events(self, name, ns="default"):
         sel = urllib.parse.quote("involvedObject.name=%s,involvedObject.kind=Pod" % name)
+        # events.k8s.io/v1 serves the same objects (as note/regarding):
+        # reading both would count every event twice.
         evs = self.admin.get("/api/v1/namespaces/%s/events?fieldSelector=%s" % (ns, sel))["items"]
-        more = self.admin.get("/apis/events.k8s.io/v1/namespaces/%s/events" % ns)["items"]
-        out = [{"reason": e.get("reason"), "message": e.get("message", "")} for e in evs]
-        out += [{"reason": e.get("reason"), "message": e.get("note", "")} for e in more
-                if (e.get("regarding") or {}).get("name") == name]
-        return out
+        return [{"reason": e.get("reason"), "message": e.get("message", ""), "count": e.get("count", 1)}
+                for e in evs]
 
     def wait_event(self, name, reason, substring, ns="default", timeout=60):
         """The first event of the pod with this reason whose message holds substring."""

@@ -200,5 +200,46 @@ def test_fails_clearly_without_one_rule(s):
             cp.kubectl("apply", "-f", "-", input=saved)
 
 
+@suite.test
+def test_decisions_fail_clearly_without_pod_patch(s):
+    """The ClusterRole without `patch` on pods: the service is ready (it can
+    list and watch) but cannot record a decision; the GPU pod stays Pending
+    and its FailedScheduling event says why (the 403), rather than being
+    bound without its GPU annotations."""
+    from realcp_suite import direct_extender
+    cp = s.cp
+    s.require(getattr(s, "installed", False), "installed")
+    saved = json.loads(cp.kubectl("get", "clusterrole", "gpu-quota-admission", "-o", "json").out)
+    for k in ("resourceVersion", "uid", "creationTimestamp", "managedFields"):
+        saved["metadata"].pop(k, None)
+    role = json.loads(json.dumps(saved))
+    for rule in role["rules"]:
+        if rule.get("resources") == ["pods"]:
+            rule["verbs"] = [v for v in rule["verbs"] if v != "patch"]
+    cp.kubectl("replace", "-f", "-", input=json.dumps(role))
+    cp.add_node("gpu-rbac-0", {"tencent.com/vcuda-core": "100", "tencent.com/vcuda-memory": "64"})
+    prod = None
+    sched = None
+    try:
+        prod = cp.start_product(s.binary, kubeconfig=s.kubeconfig, name="gqa-no-patch",
+                                flags=["--placement", "filter"])
+        ext = direct_extender(prod.port, bind=False, node_cache=False)
+        for k in ("prioritizeVerb", "weight"):
+            ext.pop(k)
+        sched = cp.start_scheduler(cp.scheduler_config([ext]), name="sched-no-patch")
+        cp.create_pod(cp.pod("no-patch", {"tencent.com/vcuda-core": "20", "tencent.com/vcuda-memory": "4"}))
+        ev = cp.wait_event("no-patch", "FailedScheduling", "403", timeout=90)
+        print("    FailedScheduling without pods patch: %s" % ev["message"][:400], flush=True)
+        s.check("forbidden" in ev["message"].lower(), "the event names the refused patch", ev["message"])
+        s.check_eq(cp.get_pod("no-patch")["spec"].get("nodeName"), None, "the pod is not bound without its GPUs")
+    finally:
+        if sched:
+            cp.stop_scheduler(sched)
+        cp.delete_all_pods()
+        if prod:
+            s.check_eq(cp.stop_product(prod), 0, "gpu-quota-admission exits 0", prod.log())
+        cp.kubectl("replace", "-f", "-", input=json.dumps(saved))
+
+
 if __name__ == "__main__":
     suite.main()

@@ -8,6 +8,8 @@ its FailedScheduling event.
 python3 test_placement.py --binary build/release/gpu-quota-admission --source-dir .
 """
 
+import time
+
 from realcp_suite import RealcpSuite, add_demo_nodes, direct_extender, gpu_indices, annotations
 
 suite = RealcpSuite("realcp placement")
@@ -127,6 +129,96 @@ def test_bind_mode(s):
 @suite.test
 def test_filter_mode(s):
     run_mode(s, "filter")
+
+
+@suite.test
+def test_nodes_form_spread_and_affinity(s):
+    """The Nodes form (nodeCacheCapable: false, every node sent in full) in
+    --placement bind: the extender answers every feasible node, so
+    kube-scheduler's PodTopologySpread and node affinity decide among them."""
+    cp = s.cp
+    setup_nodes(s)
+    for zone in ("a", "b"):
+        cp.add_node("gpu-zone-" + zone, {"tencent.com/vcuda-core": "400", "tencent.com/vcuda-memory": "256"},
+                    labels={"topology.kubernetes.io/zone": "zone-" + zone, "realcp/pool": "spread"})
+    prod = cp.start_product(s.binary, flags=["--placement", "bind"], name="gqa-nodes-form")
+    sched = cp.start_scheduler(cp.scheduler_config([direct_extender(prod.port, bind=True, node_cache=False)]),
+                               name="sched-nodes-form")
+    try:
+        spread = {"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                                                 "whenUnsatisfiable": "DoNotSchedule",
+                                                 "labelSelector": {"matchLabels": {"app": "spread"}}}],
+                  "nodeSelector": {"realcp/pool": "spread"}}
+        names = ["spread-%d" % i for i in range(4)]
+        for n in names:
+            # One at a time: the spread is judged against the pods already placed.
+            cp.create_pod(cp.pod(n, {"tencent.com/vcuda-core": "20", "tencent.com/vcuda-memory": "4"},
+                                 labels={"app": "spread"}, extra_spec=spread))
+            cp.wait_bound(n, timeout=90)
+        nodes = sorted(cp.get_pod(n)["spec"]["nodeName"] for n in names)
+        s.check_eq(nodes, ["gpu-zone-a", "gpu-zone-a", "gpu-zone-b", "gpu-zone-b"],
+                   "PodTopologySpread spreads the GPU pods over both zones (binpack alone would stack them)")
+        affinity = {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In",
+                                                         "values": ["zone-b"]}]}]}}}}
+        cp.create_pod(cp.pod("affine", {"tencent.com/vcuda-core": "20", "tencent.com/vcuda-memory": "4"},
+                             extra_spec=affinity))
+        s.check_eq(cp.wait_bound("affine", timeout=90), "gpu-zone-b", "required node affinity is honoured")
+        s.check_eq(annotations(cp, "affine").get("tencent.com/predicate-node"), "gpu-zone-b",
+                   "the extender recorded the node kube-scheduler chose")
+    finally:
+        cp.stop_scheduler(sched)
+        cp.delete_all_pods()
+        s.check_eq(cp.stop_product(prod), 0, "gpu-quota-admission (Nodes form) exits 0", prod.log())
+
+
+HAMI_REGISTER = ("GPU-realcp-hami-0,10,32768,100,NVIDIA-Tesla V100-PCIE-32GB,0,true:"
+                 "GPU-realcp-hami-1,10,32768,100,NVIDIA-Tesla V100-PCIE-32GB,0,true:")
+
+
+@suite.test
+def test_hami_vgpus(s):
+    """A HAMi node (registration annotation, nvidia.com/gpu counting vGPUs)
+    and vGPU pods through the shipped hami scheduler-config in --placement
+    bind: the decision annotations HAMi's device plugin reads, the node lock
+    and bind-phase; the test plays the plugin (releases the lock) between pods."""
+    from realcp_suite import load_shipped_config, runnable_config
+    cp = s.cp
+    setup_nodes(s)
+    cp.add_node("gpu-hami-0", {"nvidia.com/gpu": "20"},
+                annotations={"hami.io/node-nvidia-register": HAMI_REGISTER,
+                             "hami.io/node-handshake": "Reported " + time.strftime("%Y-%m-%d %H:%M:%S")})
+    prod = cp.start_product(s.binary, flags=["--placement", "bind"], name="gqa-hami")
+    cfg = runnable_config(cp, load_shipped_config(s.source_dir, "v1", "hami"), direct_port=prod.port)
+    sched = cp.start_scheduler(cfg, name="sched-hami")
+    try:
+        limits = {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "20000", "nvidia.com/gpucores": "30"}
+        cp.create_pod(cp.pod("hami-1", limits))
+        s.check_eq(cp.wait_bound("hami-1", timeout=90), "gpu-hami-0", "hami-1 bound to the HAMi node")
+        a = annotations(cp, "hami-1")
+        alloc = a.get("hami.io/vgpu-devices-to-allocate", "")
+        s.check(alloc.startswith("GPU-realcp-hami-") and ",NVIDIA,20000,30:" in alloc,
+                "hami-1: vgpu-devices-to-allocate names a device, 20000 MiB, 30 cores", a)
+        s.check_eq(a.get("hami.io/vgpu-devices-allocated"), alloc, "hami-1: vgpu-devices-allocated", a)
+        s.check_eq(a.get("hami.io/vgpu-node"), "gpu-hami-0", "hami-1: hami.io/vgpu-node", a)
+        s.check_eq(a.get("hami.io/bind-phase"), "allocating", "hami-1: hami.io/bind-phase", a)
+        node = cp.admin.get("/api/v1/nodes/gpu-hami-0")
+        lock = (node["metadata"].get("annotations") or {}).get("hami.io/mutex.lock", "")
+        s.check(lock.endswith(",default,hami-1"), "the node lock names hami-1", lock)
+        # The device plugin allocates, then releases the lock.
+        cp.admin.merge_patch("/api/v1/nodes/gpu-hami-0", {"metadata": {"annotations": {"hami.io/mutex.lock": None}}})
+        cp.admin.merge_patch("/api/v1/namespaces/default/pods/hami-1",
+                             {"metadata": {"annotations": {"hami.io/bind-phase": "success"}}})
+        cp.create_pod(cp.pod("hami-2", limits))
+        s.check_eq(cp.wait_bound("hami-2", timeout=90), "gpu-hami-0", "hami-2 bound after the lock was released")
+        first = alloc.split(",")[0]
+        second = annotations(cp, "hami-2").get("hami.io/vgpu-devices-to-allocate", "").split(",")[0]
+        s.check(first != second, "20000 MiB twice do not fit one 32768 MiB GPU: hami-2 is on the other GPU",
+                (first, second))
+    finally:
+        cp.stop_scheduler(sched)
+        cp.delete_all_pods()
+        s.check_eq(cp.stop_product(prod), 0, "gpu-quota-admission (HAMi) exits 0", prod.log())
 
 
 if __name__ == "__main__":

@@ -89,20 +89,23 @@ def start_product(s, mode):
         cp.point_service_at(svc, s.prod.port)
 
 
-def run_config(s, api_version, variant, via_proxy):
+def run_config(s, api_version, variant, via_proxy, mode=None):
     cp = s.cp
     binary = SCHEDULER_FOR[api_version]
     if find_binary(binary, required=False) is None or not os.access(
             os.path.join(os.environ.get("KUBEBUILDER_ASSETS", ""), binary), os.X_OK):
-        print("    %s/%s NOT RUN: %s is not in KUBEBUILDER_ASSETS" % (api_version, variant, binary), flush=True)
+        why = "%s is not in KUBEBUILDER_ASSETS" % binary
+        print("    %s/%s NOT RUN: %s" % (api_version, variant, why), flush=True)
+        if why not in s.skip_reasons:
+            s.skip_reasons.append(why)
         return
-    mode = "filter" if variant == "drop-in" else "bind"
+    mode = mode or ("filter" if variant == "drop-in" else "bind")
     if s.mode != mode:
         start_product(s, mode)
     text = load_shipped_config(s.source_dir, api_version, variant)
     cfg = runnable_config(cp, text, direct_port=None if via_proxy else s.prod.port, client=s.client)
     how = "service proxy" if via_proxy else "direct"
-    tag = "%s-%s-%s" % (api_version, variant, "proxy" if via_proxy else "direct")
+    tag = "%s-%s-%s-%s" % (api_version, variant, "proxy" if via_proxy else "direct", mode)
     before = cp.proxy.bytes_sent(s.prod.port)
     sched = cp.start_scheduler(cfg, binary=binary, name="sched-" + tag)
     try:
@@ -139,6 +142,13 @@ for _variant in VARIANTS:           # drop-in first: one product restart only
     for _api in ("v1", "v1beta3", "v1beta2"):
         for _via_proxy in (True, False):
             suite.test(make_test(_api, _variant, _via_proxy))
+
+
+@suite.test
+def test_v1_recommended_proxy_filter_mode(s):
+    """scheduler-config/README.md: the recommended file with --placement
+    filter "works but leaves prioritize nothing to choose from"."""
+    run_config(s, "v1", "recommended", True, mode="filter")
 
 
 @suite.test

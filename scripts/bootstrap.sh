@@ -43,6 +43,9 @@ declare -A test_modules=(
   [cmocka]=libcmocka-dev
 )
 # chromium: the /ui browser test (tests/e2e/test_ui_browser.py), headless.
+# etcd, xz, kubectl: the real control-plane tier (tests/realcp): etcd for the
+# API server, xz to unpack ../shared/controlplane, kubectl for kustomize and
+# apply (Debian's kubernetes-client only where no kubectl is installed).
 declare -A test_commands=(
   [python3]=python3
   [openssl]=openssl
@@ -50,6 +53,9 @@ declare -A test_commands=(
   [valgrind]=valgrind
   [clang-format]=clang-format
   [chromium]=chromium
+  [etcd]=etcd-server
+  [xz]=xz-utils
+  [kubectl]=kubernetes-client
 )
 
 if [ "$list" -eq 1 ]; then

@@ -74,6 +74,13 @@ void cache_destroy(struct cluster_cache *c)
     pthread_rwlock_destroy(&c->lock);
 }
 
+void cache_set_decision_key(struct cluster_cache *c, const struct decision_key *key)
+{
+    cache_write_lock(c);
+    c->cfg.decision_key = key;
+    cache_unlock(c);
+}
+
 void cache_read_lock(struct cluster_cache *c)
 {
     pthread_rwlock_rdlock(&c->lock);
@@ -342,9 +349,12 @@ static const char *charge_target(const struct cluster_cache *c, const struct pod
     const struct pod_decision *d = &p->decision;
     if (!d->node || d->time_ns <= 0)
         return NULL;
-    /* The time comes from an annotation: saturate rather than overflow. */
+    /* The time comes from an annotation: one from the future (another
+     * replica's clock ahead of ours) counts from now, so no time, however
+     * far ahead, holds longer than the ceiling. */
     int64_t ttl = c->cfg.assume_ttl_ns;
-    int64_t until = d->time_ns > INT64_MAX - ttl ? INT64_MAX : d->time_ns + ttl;
+    int64_t since = d->time_ns < now ? d->time_ns : now;
+    int64_t until = since > INT64_MAX - ttl ? INT64_MAX : since + ttl;
     if (until <= now)
         return NULL;
     *expires = until;
@@ -478,6 +488,33 @@ static struct node_state *node_get_or_placeholder(struct cluster_cache *c, const
     return n;
 }
 
+/* At most this many "holds nothing" lines per window, whatever the number
+ * of pods (each pod is named once anyway). */
+#define UNPROVEN_LOG_BURST 10
+#define UNPROVEN_LOG_WINDOW_NS (10 * NS_PER_S)
+
+/* Said once per pod (and rate-limited), under the write lock: an unbound
+ * decision whose proof is not this service's holds no GPU. */
+static void say_unproven(struct cluster_cache *c, struct pod_entry *e, int64_t now)
+{
+    if (e->unproven_said)
+        return;
+    e->unproven_said = true;
+    if (now - c->unproven_window_ns >= UNPROVEN_LOG_WINDOW_NS) {
+        if (c->unproven_quiet > 0)
+            log_warn("%d more pods with unproven decisions held nothing (not logged one by one)", c->unproven_quiet);
+        c->unproven_window_ns = now;
+        c->unproven_said = c->unproven_quiet = 0;
+    }
+    if (c->unproven_said++ >= UNPROVEN_LOG_BURST) {
+        c->unproven_quiet++;
+        return;
+    }
+    log_warn("pod %s carries a decision for node %s that this service cannot prove it made (no valid %s): it "
+             "holds no GPU, and the pod is fitted again when it is scheduled",
+             e->info->key, e->info->decision.node, ANN_GQA_PROOF);
+}
+
 static int charge(struct cluster_cache *c, struct pod_entry *e, int64_t now)
 {
     bool bound;
@@ -485,6 +522,10 @@ static int charge(struct cluster_cache *c, struct pod_entry *e, int64_t now)
     const char *target = charge_target(c, e->info, now, &bound, &expires);
     if (!target)
         return 0;
+    if (!bound && c->cfg.decision_key && !decision_proven(c->cfg.decision_key, e->info)) {
+        say_unproven(c, e, now);
+        return 0;
+    }
     struct node_state *n = node_get_or_placeholder(c, target);
     if (!n)
         return -1;
@@ -657,15 +698,31 @@ static void drop_reservation(struct pod_entry *e)
     e->reservation = 0;
 }
 
+/* Does the update carry the reserved decision itself (its write landed)? */
+static bool carries_decision(const struct pod_info *pod, const struct pod_decision *reserved)
+{
+    const struct pod_decision *d = &pod->decision;
+    return d->node && reserved->node && d->time_ns == reserved->time_ns && strcmp(d->node, reserved->node) == 0;
+}
+
 /* An update of a reserved pod that does not know of the decision yet keeps
  * it: the entry holds the update with the reserved decision, and the update
- * itself is what an undo would go back to. Anything else ends the
- * reservation. Returns the pod to apply (pod, or the merged copy). */
+ * itself is what an undo would go back to. Only the decision itself (the
+ * write landed), another UID, a binding, the pod's end or deletion end the
+ * reservation: an update that still carries an earlier decision (a label,
+ * kube-scheduler's PodScheduled condition, during the write) is as unaware
+ * as one without, and so is any other decision (the write in flight
+ * settles it: it lands, or fails and is cancelled). Returns the pod to
+ * apply (pod, or the merged copy). */
 static struct pod_info *keep_reservation(struct pod_entry *old, struct pod_info *pod)
 {
     const struct pod_decision *d = &old->info->decision;
-    bool unaware = same_uid(old->info, pod) && !pod->node_name && !pod->terminal && !pod->decision.node;
+    bool unaware = same_uid(old->info, pod) && !pod->node_name && !pod->terminal && !carries_decision(pod, d);
     struct pod_info *merged = unaware ? pod_info_with_decision(pod, d->node, d->time_ns, d->idx, d->idx_count) : NULL;
+    if (merged && d->proof && !(merged->decision.proof = strdup(d->proof))) {
+        pod_info_free(merged);
+        merged = NULL;
+    }
     /* ... and the HAMi devices the decision chose. */
     if (merged && merged->hami && old->info->hami && hami_pod_keep_alloc(merged->hami, old->info->hami) != 0) {
         pod_info_free(merged);

@@ -8,6 +8,10 @@
 #include "kube/leader.h"
 #include "lib/log.h"
 
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <openssl/crypto.h>
+
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +31,13 @@ struct live {
     struct leader_label *label;         /* with --leader-elect in a pod (POD_NAME, POD_NAMESPACE) */
     struct hami_handshaker *handshaker; /* with --hami-handshake write */
     char identity[128];
+    struct decision_key key; /* proves decisions (cluster/proof.h); read-only once informers run */
+    /* A new leader's hand-over, touched only on the election thread
+     * (callbacks) but caught_up, which placement reads. */
+    atomic_int caught_up; /* 1 once the pods informer reached target_rv in this term */
+    char target_rv[64];   /* the pods' resourceVersion when this term began ("": not read yet) */
+    bool labelled;        /* the leader label's started callback succeeded in this term */
+    bool rv_warned;       /* a resourceVersion that is not a number was said once */
 };
 
 static struct kube_config *load_config(const struct options *o, char **err)
@@ -101,6 +112,107 @@ static int make_label(struct live *l, char **err)
     return l->label ? 0 : -1;
 }
 
+/* ---- a new leader catches up ------------------------------------------------ */
+
+/* The pods' resourceVersion now: a list of at most one pod, read from the
+ * API server's store (no resourceVersion given), says how far the cluster
+ * has got. 0, or -1 (the next renewal tries again). */
+static int read_pods_rv(struct live *l, char *out, size_t size)
+{
+    char *err = NULL;
+    struct kube_client *client = kube_client_new(l->kube, &err);
+    struct kube_response resp = {0};
+    int rc = -1;
+    if (client && kube_request(client, "GET", "/api/v1/pods?limit=1", NULL, NULL, 0, 3000, &resp) == 0 &&
+        resp.status == 200) {
+        cJSON *list = cJSON_Parse(resp.body);
+        const cJSON *meta = cJSON_GetObjectItemCaseSensitive(list, "metadata");
+        const cJSON *rv = cJSON_GetObjectItemCaseSensitive(meta, "resourceVersion");
+        if (cJSON_IsString(rv) && *rv->valuestring && strlen(rv->valuestring) < size) {
+            snprintf(out, size, "%s", rv->valuestring);
+            rc = 0;
+        }
+        cJSON_Delete(list);
+    }
+    if (rc != 0)
+        log_warn("leader: cannot read the pods' resourceVersion to catch up with (%s); trying again at the next "
+                 "renewal",
+                 err          ? err
+                 : resp.error ? resp.error
+                              : "not a list with metadata.resourceVersion");
+    free(err);
+    kube_response_free(&resp);
+    kube_client_free(client);
+    return rc;
+}
+
+static bool decimal_rv(const char *s, unsigned long long *v)
+{
+    char *end;
+    errno = 0;
+    *v = strtoull(s, &end, 10);
+    return *s >= '0' && *s <= '9' && !errno && *end == '\0';
+}
+
+/* Has the informer applied every change up to target? resourceVersions are
+ * opaque to clients, but every API server in use gives etcd revisions,
+ * which grow; one that is not a number cannot be compared and is taken as
+ * reached (said once). */
+static bool rv_reached(struct live *l, const char *have, const char *target)
+{
+    unsigned long long h, t;
+    if (decimal_rv(have, &h) && decimal_rv(target, &t))
+        return h >= t;
+    if (!l->rv_warned)
+        log_warn("leader: resourceVersions %s and %s are not numbers; deciding without waiting to catch up", have,
+                 target);
+    l->rv_warned = true;
+    return true;
+}
+
+/* The cache holds the cluster's pods as of this term's start? Decisions of
+ * the previous leader that the watch had not delivered yet would otherwise
+ * look like free GPUs. Non-zero: not yet (called again at the next renewal). */
+static int catch_up(struct live *l)
+{
+    if (!l->target_rv[0] && read_pods_rv(l, l->target_rv, sizeof(l->target_rv)) != 0)
+        return 1;
+    struct informer_status st;
+    informer_status(l->informers[1], &st);
+    if (!st.synced || !rv_reached(l, st.resource_version, l->target_rv)) {
+        log_info("leader: waiting for the pods informer to reach resourceVersion %s (at %s) before deciding",
+                 l->target_rv, st.resource_version[0] ? st.resource_version : "none");
+        return 1;
+    }
+    atomic_store(&l->caught_up, 1);
+    log_info("leader: the cache holds the pods as of resourceVersion %s; deciding", l->target_rv);
+    return 0;
+}
+
+static int on_started(void *ctx)
+{
+    struct live *l = ctx;
+    if (l->label && !l->labelled) {
+        const struct leader_callbacks *lc = leader_label_callbacks(l->label);
+        if (lc->started(lc->ctx) != 0)
+            return 1;
+        l->labelled = true;
+    }
+    return catch_up(l);
+}
+
+static void on_stopped(void *ctx)
+{
+    struct live *l = ctx;
+    atomic_store(&l->caught_up, 0);
+    l->target_rv[0] = '\0';
+    l->labelled = false;
+    if (l->label) {
+        const struct leader_callbacks *lc = leader_label_callbacks(l->label);
+        lc->stopped(lc->ctx);
+    }
+}
+
 static int start_leader(struct live *l, const struct options *o, char **err)
 {
     char host[64] = "unknown";
@@ -110,9 +222,29 @@ static int start_leader(struct live *l, const struct options *o, char **err)
     struct leader_config lc = {o->lease_namespace, o->lease_name, l->identity, 15000, 10000, 2000};
     if (make_label(l, err) != 0)
         return -1;
-    l->leader =
-        leader_start_with(l->kube, &lc, &l->app->is_leader, l->label ? leader_label_callbacks(l->label) : NULL, err);
+    struct leader_callbacks callbacks = {on_started, on_stopped, l};
+    l->leader = leader_start_with(l->kube, &lc, &l->app->is_leader, &callbacks, err);
     return l->leader ? 0 : -1;
+}
+
+/* The key from --decision-key-file, else a random one of this process. */
+static int load_key(struct live *l, const struct options *o, char **err)
+{
+    if (o->decision_key_file) {
+        if (decision_key_load(&l->key, o->decision_key_file, err) != 0)
+            return -1;
+        log_info("decisions are proven with the key of %s (gpu-admission.io/proof)", o->decision_key_file);
+    } else if (decision_key_random(&l->key) != 0) {
+        *err = strdup("cannot make a random decision key (the random source failed)");
+        return -1;
+    } else {
+        log_warn("no --decision-key-file: decisions are proven with a random key of this process, so decisions that "
+                 "other replicas (a previous leader) wrote are not honoured but fitted again; mount a Secret shared by "
+                 "the replicas and pass --decision-key-file");
+    }
+    cache_set_decision_key(&l->app->cache, &l->key);
+    placement_set_decision_key(&l->app->placement, &l->key);
+    return 0;
 }
 
 struct live *live_start(struct app *app, const struct options *o, char **err)
@@ -126,17 +258,20 @@ struct live *live_start(struct app *app, const struct options *o, char **err)
     if (!(l->kube = load_config(o, err)) || !(l->recorder = recorder_new(l->kube, err)))
         goto fail;
     log_info("following the cluster at %s (%s)", l->kube->server, l->kube->source);
+    if (load_key(l, o, err) != 0)
+        goto fail;
     placement_set_sink(&app->placement, recorder_sink(l->recorder));
     if (o->leader_elect) {
         atomic_store(&app->is_leader, 0);
-        placement_require_leader(&app->placement, &app->is_leader);
-        if (start_leader(l, o, err) != 0)
-            goto fail;
+        placement_require_leader(&app->placement, &app->is_leader, &l->caught_up);
     }
+    /* The informers first: a new leader's catching up reads the pods'. */
     if (make_informers(l, o) != 0) {
         *err = strdup("cannot start the informers (out of memory or threads)");
         goto fail;
     }
+    if (o->leader_elect && start_leader(l, o, err) != 0)
+        goto fail;
     if (o->hami.handshake == HAMI_HANDSHAKE_WRITE &&
         !(l->handshaker = hami_handshaker_start(l->kube, &app->cache, o->leader_elect ? &app->is_leader : NULL,
                                                 o->hami.handshake_interval_ns, err)))
@@ -158,8 +293,12 @@ void live_stop(struct live *l)
         informer_free(l->informers[i]);
         feed_free(l->feeds[i]);
     }
-    if (l->app)
+    if (l->app) {
         placement_set_sink(&l->app->placement, NULL);
+        placement_set_decision_key(&l->app->placement, NULL);
+        cache_set_decision_key(&l->app->cache, NULL);
+    }
+    OPENSSL_cleanse(&l->key, sizeof(l->key));
     recorder_free(l->recorder);
     kube_config_free(l->kube);
     free(l);

@@ -32,18 +32,40 @@ void placement_set_sink(struct placement *p, const struct decision_sink *sink)
     p->sink = sink;
 }
 
-void placement_require_leader(struct placement *p, const atomic_int *is_leader)
+void placement_require_leader(struct placement *p, const atomic_int *is_leader, const atomic_int *caught_up)
 {
     p->may_decide = is_leader;
+    p->caught_up = caught_up;
+}
+
+void placement_set_decision_key(struct placement *p, const struct decision_key *key)
+{
+    p->key = key;
 }
 
 static const char not_leader[] =
     "this replica is not the leader: it takes no decisions (the extender Service should select only the pod "
     "labelled gpu-admission.io/leader=true; retry)";
 
+static const char catching_up[] =
+    "this replica has just become the leader and is catching up with the API server's pods (its cache must hold "
+    "every decision its predecessor wrote before it decides); retry";
+
 static bool leading(const struct placement *p)
 {
     return !p->may_decide || atomic_load(p->may_decide);
+}
+
+/* Leading, and the cache has caught up with the cluster as of the Lease. */
+static bool current(const struct placement *p)
+{
+    return !p->caught_up || atomic_load(p->caught_up);
+}
+
+/* Why this replica may not decide now, or NULL. */
+static const char *not_deciding(const struct placement *p)
+{
+    return !leading(p) ? not_leader : !current(p) ? catching_up : NULL;
 }
 
 void placement_destroy(struct placement *p)
@@ -573,6 +595,13 @@ static int attach_hami(const struct node_state *n, struct pod_info *decided, con
     return rc;
 }
 
+/* The decision's proof (cluster/proof.h), so that this service and its
+ * successors know it for theirs; offline there is no key. 0 or -1. */
+static int sign(const struct placement *p, struct pod_info *decided)
+{
+    return p->key ? decision_sign(p->key, decided) : 0;
+}
+
 /* Fit the pod again on verdict `chosen` under the write lock (the watch and
  * other decisions may have changed the node since the snapshot; of two pods
  * racing for the last GPU only the first re-fit succeeds) and reserve the
@@ -613,7 +642,8 @@ static int commit(struct placement *p, const struct pod_info *pod, struct evalua
     } else if (record_gpus(ev, chosen, node, masks) == 0) {
         decision_indices(ev, chosen, idx, count);
         *decided_out = pod_info_with_decision(pod, chosen->name, clock_realtime_ns(), idx, count);
-        rc = *decided_out && attach_hami(node, *decided_out, hami_masks) == 0 && (*token = reserve(p, *decided_out))
+        rc = *decided_out && attach_hami(node, *decided_out, hami_masks) == 0 && sign(p, *decided_out) == 0 &&
+                     (*token = reserve(p, *decided_out))
                  ? 0
                  : -1;
     }
@@ -755,28 +785,9 @@ static char *not_decidable(const struct pod_info *pod)
     return why ? strbuf_format("pod %s %s", pod->key, why) : NULL;
 }
 
-/* The pod to decide for: what the request's copy asks for (with the
- * CustomResourceLimitation defaults in force now, as every evaluation uses),
- * as of the cluster's copy, which says whether and as what the pod exists
- * (UID, binding) and carries the resourceVersion the write is conditional
- * on. NULL on allocation failure. */
-static struct pod_info *request_as_of(const struct pod_info *request, const struct pod_info *cluster)
-{
-    struct pod_info *pod = pod_info_clone(request);
-    char *rv = pod && cluster->resource_version ? strdup(cluster->resource_version) : NULL;
-    if (pod && cluster->resource_version && !rv) {
-        pod_info_free(pod);
-        return NULL;
-    }
-    if (pod) {
-        free(pod->resource_version);
-        pod->resource_version = rv;
-    }
-    return pod;
-}
-
 /* Filter mode, with the pod entered in the in-flight set: look the pod up
- * (cache, else the API server), evaluate under the read lock, decide. */
+ * (cache, else the API server), evaluate its copy under the read lock,
+ * decide. */
 static int filter_decide(struct placement *p, const struct pod_info *request, struct evaluation *ev)
 {
     char *err = NULL;
@@ -792,16 +803,21 @@ static int filter_decide(struct placement *p, const struct pod_info *request, st
         pod_info_free(cluster);
         return answer_error(ev, why);
     }
-    struct pod_info *pod = request_as_of(request, cluster);
-    pod_info_free(cluster);
-    if (!pod)
-        return -1;
+    /* The pod decided for is the cluster's copy, amounts and all: the
+     * request's copy (anyone who reaches the port writes it) only names
+     * the pod (docs/security.md). */
+    struct pod_info *pod = cluster;
+    int pre = precheck(p, pod, ev);
+    if (pre != 0) {
+        pod_info_free(pod);
+        return pre < 0 ? -1 : 0;
+    }
     cache_read_lock(p->cache);
     int rc = evaluate_locked(p, pod, ev);
     cache_unlock(p->cache);
     /* Leadership may have been lost meanwhile. */
-    if (rc == 0 && !leading(p))
-        rc = answer_error(ev, strdup(not_leader));
+    if (rc == 0 && not_deciding(p))
+        rc = answer_error(ev, strdup(not_deciding(p) ? not_deciding(p) : not_leader));
     if (rc == 0 && !ev->error)
         rc = decide(p, pod, ev);
     pod_info_free(pod);
@@ -817,10 +833,11 @@ int placement_filter(struct placement *p, const struct pod_info *pod, const char
 int placement_filter_block(struct placement *p, const struct pod_info *pod, const char *const *names, size_t n,
                            const struct name_block *block, struct evaluation *ev)
 {
-    if (!leading(p)) {
+    const char *refused = not_deciding(p);
+    if (refused) {
         if (evaluation_start(ev, pod, names, n, block) != 0)
             return -1;
-        return answer_error(ev, strdup(not_leader));
+        return answer_error(ev, strdup(refused));
     }
     if (p->cfg.mode == PLACEMENT_BIND)
         return evaluate(p, pod, names, n, block, true, ev);
@@ -941,7 +958,7 @@ static struct pod_info *assume_on(struct placement *p, const struct pod_info *po
         *err = strbuf_format("node %s cannot take pod %s: %s", node, pod->key, quota);
     } else if (masks_to_minors(n, pod->ncontainers, masks, idx, count) != 0 ||
                !(decided = pod_info_with_decision(pod, node, clock_realtime_ns(), idx, count)) ||
-               attach_hami(n, decided, hami_masks) != 0 || !(*token = reserve(p, decided))) {
+               attach_hami(n, decided, hami_masks) != 0 || sign(p, decided) != 0 || !(*token = reserve(p, decided))) {
         pod_info_free(decided);
         decided = NULL;
         *err = strdup("out of memory");
@@ -1101,11 +1118,11 @@ int placement_bind(struct placement *p, const char *ns, const char *name, const 
         *err = strdup("out of memory");
         return -1;
     }
-    bool lead = leading(p);
-    int entered = lead ? inflight_enter(&p->inflight, key) : 0;
+    const char *refused = not_deciding(p);
+    int entered = !refused ? inflight_enter(&p->inflight, key) : 0;
     int rc = -1;
-    if (!lead)
-        *err = strdup(not_leader);
+    if (refused)
+        *err = strdup(refused);
     else if (entered == 0)
         *err = busy_message(key);
     else if (entered < 0)

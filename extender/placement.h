@@ -119,13 +119,21 @@ struct placement {
     struct inflight inflight;              /* pods with a decision in progress */
     const struct decision_sink *sink;      /* NULL offline; set before serving, cleared after */
     const atomic_int *may_decide;          /* with leader election: 1 only while leading; NULL = always */
+    const atomic_int *caught_up;           /* with leader election: 1 once the cache caught up with the Lease's time */
+    const struct decision_key *key;        /* live mode: signs decisions (cluster/proof.h); NULL offline */
     const struct admission_policy *policy; /* quota per node; NULL = none */
     struct name_memo memo;
 };
 
 /* Live mode: where decisions go, and the leadership flag that gates them. */
 void placement_set_sink(struct placement *p, const struct decision_sink *sink);
-void placement_require_leader(struct placement *p, const atomic_int *is_leader);
+/* caught_up (may be NULL): decisions also wait until it is 1, which live.c
+ * sets once a new leader's cache holds the cluster's pods as of when it
+ * took the Lease (docs/behaviour.md, "Decisions: proof, holding and
+ * hand-over"). */
+void placement_require_leader(struct placement *p, const atomic_int *is_leader, const atomic_int *caught_up);
+/* Live mode, before serving: the key that signs every decision. */
+void placement_set_decision_key(struct placement *p, const struct decision_key *key);
 
 /* One node's verdict. Thousands are walked several times per request
  * (judged, answered, counted), so it is kept to 48 bytes: offsets and

@@ -106,13 +106,36 @@ static int hami_part(cJSON *ann, const struct pod_info *d)
     return rc;
 }
 
+/* The decision's proof (cluster/proof.h); for a pod without vcuda shares
+ * also the tencent.com keys set to null: the reader takes those first, so
+ * ones its creator wrote would otherwise stand for the decision and leave
+ * it unproven. */
+static int proof_part(cJSON *ann, const struct pod_info *d)
+{
+    static const char *const tencent[] = {ANN_TENCENT_NODE, ANN_TENCENT_ASSIGNED, ANN_TENCENT_TIME};
+    if (d->decision.proof && !cJSON_AddStringToObject(ann, ANN_GQA_PROOF, d->decision.proof))
+        return -1;
+    if (uses_vcuda(d))
+        return 0;
+    for (size_t i = 0; i < sizeof(tencent) / sizeof(tencent[0]); i++)
+        if (!cJSON_AddNullToObject(ann, tencent[i]))
+            return -1;
+    for (int i = 0; i < d->ncontainers; i++) {
+        char key[96];
+        snprintf(key, sizeof(key), ANN_TENCENT_IDX_PREFIX "%d", i);
+        if (!cJSON_AddNullToObject(ann, key))
+            return -1;
+    }
+    return 0;
+}
+
 static char *patch_body(const struct pod_info *d, const char *resource_version)
 {
     cJSON *ann = cJSON_CreateObject();
     if (!ann ||
         decision_annotations(ann, d->decision.node, d->decision.time_ns, d->decision.nidx, d->decision.idx,
                              d->decision.idx_count, uses_vcuda(d)) != 0 ||
-        hami_part(ann, d) != 0) {
+        hami_part(ann, d) != 0 || proof_part(ann, d) != 0) {
         cJSON_Delete(ann);
         return NULL;
     }
@@ -122,8 +145,8 @@ static char *patch_body(const struct pod_info *d, const char *resource_version)
 /* Every decision key set to null: a merge patch then removes them. */
 static char *clear_body(const struct pod_info *pod)
 {
-    static const char *const keys[] = {ANN_TENCENT_NODE, ANN_TENCENT_ASSIGNED, ANN_TENCENT_TIME, ANN_GQA_NODE,
-                                       ANN_GQA_TIME};
+    static const char *const keys[] = {ANN_TENCENT_NODE, ANN_TENCENT_ASSIGNED, ANN_TENCENT_TIME,
+                                       ANN_GQA_NODE,     ANN_GQA_TIME,         ANN_GQA_PROOF};
     cJSON *ann = cJSON_CreateObject();
     bool ok = ann != NULL;
     for (size_t i = 0; ok && i < sizeof(keys) / sizeof(keys[0]); i++)

@@ -696,6 +696,7 @@ static void drop_reservation(struct pod_entry *e)
     pod_info_free(e->unreserved);
     e->unreserved = NULL;
     e->reservation = 0;
+    e->unconfirmed = false;
 }
 
 /* Does the update carry the reserved decision itself (its write landed)? */
@@ -801,11 +802,13 @@ uint64_t cache_reserve_pod_locked(struct cluster_cache *c, struct pod_info *deci
         before = e->unreserved;
         e->unreserved = NULL;
         e->reservation = 0;
+        e->unconfirmed = false;
     }
     uint64_t token = 0;
     if (cache_apply_pod_locked(c, decided, now) == 0 && (e = dict_get(&c->pods, key))) {
         token = e->reservation = e->applied_at;
         e->unreserved = before;
+        e->unconfirmed = false;
     } else if (!before) { /* out of memory: put back what was there */
         cache_delete_pod_locked(c, key);
     } else if (cache_apply_pod_locked(c, before, now) != 0) {
@@ -823,11 +826,21 @@ void cache_cancel_reservation(struct cluster_cache *c, const char *key, uint64_t
         struct pod_info *before = e->unreserved;
         e->unreserved = NULL;
         e->reservation = 0;
+        e->unconfirmed = false;
         if (!before)
             cache_delete_pod_locked(c, key);
         else if (cache_apply_pod_locked(c, before, clock_realtime_ns()) != 0)
             log_error("pod %s: could not take back an unwritten decision (out of memory)", key);
     }
+    cache_unlock(c);
+}
+
+void cache_reservation_unconfirmed(struct cluster_cache *c, const char *key, uint64_t token)
+{
+    cache_write_lock(c);
+    struct pod_entry *e = dict_get(&c->pods, key);
+    if (e && token && e->reservation == token)
+        e->unconfirmed = true;
     cache_unlock(c);
 }
 

@@ -94,6 +94,7 @@ struct pod_entry {
     uint64_t applied_at;                           /* cache generation when this pod's info was last applied */
     uint64_t reservation;                          /* a decision not yet written to the API server: its token */
     struct pod_info *unreserved;                   /* with a reservation: the pod without it (NULL: no entry) */
+    bool unconfirmed;                              /* the reservation's write got no answer: it may land yet */
     char *usage_key;                               /* quota usage this charge added to ("ns\x1fmodel"), or NULL */
     int64_t usage_cores;
     struct hami_pod_charge *hami_charge; /* the HAMi part of the charge, or NULL (hami_occupancy.h) */
@@ -208,6 +209,10 @@ uint64_t cache_reserve_pod_locked(struct cluster_cache *c, struct pod_info *deci
  * anyone else, or no entry). A token that no longer matches (the
  * reservation ended meanwhile) changes nothing. */
 void cache_cancel_reservation(struct cluster_cache *c, const char *key, uint64_t token);
+/* The write got no answer (takes the write lock): the reservation stays,
+ * marked unconfirmed, until the watch shows the write, the pod is decided
+ * again, or the ceiling. A token that no longer matches changes nothing. */
+void cache_reservation_unconfirmed(struct cluster_cache *c, const char *key, uint64_t token);
 
 /* Drop assumed charges older than the TTL. Cheap when none is due. */
 void cache_expire(struct cluster_cache *c, int64_t now_ns);

@@ -556,7 +556,9 @@ static ssize_t live_assumption(struct placement *p, const struct pod_info *pod, 
     ssize_t found = -1;
     cache_read_lock(p->cache);
     const struct pod_entry *e = own_entry(p->cache, pod);
-    if (e && e->node && !e->bound) {
+    /* An unconfirmed one (its write got no answer) is decided anew: the
+     * pod must carry the annotations it is bound with. */
+    if (e && e->node && !e->bound && !e->unconfirmed) {
         for (size_t i = 0; i < ev->count && found < 0; i++)
             if (ev->verdicts[i].fits && strcmp(ev->verdicts[i].name, e->node->name) == 0)
                 found = (ssize_t)i;
@@ -680,6 +682,24 @@ static void assign_others(struct evaluation *ev)
     }
 }
 
+/* No answer to the write: it may land yet (issue 22, item 8). Taking the
+ * reservation back would free GPUs a late write then gives the pod, so it
+ * stays, marked unconfirmed: the watch ends it when the write shows (a
+ * proven decision, charged as any), the pod's next attempt decides anew,
+ * and the ceiling ends it when neither comes. */
+static int maybe_written(struct placement *p, const struct pod_info *pod, struct evaluation *ev,
+                         const struct pod_info *decided, uint64_t token, char *err)
+{
+    cache_reservation_unconfirmed(p->cache, pod->key, token);
+    log_warn("pod %s on node %s: the decision's write got no answer (%s); its GPUs stay held in case it lands",
+             pod->key, decided->decision.node, err ? err : "unknown error");
+    ev->error = strbuf_format("recording the decision for pod %s (node %s) got no answer from the API server: %s; "
+                              "the decision may still land and its GPUs stay held; retry",
+                              pod->key, decided->decision.node, err ? err : "unknown error");
+    free(err);
+    return ev->error ? 1 : -1;
+}
+
 /* Live mode: the API server must hold the decision before the scheduler
  * hears about it. Written with no lock held; a failure takes back exactly
  * the reservation and is the request's Error: it is about the pod or the
@@ -688,8 +708,11 @@ static int record(struct placement *p, const struct pod_info *pod, struct evalua
                   const struct pod_info *decided, uint64_t token)
 {
     char *err = NULL;
-    if (!p->sink || p->sink->record(p->sink->ctx, decided, &err) == 0)
+    int rc = p->sink ? p->sink->record(p->sink->ctx, decided, &err) : 0;
+    if (rc == 0)
         return 0;
+    if (rc == DECISION_MAYBE_WRITTEN)
+        return maybe_written(p, pod, ev, decided, token, err);
     cache_cancel_reservation(p->cache, pod->key, token);
     log_warn("pod %s on node %s: recording the decision failed: %s", pod->key, decided->decision.node,
              err ? err : "unknown error");

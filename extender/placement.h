@@ -62,8 +62,12 @@ struct placement_config {
 /* Where decisions go besides the cache. Offline there is none: the cache
  * alone holds them. Live, the API server gets the annotations (and, in bind
  * mode, the Binding). Each function returns 0, or -1 with *err malloc'd. */
+#define DECISION_MAYBE_WRITTEN 2
+
 struct decision_sink {
-    /* Patch the decision annotations carried by `decided` onto the pod. */
+    /* Patch the decision annotations carried by `decided` onto the pod.
+     * DECISION_MAYBE_WRITTEN (with *err) when no answer came (a timeout, a
+     * cut connection): the write may still land. */
     int (*record)(void *ctx, const struct pod_info *decided, char **err);
     /* Take them off again (a later step failed). */
     int (*clear)(void *ctx, const struct pod_info *pod, char **err);

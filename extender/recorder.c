@@ -208,7 +208,7 @@ static int patch_pod(struct kube_client *client, const struct pod_info *pod, con
         set_err(err, "out of memory");
     else if (kube_request(client, "PATCH", path, "application/merge-patch+json", body, strlen(body),
                           RECORDER_TIMEOUT_MS, &resp) != 0)
-        set_err(err, resp.error);
+        rc = (set_err(err, resp.error), DECISION_MAYBE_WRITTEN); /* no answer: it may land yet */
     else
         rc = resp.status == 200 ? 0 : resp.status == 409 ? 1 : (set_err(err, resp.error), -1);
     free(path);
@@ -241,7 +241,7 @@ static int record(void *ctx, const struct pod_info *decided, char **err)
         set_err(err, "the pod kept changing (409 Conflict on every attempt)");
     give_client(r, client);
     free(rv);
-    return rc == 0 ? 0 : -1;
+    return rc == 0 || rc == DECISION_MAYBE_WRITTEN ? rc : -1;
 }
 
 static int clear(void *ctx, const struct pod_info *pod, char **err)

@@ -741,13 +741,32 @@ static void warn_hami_in_filter_mode(const struct placement *p, const struct pod
                  decided->key);
 }
 
+static void clear_decision(struct placement *p, const struct pod_info *pod);
+
+/* The pod's next attempt found no node for it: a decision it still holds
+ * from an earlier attempt is given up (its GPUs are free once the watch
+ * shows the annotations gone), not kept to the ceiling. */
+static void release_held(struct placement *p, const struct pod_info *pod)
+{
+    cache_read_lock(p->cache);
+    const struct pod_entry *e = own_entry(p->cache, pod);
+    bool held = e && e->node && !e->bound;
+    cache_unlock(p->cache);
+    if (held && p->sink) {
+        log_info("pod %s fits none of the nodes of its new attempt: its earlier decision is released", pod->key);
+        clear_decision(p, pod);
+    }
+}
+
 static int decide(struct placement *p, const struct pod_info *pod, struct evaluation *ev)
 {
     ev->chosen = live_assumption(p, pod, ev);
     while (ev->chosen < 0) {
         ssize_t best = best_fitting(ev);
-        if (best < 0)
+        if (best < 0) {
+            release_held(p, pod);
             return 0;
+        }
         struct pod_info *decided = NULL;
         uint64_t token = 0;
         int rc = commit(p, pod, ev, &ev->verdicts[best], &decided, &token);

@@ -215,6 +215,13 @@ def test_decision_outlives_permit_wait(s):
             s.require(g.wait_until(lambda: gpu_cores(srv, "n1") == 0, SETTLE_S), "n1's GPU is free", srv.cores())
             res = filter_on(s, srv, c, "other", ["n1"])
             s.check_eq(placed(res), ["n1"], "so another pod gets n1", res)
+            # An attempt that fits nowhere (n1 is taken now) releases what
+            # the member held on n2.
+            res = filter_on(s, srv, c, "member", ["n1"])
+            s.check_eq(placed(res), [], "the member's next attempt fits nowhere", res)
+            s.check("gpu-admission.io/node" not in c.annotations("member"), "its decision is taken off the pod",
+                    c.annotations("member"))
+            s.check(g.wait_until(lambda: gpu_cores(srv, "n2") == 0, SETTLE_S), "n2's GPU is free again", srv.cores())
 
 
 # ---------------------------------------------------------------------------

@@ -253,13 +253,12 @@ def test_new_leader_catches_up(s):
             s.require(g.wait_until(lambda: leader_gauge(srv["a"]) == 1, 30), "replica a leads")
             srv["b"].start()
             s.require(seen(srv["a"], c) and seen(srv["b"], c), "both replicas hold the pods")
+            # b must not see p's decision before it leads.
+            c.sim.hold_watches("pods")
             res = g.wait_until(lambda: (lambda r: r if placed(r) else None)(filter_on(s, srv["a"], c, "p", ["n1"])),
                                SETTLE_S)
-            # (the filter above ran with watches open; now hold them so that
-            # b does not see p's decision before it leads)
             s.require(res and placed(res) == ["n1"], "the leader decides p onto n1", res)
-            c.sim.hold_watches("pods")
-            c.patch_pod("p", {"metadata": {"labels": {"after": "decision"}}})
+            s.require(c.annotations("p").get("gpu-admission.io/node") == "n1", "the API server holds p's decision")
             srv["a"].signal(signal.SIGKILL)
             srv["a"].wait_exit()
             t0 = time.monotonic()

@@ -230,7 +230,10 @@ static int start_leader(struct live *l, const struct options *o, char **err)
 /* The key from --decision-key-file, else a random one of this process. */
 static int load_key(struct live *l, const struct options *o, char **err)
 {
-    if (o->decision_key_file) {
+    /* The manifests mount the Secret as optional: a file that is not there
+     * (the Secret was never created) is said loudly, not fatal. */
+    bool absent = o->decision_key_file && access(o->decision_key_file, F_OK) != 0 && errno == ENOENT;
+    if (o->decision_key_file && !absent) {
         if (decision_key_load(&l->key, o->decision_key_file, err) != 0)
             return -1;
         log_info("decisions are proven with the key of %s (gpu-admission.io/proof)", o->decision_key_file);
@@ -238,9 +241,13 @@ static int load_key(struct live *l, const struct options *o, char **err)
         *err = strdup("cannot make a random decision key (the random source failed)");
         return -1;
     } else {
-        log_warn("no --decision-key-file: decisions are proven with a random key of this process, so decisions that "
-                 "other replicas (a previous leader) wrote are not honoured but fitted again; mount a Secret shared by "
-                 "the replicas and pass --decision-key-file");
+        log_warn("%s%s: decisions are proven with a random key of this process, so the pending decisions other "
+                 "replicas (a previous leader) wrote are not honoured but fitted again, and a pod the previous leader "
+                 "decided may then share a GPU with one decided here; create the Secret the replicas share "
+                 "(kubectl -n kube-system create secret generic gpu-quota-admission-decision-key "
+                 "--from-literal=key=\"$(openssl rand -hex 32)\") and pass --decision-key-file",
+                 absent ? "the decision key file is not there: " : "no --decision-key-file",
+                 absent ? o->decision_key_file : "");
     }
     cache_set_decision_key(&l->app->cache, &l->key);
     placement_set_decision_key(&l->app->placement, &l->key);

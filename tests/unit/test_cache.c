@@ -823,6 +823,27 @@ static void test_unproven_decisions_hold_nothing(void **state)
     cache_set_decision_key(c, NULL);
 }
 
+/* HAMi's own decision keys (hami.io/vgpu-node, vgpu-time in seconds) far
+ * ahead: held at most the ceiling without a key, nothing with one. */
+static void test_hami_time_far_ahead(void **state)
+{
+    struct cluster_cache *c = *state;
+    add_node(c, "{'metadata':{'name':'v'},'status':{'allocatable':{'nvidia.com/gpu':'2'}}}");
+    int64_t now = clock_realtime_ns();
+    const char *ann = "'hami.io/vgpu-node':'v','hami.io/vgpu-time':'9000000000'"; /* year 2255 */
+    pod(c, "h", NULL, ann, "{'nvidia.com/gpu':'1'}", "Pending", now);
+    const struct pod_entry *e = cache_find_pod(c, "t/h");
+    assert_non_null(e->node);
+    assert_int_equal(e->expires_ns, now + c->cfg.assume_ttl_ns);
+    struct decision_key key;
+    assert_int_equal(decision_key_random(&key), 0);
+    cache_set_decision_key(c, &key);
+    pod(c, "h", NULL, ann, "{'nvidia.com/gpu':'1'}", "Pending", now);
+    assert_null(cache_find_pod(c, "t/h")->node);
+    expect_idle(c, "v");
+    cache_set_decision_key(c, NULL);
+}
+
 /* A reservation survives an update that carries an earlier decision (a
  * label, a condition, while the write is in flight) and ends with the
  * update that carries it (issue 22, item 4). */
@@ -905,6 +926,7 @@ int main(void)
         T(test_decision_time_saturates),
         T(test_unproven_decisions_hold_nothing),
         T(test_reservation_kept_over_earlier_decision),
+        T(test_hami_time_far_ahead),
         T(test_relist_skips_bad_items),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

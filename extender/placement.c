@@ -849,6 +849,7 @@ static int filter_decide(struct placement *p, const struct pod_info *request, st
      * request's copy (anyone who reaches the port writes it) only names
      * the pod (docs/security.md). */
     struct pod_info *pod = cluster;
+    ev->ncontainers = pod->ncontainers; /* GPU lists follow this copy's containers, not the request's */
     int pre = precheck(p, pod, ev);
     if (pre != 0) {
         pod_info_free(pod);

@@ -132,6 +132,26 @@ def test_request_body_cannot_shrink_the_pod(s):
             res = filter_on(s, srv, c, "small", ["n1"])
             s.check_eq(placed(res), [], "a 90-core pod finds no room on the GPU", res)
             c.sim.release_watches()
+            # A body with more GPU containers than the pod has, and one with
+            # none: the pod's own containers are what is decided.
+            c.create_pod(g.pod("one", g.vcuda(10, 4)))
+            s.require(seen(srv, c), "the watch delivered the pod")
+            many = c.get_pod("one")
+            many["spec"]["containers"] = [{"name": "c%d" % i, "resources": {"limits": g.vcuda(1, 1)}}
+                                          for i in range(5)]
+            res = srv.filter(many, ["n1"])
+            s.check_eq((placed(res), res.get("Error") or ""), ([], ""), "no room for the pod's own 10 cores", res)
+            c.delete_pod("small")
+            c.delete_pod("big")
+            s.require(g.wait_until(lambda: gpu_cores(srv, "n1") == 0, SETTLE_S), "n1 is free", srv.cores())
+            res = srv.filter(many, ["n1"])
+            s.check_eq(placed(res), ["n1"], "the pod is placed", res)
+            ann = c.annotations("one")
+            s.check_eq(sorted(k for k in ann if "gpu-idx" in k),
+                       ["gpu-admission.io/gpu-idx-0", "tencent.com/predicate-gpu-idx-0"],
+                       "index annotations for its one container only", ann)
+            s.check(g.wait_until(lambda: gpu_cores(srv, "n1") == 10, SETTLE_S), "charged its own 10 cores",
+                    srv.cores())
 
 
 # ---------------------------------------------------------------------------

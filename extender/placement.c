@@ -859,8 +859,9 @@ static int filter_decide(struct placement *p, const struct pod_info *request, st
     int rc = evaluate_locked(p, pod, ev);
     cache_unlock(p->cache);
     /* Leadership may have been lost meanwhile. */
-    if (rc == 0 && not_deciding(p))
-        rc = answer_error(ev, strdup(not_deciding(p) ? not_deciding(p) : not_leader));
+    const char *lost = rc == 0 ? not_deciding(p) : NULL;
+    if (lost)
+        rc = answer_error(ev, strdup(lost));
     if (rc == 0 && !ev->error)
         rc = decide(p, pod, ev);
     pod_info_free(pod);

@@ -15,8 +15,8 @@
  *   2. the pod is looked up by UID: the cache's copy, else the API server's
  *      (podlookup.h), which is fed to the cache; that copy decides whether
  *      the pod may be decided (exists, unbound) and gives the write its
- *      resourceVersion precondition; a filter's GPU request is still the
- *      request's copy (with the CRL defaults in force now);
+ *      resourceVersion precondition, and its GPU request is what is decided
+ *      (the request's copy only names the pod: docs/security.md);
  *   3. every node is evaluated under the cache's read lock;
  *   4. under the write lock the pod is fitted again on the chosen node and
  *      the GPUs are reserved (cache_reserve_pod_locked): of two pods racing

@@ -510,7 +510,7 @@ static void say_unproven(struct cluster_cache *c, struct pod_entry *e, int64_t n
         c->unproven_quiet++;
         return;
     }
-    log_warn("pod %s carries a decision for node %s that this service cannot prove it made (no valid %s): it "
+    log_warn("pod %s carries a decision for node %.253s that this service cannot prove it made (no valid %s): it "
              "holds no GPU, and the pod is fitted again when it is scheduled",
              e->info->key, e->info->decision.node, ANN_GQA_PROOF);
 }

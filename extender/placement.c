@@ -547,6 +547,21 @@ static ssize_t best_fitting(const struct evaluation *ev)
     return best;
 }
 
+/* Does a charged assumption still stand on its own GPUs? A decision that
+ * landed after its write was reported failed (a client timeout) may have
+ * been charged over GPUs given to another pod meanwhile: such an
+ * assumption is fitted again, never honoured. Under the cache lock. */
+static bool assumption_sound(const struct pod_entry *e)
+{
+    const struct node_state *n = e->node;
+    for (int i = 0; i < e->nslots; i++) {
+        const struct gpu_state *g = &n->gpus[e->slots[i].slot];
+        if (g->core_used > 100 || g->vmem_used > g->vmem_total || g->mmem_used > g->mmem_total)
+            return false;
+    }
+    return true;
+}
+
 /* A live assumption on a node the scheduler still offers is answered again
  * as it was: kube-scheduler may call filter more than once for one pod.
  * Only this pod's own (same UID): a previous pod of the same name has no
@@ -558,7 +573,7 @@ static ssize_t live_assumption(struct placement *p, const struct pod_info *pod, 
     const struct pod_entry *e = own_entry(p->cache, pod);
     /* An unconfirmed one (its write got no answer) is decided anew: the
      * pod must carry the annotations it is bound with. */
-    if (e && e->node && !e->bound && !e->unconfirmed) {
+    if (e && e->node && !e->bound && !e->unconfirmed && assumption_sound(e)) {
         for (size_t i = 0; i < ev->count && found < 0; i++)
             if (ev->verdicts[i].fits && strcmp(ev->verdicts[i].name, e->node->name) == 0)
                 found = (ssize_t)i;
@@ -1024,7 +1039,7 @@ static bool assumed_on(struct placement *p, const struct pod_info *pod, const ch
 {
     cache_read_lock(p->cache);
     const struct pod_entry *e = own_entry(p->cache, pod);
-    bool here = e && e->node && !e->bound && strcmp(e->node->name, node) == 0;
+    bool here = e && e->node && !e->bound && strcmp(e->node->name, node) == 0 && assumption_sound(e);
     cache_unlock(p->cache);
     return here;
 }

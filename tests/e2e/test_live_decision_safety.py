@@ -15,7 +15,8 @@ and the late PATCH of item 8), against the API simulator's faults.
   6. a new leader decides only once its cache caught up with the API server
      as of the Lease (watches held, the old leader SIGKILLed);
   8. a decision PATCH that times out on the client but lands later is
-     charged when the watch shows it.
+     charged when the watch shows it, and never honoured over a pod that
+     got its GPU meanwhile (bind mode).
 
 Standalone: python3 test_live_decision_safety.py --binary PATH --source-dir REPO
 """
@@ -327,6 +328,33 @@ def test_late_patch_is_charged(s):
             s.check_eq(placed(res), [], "q finds no room", res)
             res = filter_on(s, srv, c, "p", ["n1"])
             s.check_eq(placed(res), ["n1"], "p's retry is answered with its own decision", res)
+
+
+@suite.test
+def test_late_patch_bind_mode(s):
+    """Bind mode: p's decision PATCH gets no answer (the bind fails) and q is
+    bound to the GPU meanwhile; when p's write lands late it is charged, but
+    p's next bind must not honour it over q: fitted again, refused."""
+    with g.Cluster(s) as c:
+        c.add_node(one_gpu_node("n1"))
+        c.create_pod(g.pod("p", WHOLE))
+        c.create_pod(g.pod("q", WHOLE))
+        with g.LiveServer(s, c.kubeconfig(), key_flags(s) + ["--placement", "bind"]) as srv:
+            s.require(seen(srv, c), "the watch delivered the pods")
+
+            def bind(name):
+                return srv.post_json("/scheduler/bind", {"PodName": name, "PodNamespace": "default",
+                                                         "PodUID": c.get_pod(name)["metadata"]["uid"], "Node": "n1"})
+            c.sim.delay(4000, count=1, method="PATCH", path="/pods/p$")
+            s.require(bind("p").get("Error"), "p's bind fails: its write got no answer")
+            b = bind("q")
+            s.require(not b.get("Error"), "q is bound to the GPU", b)
+            s.require(g.wait_until(lambda: c.annotations("p").get("gpu-admission.io/node") == "n1", SETTLE_S),
+                      "p's write landed late", c.annotations("p"))
+            s.require(seen(srv, c), "the watch delivered it")
+            b = bind("p")
+            s.check("cannot take pod" in (b.get("Error") or ""), "p's next bind fits it again and refuses it", b)
+            s.check(not c.get_pod("p")["spec"].get("nodeName"), "p is not bound over q")
 
 
 if __name__ == "__main__":

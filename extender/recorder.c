@@ -106,24 +106,32 @@ static int hami_part(cJSON *ann, const struct pod_info *d)
     return rc;
 }
 
-/* The decision's proof (cluster/proof.h); for a pod without vcuda shares
- * also the tencent.com keys set to null: the reader takes those first, so
- * ones its creator wrote would otherwise stand for the decision and leave
- * it unproven. */
+static int null_key(cJSON *ann, const char *prefix, int i)
+{
+    char key[96];
+    snprintf(key, sizeof(key), "%s%d", prefix, i);
+    return cJSON_AddNullToObject(ann, key) ? 0 : -1;
+}
+
+/* The decision's proof (cluster/proof.h), and null for every decision key
+ * the decision does not write (the tencent.com ones of a pod without vcuda
+ * shares, the index keys of containers without GPUs): the reader would
+ * take ones the pod's creator wrote for part of the decision, and the
+ * decision would then be unproven and hold nothing. */
 static int proof_part(cJSON *ann, const struct pod_info *d)
 {
     static const char *const tencent[] = {ANN_TENCENT_NODE, ANN_TENCENT_ASSIGNED, ANN_TENCENT_TIME};
+    bool vcuda = uses_vcuda(d);
     if (d->decision.proof && !cJSON_AddStringToObject(ann, ANN_GQA_PROOF, d->decision.proof))
         return -1;
-    if (uses_vcuda(d))
-        return 0;
-    for (size_t i = 0; i < sizeof(tencent) / sizeof(tencent[0]); i++)
+    for (size_t i = 0; !vcuda && i < sizeof(tencent) / sizeof(tencent[0]); i++)
         if (!cJSON_AddNullToObject(ann, tencent[i]))
             return -1;
     for (int i = 0; i < d->ncontainers; i++) {
-        char key[96];
-        snprintf(key, sizeof(key), ANN_TENCENT_IDX_PREFIX "%d", i);
-        if (!cJSON_AddNullToObject(ann, key))
+        bool written = d->decision.idx && i < d->decision.nidx && d->decision.idx[i];
+        if ((!vcuda || !written) && null_key(ann, ANN_TENCENT_IDX_PREFIX, i) != 0)
+            return -1;
+        if (!written && null_key(ann, ANN_GQA_IDX_PREFIX, i) != 0)
             return -1;
     }
     return 0;

@@ -92,6 +92,35 @@ def test_forged_decision_is_fitted_again(s):
 
 
 @suite.test
+def test_forged_keys_beside_a_real_decision(s):
+    """A pod's creator adds decision keys the decision itself does not
+    write (an index for a container without GPUs, tencent.com keys on an MPS
+    pod): the decision written over them clears them, so it reads back
+    proven and keeps holding its GPU."""
+    with g.Cluster(s) as c:
+        c.add_node(one_gpu_node("n1"))
+        c.add_node(g.node("m1", g.mps(100, 32)))
+        c.create_pod(g.pod("two", [("gpu", WHOLE), ("sidecar", {"cpu": "100m"})],
+                           annotations={"gpu-admission.io/gpu-idx-1": "0", "tencent.com/predicate-gpu-idx-1": "0"}))
+        c.create_pod(g.pod("mps", g.mps(50, 8), annotations={"tencent.com/predicate-node": "elsewhere",
+                                                             "tencent.com/predicate-time": str(time.time_ns())}))
+        with g.LiveServer(s, c.kubeconfig(), key_flags(s)) as srv:
+            s.require(seen(srv, c), "the watch delivered the pods")
+            for name, node in (("two", "n1"), ("mps", "m1")):
+                res = filter_on(s, srv, c, name, [node])
+                s.require(placed(res) == [node], "%s is placed on %s" % (name, node), res)
+            ann = c.annotations("two")
+            s.check(not any(k.endswith("-idx-1") for k in ann), "the sidecar's forged index keys are gone", ann)
+            s.check(not any(k.startswith("tencent.com/") for k in c.annotations("mps")),
+                    "the MPS pod's forged tencent.com keys are gone", c.annotations("mps"))
+            s.require(seen(srv, c), "the watch delivered both decisions")
+            s.check_eq(gpu_cores(srv, "n1"), 100, "the two-container pod's decision still holds its GPU")
+            s.check_eq(gpu_cores(srv, "m1"), 50, "the MPS pod's decision still holds its share")
+            s.check(not [ln for ln in srv.stderr().splitlines() if "cannot prove" in ln and "default/two" in ln],
+                    "the two-container pod's decision reads back proven", g.tail(srv.stderr()))
+
+
+@suite.test
 def test_forged_decision_bind_mode(s):
     """Bind mode: bind of a pod whose forged annotations name a taken GPU is
     fitted again and refused, nothing bound."""

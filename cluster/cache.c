@@ -715,31 +715,72 @@ static bool carries_decision(const struct pod_info *pod, const struct pod_decisi
  * as one without, and so is any other decision (the write in flight
  * settles it: it lands, or fails and is cancelled). Returns the pod to
  * apply (pod, or the merged copy). */
-static struct pod_info *keep_reservation(struct pod_entry *old, struct pod_info *pod)
+/* pod with the decision (and its proof and HAMi devices) of old's, or NULL
+ * when memory ran out. */
+static struct pod_info *with_decision_of(const struct pod_entry *old, const struct pod_info *pod)
 {
     const struct pod_decision *d = &old->info->decision;
-    bool unaware = same_uid(old->info, pod) && !pod->node_name && !pod->terminal && !carries_decision(pod, d);
-    struct pod_info *merged = unaware ? pod_info_with_decision(pod, d->node, d->time_ns, d->idx, d->idx_count) : NULL;
+    struct pod_info *merged = pod_info_with_decision(pod, d->node, d->time_ns, d->idx, d->idx_count);
     if (merged && d->proof && !(merged->decision.proof = strdup(d->proof))) {
         pod_info_free(merged);
         merged = NULL;
     }
-    /* ... and the HAMi devices the decision chose. */
     if (merged && merged->hami && old->info->hami && hami_pod_keep_alloc(merged->hami, old->info->hami) != 0) {
         pod_info_free(merged);
         merged = NULL;
     }
+    if (merged)
+        merged->decision.assigned = d->assigned;
+    return merged;
+}
+
+static struct pod_info *keep_reservation(struct pod_entry *old, struct pod_info *pod)
+{
+    const struct pod_decision *d = &old->info->decision;
+    bool unaware = same_uid(old->info, pod) && !pod->node_name && !pod->terminal && !carries_decision(pod, d);
+    struct pod_info *merged = unaware ? with_decision_of(old, pod) : NULL;
     if (!merged) {
         drop_reservation(old);
         return pod;
     }
-    merged->decision.assigned = d->assigned;
     pod_info_free(old->unreserved);
     old->unreserved = pod;
     return merged;
 }
 
-int cache_apply_pod_locked(struct cluster_cache *c, struct pod_info *pod, int64_t now)
+/* A proven decision the cache holds (charged, unbound) is not given up by an
+ * update that drops or alters it without a proof of its own (the pod's
+ * creator editing its annotations before the binding): only a new proven
+ * decision, another UID, a binding, the pod's end, its deletion, the
+ * ceiling or this service's own release (cache_release_hold) end it. */
+static bool keeps_hold(const struct cluster_cache *c, const struct pod_entry *old, const struct pod_info *pod)
+{
+    if (!c->cfg.decision_key || !old->node || old->bound || old->reservation)
+        return false;
+    if (!same_uid(old->info, pod) || pod->node_name || pod->terminal)
+        return false;
+    if (old->released_ns && old->released_ns == old->info->decision.time_ns)
+        return false;
+    return !(pod->decision.node && decision_proven(c->cfg.decision_key, pod));
+}
+
+static struct pod_info *keep_hold(struct cluster_cache *c, struct pod_entry *old, struct pod_info *pod)
+{
+    if (!keeps_hold(c, old, pod))
+        return pod;
+    struct pod_info *merged = with_decision_of(old, pod);
+    if (!merged)
+        return pod; /* out of memory: the update as it is */
+    log_warn("pod %s: an update took its decision for node %.253s off or changed it without a proof; the decision "
+             "keeps its GPUs until the pod is bound, deleted or decided again",
+             old->info->key, old->info->decision.node);
+    pod_info_free(pod);
+    return merged;
+}
+
+/* Apply pod; keep: an update from the cluster (reservations and holds are
+ * kept over it), else the cache's own undo of a reservation. */
+static int apply_pod(struct cluster_cache *c, struct pod_info *pod, int64_t now, bool keep)
 {
     struct pod_entry *fresh = calloc(1, sizeof(*fresh));
     if (!fresh) {
@@ -749,6 +790,8 @@ int cache_apply_pod_locked(struct cluster_cache *c, struct pod_info *pod, int64_
     struct pod_entry *old = dict_get(&c->pods, pod->key);
     if (old && old->reservation)
         pod = keep_reservation(old, pod);
+    else if (old && keep)
+        pod = keep_hold(c, old, pod);
     fresh->info = pod;
     int rc = 0;
     if (old) {
@@ -768,6 +811,11 @@ int cache_apply_pod_locked(struct cluster_cache *c, struct pod_info *pod, int64_
         pod_entry_free(fresh);
     }
     return rc;
+}
+
+int cache_apply_pod_locked(struct cluster_cache *c, struct pod_info *pod, int64_t now)
+{
+    return apply_pod(c, pod, now, true);
 }
 
 void cache_delete_pod_locked(struct cluster_cache *c, const char *key)
@@ -811,7 +859,7 @@ uint64_t cache_reserve_pod_locked(struct cluster_cache *c, struct pod_info *deci
         e->unconfirmed = false;
     } else if (!before) { /* out of memory: put back what was there */
         cache_delete_pod_locked(c, key);
-    } else if (cache_apply_pod_locked(c, before, now) != 0) {
+    } else if (apply_pod(c, before, now, false) != 0) {
         log_error("pod %s: could not restore its cache entry (out of memory)", key);
     }
     free(key);
@@ -829,9 +877,18 @@ void cache_cancel_reservation(struct cluster_cache *c, const char *key, uint64_t
         e->unconfirmed = false;
         if (!before)
             cache_delete_pod_locked(c, key);
-        else if (cache_apply_pod_locked(c, before, clock_realtime_ns()) != 0)
+        else if (apply_pod(c, before, clock_realtime_ns(), false) != 0)
             log_error("pod %s: could not take back an unwritten decision (out of memory)", key);
     }
+    cache_unlock(c);
+}
+
+void cache_release_hold(struct cluster_cache *c, const char *key)
+{
+    cache_write_lock(c);
+    struct pod_entry *e = dict_get(&c->pods, key);
+    if (e && e->info->decision.node)
+        e->released_ns = e->info->decision.time_ns;
     cache_unlock(c);
 }
 

@@ -95,7 +95,8 @@ struct pod_entry {
     uint64_t reservation;                          /* a decision not yet written to the API server: its token */
     struct pod_info *unreserved;                   /* with a reservation: the pod without it (NULL: no entry) */
     bool unconfirmed;                              /* the reservation's write got no answer: it may land yet */
-    char *usage_key;                               /* quota usage this charge added to ("ns\x1fmodel"), or NULL */
+    int64_t released_ns; /* the time of the decision this service is taking off (cache_release_hold), or 0 */
+    char *usage_key;     /* quota usage this charge added to ("ns\x1fmodel"), or NULL */
     int64_t usage_cores;
     struct hami_pod_charge *hami_charge; /* the HAMi part of the charge, or NULL (hami_occupancy.h) */
 };
@@ -209,6 +210,11 @@ uint64_t cache_reserve_pod_locked(struct cluster_cache *c, struct pod_info *deci
  * anyone else, or no entry). A token that no longer matches (the
  * reservation ended meanwhile) changes nothing. */
 void cache_cancel_reservation(struct cluster_cache *c, const char *key, uint64_t token);
+/* This service is taking the pod's decision off (takes the write lock): the
+ * update that shows it gone ends the hold, which otherwise outlives an
+ * update that drops or alters a proven decision without a proof of its own
+ * (docs/security.md, "Who can influence a decision"). */
+void cache_release_hold(struct cluster_cache *c, const char *key);
 /* The write got no answer (takes the write lock): the reservation stays,
  * marked unconfirmed, until the watch shows the write, the pod is decided
  * again, or the ceiling. A token that no longer matches changes nothing. */

@@ -1061,6 +1061,7 @@ static int mark_bound(struct placement *p, const struct pod_info *pod, const cha
 static void clear_decision(struct placement *p, const struct pod_info *pod)
 {
     char *why = NULL;
+    cache_release_hold(p->cache, pod->key); /* the update showing it gone ends the hold */
     if (p->sink->clear(p->sink->ctx, pod, &why) != 0)
         log_error("pod %s: could not remove the decision annotations: %s", pod->key, why ? why : "unknown error");
     free(why);

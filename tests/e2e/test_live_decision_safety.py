@@ -121,6 +121,30 @@ def test_forged_keys_beside_a_real_decision(s):
 
 
 @suite.test
+def test_creator_cannot_drop_a_hold(s):
+    """After p's decision is written, its creator edits the annotations
+    (another GPU, then no decision at all) before kube-scheduler binds it:
+    p keeps holding its GPU, so q finds none."""
+    with g.Cluster(s) as c:
+        c.add_node(one_gpu_node("n1"))
+        c.create_pod(g.pod("p", WHOLE))
+        c.create_pod(g.pod("q", WHOLE))
+        with g.LiveServer(s, c.kubeconfig(), key_flags(s)) as srv:
+            s.require(seen(srv, c), "the watch delivered the pods")
+            s.require(placed(filter_on(s, srv, c, "p", ["n1"])) == ["n1"], "p is decided onto n1")
+            s.require(seen(srv, c), "the watch delivered p's decision")
+            for edit in ({"gpu-admission.io/gpu-idx-0": "1", "tencent.com/predicate-gpu-idx-0": "1"},
+                         {k: None for k in c.annotations("p") if k.startswith(("gpu-admission.io/", "tencent.com/"))}):
+                c.patch_pod("p", {"metadata": {"annotations": edit}})
+                s.require(seen(srv, c), "the edit reached the cache")
+                s.check_eq(gpu_cores(srv, "n1"), 100, "p still holds n1's GPU after its creator's edit %r" % edit)
+                res = filter_on(s, srv, c, "q", ["n1"])
+                s.check_eq(placed(res), [], "q finds no room", res)
+            s.check("took its decision for node n1 off or changed it" in srv.stderr(), "the log says so",
+                    g.tail(srv.stderr()))
+
+
+@suite.test
 def test_forged_decision_bind_mode(s):
     """Bind mode: bind of a pod whose forged annotations name a taken GPU is
     fitted again and refused, nothing bound."""
@@ -374,12 +398,15 @@ def test_late_patch_bind_mode(s):
             def bind(name):
                 return srv.post_json("/scheduler/bind", {"PodName": name, "PodNamespace": "default",
                                                          "PodUID": c.get_pod(name)["metadata"]["uid"], "Node": "n1"})
+            # Watches held: the cache learns of p's late write only after q's bind.
+            c.sim.hold_watches("pods")
             c.sim.delay(4000, count=1, method="PATCH", path="/pods/p$")
             s.require(bind("p").get("Error"), "p's bind fails: its write got no answer")
             b = bind("q")
-            s.require(not b.get("Error"), "q is bound to the GPU", b)
+            s.require(not b.get("Error"), "q is bound to the GPU", (b, g.tail(srv.stderr())))
             s.require(g.wait_until(lambda: c.annotations("p").get("gpu-admission.io/node") == "n1", SETTLE_S),
                       "p's write landed late", c.annotations("p"))
+            c.sim.release_watches()
             s.require(seen(srv, c), "the watch delivered it")
             b = bind("p")
             s.check("cannot take pod" in (b.get("Error") or ""), "p's next bind fits it again and refuses it", b)

@@ -811,12 +811,14 @@ static void test_unproven_decisions_hold_nothing(void **state)
     assert_int_equal(node_of(c, "n")->gpus[1].core_used, 0);
     decided(c, "mine", 0, now, proof);
     assert_int_equal(node_of(c, "n")->gpus[0].core_used, 50);
-    /* The same proof on another GPU, another pod or another time proves nothing. */
+    /* The same proof on another GPU, another pod or another time proves
+     * nothing: a new pod holds nothing with it, and the pod that holds GPU 0
+     * keeps it over the unproven edits (test_proven_hold_kept). */
+    decided(c, "copy", 1, now, proof);
     decided(c, "mine", 1, now, proof);
-    expect_idle(c, "n");
-    decided(c, "copy", 0, now, proof);
     decided(c, "mine", 0, now + 1, proof);
-    expect_idle(c, "n");
+    assert_int_equal(node_of(c, "n")->gpus[0].core_used, 50);
+    assert_int_equal(node_of(c, "n")->gpus[1].core_used, 0);
     /* Bound pods are charged whatever their annotations say. */
     bound(c, "bound", "n", "1", VC(30, 10));
     assert_int_equal(node_of(c, "n")->gpus[1].core_used, 30);
@@ -841,6 +843,39 @@ static void test_hami_time_far_ahead(void **state)
     pod(c, "h", NULL, ann, "{'nvidia.com/gpu':'1'}", "Pending", now);
     assert_null(cache_find_pod(c, "t/h")->node);
     expect_idle(c, "v");
+    cache_set_decision_key(c, NULL);
+}
+
+/* A proven hold outlives updates that drop or alter its decision without a
+ * proof; this service's own release, a new proven decision and a binding
+ * end it. */
+static void test_proven_hold_kept(void **state)
+{
+    struct cluster_cache *c = *state;
+    struct decision_key key;
+    assert_int_equal(decision_key_random(&key), 0);
+    cache_set_decision_key(c, &key);
+    add_vcuda_node(c, "n", 2, 64);
+    int64_t now = clock_realtime_ns();
+    char proof[DECISION_PROOF_LEN + 1], moved[DECISION_PROOF_LEN + 1];
+    proof_of(&key, "p", "n", 0, now, proof);
+    proof_of(&key, "p", "n", 1, now + 1, moved);
+    decided(c, "p", 0, now, proof);
+    assert_int_equal(node_of(c, "n")->gpus[0].core_used, 50);
+    decided(c, "p", 1, now, proof); /* another GPU, the old proof */
+    assert_int_equal(node_of(c, "n")->gpus[0].core_used, 50);
+    assert_int_equal(node_of(c, "n")->gpus[1].core_used, 0);
+    const char *bare = "{'metadata':{'name':'p','namespace':'t','uid':'u-p'},'spec':{'containers':[{'name':'c',"
+                       "'resources':{'limits':{'tencent.com/vcuda-core':'50','tencent.com/vcuda-memory':'10'}}}]},"
+                       "'status':{'phase':'Pending'}}";
+    add_pod(c, bare, now); /* no decision at all */
+    assert_int_equal(node_of(c, "n")->gpus[0].core_used, 50);
+    decided(c, "p", 1, now + 1, moved); /* a new proven decision moves it */
+    assert_int_equal(node_of(c, "n")->gpus[0].core_used, 0);
+    assert_int_equal(node_of(c, "n")->gpus[1].core_used, 50);
+    cache_release_hold(c, "t/p"); /* this service takes it off */
+    add_pod(c, bare, now);
+    expect_idle(c, "n");
     cache_set_decision_key(c, NULL);
 }
 
@@ -927,6 +962,7 @@ int main(void)
         T(test_unproven_decisions_hold_nothing),
         T(test_reservation_kept_over_earlier_decision),
         T(test_hami_time_far_ahead),
+        T(test_proven_hold_kept),
         T(test_relist_skips_bad_items),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

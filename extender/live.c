@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <openssl/crypto.h>
+#include <pthread.h>
 
 #include <stddef.h>
 #include <stdio.h>
@@ -32,12 +33,14 @@ struct live {
     struct hami_handshaker *handshaker; /* with --hami-handshake write */
     char identity[128];
     struct decision_key key; /* proves decisions (cluster/proof.h); read-only once informers run */
-    /* A new leader's hand-over, touched only on the election thread
-     * (callbacks) but caught_up, which placement reads. */
+    /* A new leader's hand-over: the election thread's callbacks set and
+     * clear the target, request threads check it (live_caught_up). */
     atomic_int caught_up; /* 1 once the pods informer reached target_rv in this term */
+    pthread_mutex_t mu;   /* guards target_rv and rv_warned, and orders caught_up's changes; a leaf */
     char target_rv[64];   /* the pods' resourceVersion when this term began ("": not read yet) */
-    bool labelled;        /* the leader label's started callback succeeded in this term */
     bool rv_warned;       /* a resourceVersion that is not a number was said once */
+    bool labelled;        /* the election thread's: the label's started callback succeeded this term */
+    bool leader_gate;     /* placement asks live_caught_up */
 };
 
 static struct kube_config *load_config(const struct options *o, char **err)
@@ -172,20 +175,43 @@ static bool rv_reached(struct live *l, const char *have, const char *target)
 
 /* The cache holds the cluster's pods as of this term's start? Decisions of
  * the previous leader that the watch had not delivered yet would otherwise
- * look like free GPUs. Non-zero: not yet (called again at the next renewal). */
+ * look like free GPUs. Checked by every verb until it holds (an informer
+ * status read: no I/O). */
+static bool live_caught_up(void *ctx)
+{
+    struct live *l = ctx;
+    if (atomic_load(&l->caught_up))
+        return true;
+    pthread_mutex_lock(&l->mu);
+    if (l->target_rv[0]) {
+        struct informer_status st;
+        informer_status(l->informers[1], &st);
+        if (st.synced && rv_reached(l, st.resource_version, l->target_rv)) {
+            atomic_store(&l->caught_up, 1);
+            log_info("leader: the cache holds the pods as of resourceVersion %s; deciding", l->target_rv);
+        }
+    }
+    pthread_mutex_unlock(&l->mu);
+    return atomic_load(&l->caught_up);
+}
+
+/* This term's target: the pods' resourceVersion now. Non-zero: not read
+ * yet (tried again at the next renewal). */
 static int catch_up(struct live *l)
 {
-    if (!l->target_rv[0] && read_pods_rv(l, l->target_rv, sizeof(l->target_rv)) != 0)
+    pthread_mutex_lock(&l->mu);
+    bool have = l->target_rv[0] != '\0';
+    pthread_mutex_unlock(&l->mu);
+    char rv[sizeof(l->target_rv)];
+    if (have)
+        return 0;
+    if (read_pods_rv(l, rv, sizeof(rv)) != 0)
         return 1;
-    struct informer_status st;
-    informer_status(l->informers[1], &st);
-    if (!st.synced || !rv_reached(l, st.resource_version, l->target_rv)) {
-        log_info("leader: waiting for the pods informer to reach resourceVersion %s (at %s) before deciding",
-                 l->target_rv, st.resource_version[0] ? st.resource_version : "none");
-        return 1;
-    }
-    atomic_store(&l->caught_up, 1);
-    log_info("leader: the cache holds the pods as of resourceVersion %s; deciding", l->target_rv);
+    pthread_mutex_lock(&l->mu);
+    snprintf(l->target_rv, sizeof(l->target_rv), "%s", rv);
+    pthread_mutex_unlock(&l->mu);
+    log_info("leader: deciding once the pods informer has reached resourceVersion %s", rv);
+    live_caught_up(l);
     return 0;
 }
 
@@ -204,8 +230,10 @@ static int on_started(void *ctx)
 static void on_stopped(void *ctx)
 {
     struct live *l = ctx;
+    pthread_mutex_lock(&l->mu);
     atomic_store(&l->caught_up, 0);
     l->target_rv[0] = '\0';
+    pthread_mutex_unlock(&l->mu);
     l->labelled = false;
     if (l->label) {
         const struct leader_callbacks *lc = leader_label_callbacks(l->label);
@@ -262,6 +290,7 @@ struct live *live_start(struct app *app, const struct options *o, char **err)
         return NULL;
     }
     l->app = app;
+    pthread_mutex_init(&l->mu, NULL);
     if (!(l->kube = load_config(o, err)) || !(l->recorder = recorder_new(l->kube, err)))
         goto fail;
     log_info("following the cluster at %s (%s)", l->kube->server, l->kube->source);
@@ -270,7 +299,8 @@ struct live *live_start(struct app *app, const struct options *o, char **err)
     placement_set_sink(&app->placement, recorder_sink(l->recorder));
     if (o->leader_elect) {
         atomic_store(&app->is_leader, 0);
-        placement_require_leader(&app->placement, &app->is_leader, &l->caught_up);
+        placement_require_leader(&app->placement, &app->is_leader, live_caught_up, l);
+        l->leader_gate = true;
     }
     /* The informers first: a new leader's catching up reads the pods'. */
     if (make_informers(l, o) != 0) {
@@ -295,6 +325,8 @@ void live_stop(struct live *l)
         return;
     hami_handshaker_stop(l->handshaker);
     leader_stop(l->leader); /* a leader takes its label off, then releases the Lease */
+    if (l->leader_gate)     /* is_leader is 0 now; the gate reads the informers freed below */
+        placement_require_leader(&l->app->placement, &l->app->is_leader, NULL, NULL);
     leader_label_free(l->label);
     for (int i = 0; i < NINFORMERS; i++) {
         informer_free(l->informers[i]);
@@ -306,6 +338,7 @@ void live_stop(struct live *l)
         cache_set_decision_key(&l->app->cache, NULL);
     }
     OPENSSL_cleanse(&l->key, sizeof(l->key));
+    pthread_mutex_destroy(&l->mu);
     recorder_free(l->recorder);
     kube_config_free(l->kube);
     free(l);

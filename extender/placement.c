@@ -32,10 +32,11 @@ void placement_set_sink(struct placement *p, const struct decision_sink *sink)
     p->sink = sink;
 }
 
-void placement_require_leader(struct placement *p, const atomic_int *is_leader, const atomic_int *caught_up)
+void placement_require_leader(struct placement *p, const atomic_int *is_leader, bool (*caught_up)(void *ctx), void *ctx)
 {
     p->may_decide = is_leader;
     p->caught_up = caught_up;
+    p->caught_up_ctx = ctx;
 }
 
 void placement_set_decision_key(struct placement *p, const struct decision_key *key)
@@ -59,7 +60,7 @@ static bool leading(const struct placement *p)
 /* Leading, and the cache has caught up with the cluster as of the Lease. */
 static bool current(const struct placement *p)
 {
-    return !p->caught_up || atomic_load(p->caught_up);
+    return !p->caught_up || p->caught_up(p->caught_up_ctx);
 }
 
 /* Why this replica may not decide now, or NULL. */

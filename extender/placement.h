@@ -120,10 +120,13 @@ struct name_memo {
 struct placement {
     struct cluster_cache *cache;
     struct placement_config cfg;
-    struct inflight inflight;              /* pods with a decision in progress */
-    const struct decision_sink *sink;      /* NULL offline; set before serving, cleared after */
-    const atomic_int *may_decide;          /* with leader election: 1 only while leading; NULL = always */
-    const atomic_int *caught_up;           /* with leader election: 1 once the cache caught up with the Lease's time */
+    struct inflight inflight;         /* pods with a decision in progress */
+    const struct decision_sink *sink; /* NULL offline; set before serving, cleared after */
+    const atomic_int *may_decide;     /* with leader election: 1 only while leading; NULL = always */
+    /* With leader election: does the cache hold the cluster as of when the
+     * Lease was taken (live.c)? NULL: always. Called on request threads. */
+    bool (*caught_up)(void *ctx);
+    void *caught_up_ctx;
     const struct decision_key *key;        /* live mode: signs decisions (cluster/proof.h); NULL offline */
     const struct admission_policy *policy; /* quota per node; NULL = none */
     struct name_memo memo;
@@ -131,11 +134,12 @@ struct placement {
 
 /* Live mode: where decisions go, and the leadership flag that gates them. */
 void placement_set_sink(struct placement *p, const struct decision_sink *sink);
-/* caught_up (may be NULL): decisions also wait until it is 1, which live.c
- * sets once a new leader's cache holds the cluster's pods as of when it
- * took the Lease (docs/behaviour.md, "Decisions: proof, holding and
- * hand-over"). */
-void placement_require_leader(struct placement *p, const atomic_int *is_leader, const atomic_int *caught_up);
+/* caught_up (may be NULL): decisions also wait until it says true, which
+ * live.c does once a new leader's cache holds the cluster's pods as of when
+ * it took the Lease (docs/behaviour.md, "Decisions: proof, holding and
+ * hand-over"). It must be cheap and thread-safe. */
+void placement_require_leader(struct placement *p, const atomic_int *is_leader, bool (*caught_up)(void *ctx),
+                              void *ctx);
 /* Live mode, before serving: the key that signs every decision. */
 void placement_set_decision_key(struct placement *p, const struct decision_key *key);
 

@@ -215,16 +215,21 @@ static int catch_up(struct live *l)
     return 0;
 }
 
+/* The label first (routing), then the catch-up target; each is retried at
+ * the next renewal until it succeeds, and a label that cannot be set does
+ * not hold decisions back (docs/behaviour.md). */
 static int on_started(void *ctx)
 {
     struct live *l = ctx;
+    int pending = 0;
     if (l->label && !l->labelled) {
         const struct leader_callbacks *lc = leader_label_callbacks(l->label);
-        if (lc->started(lc->ctx) != 0)
-            return 1;
-        l->labelled = true;
+        if (lc->started(lc->ctx) == 0)
+            l->labelled = true;
+        else
+            pending = 1;
     }
-    return catch_up(l);
+    return catch_up(l) != 0 ? 1 : pending;
 }
 
 static void on_stopped(void *ctx)

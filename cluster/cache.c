@@ -74,6 +74,13 @@ void cache_destroy(struct cluster_cache *c)
     pthread_rwlock_destroy(&c->lock);
 }
 
+void cache_set_decision_key(struct cluster_cache *c, const struct decision_key *key)
+{
+    cache_write_lock(c);
+    c->cfg.decision_key = key;
+    cache_unlock(c);
+}
+
 void cache_read_lock(struct cluster_cache *c)
 {
     pthread_rwlock_rdlock(&c->lock);
@@ -342,9 +349,12 @@ static const char *charge_target(const struct cluster_cache *c, const struct pod
     const struct pod_decision *d = &p->decision;
     if (!d->node || d->time_ns <= 0)
         return NULL;
-    /* The time comes from an annotation: saturate rather than overflow. */
+    /* The time comes from an annotation: one from the future (another
+     * replica's clock ahead of ours) counts from now, so no time, however
+     * far ahead, holds longer than the ceiling. */
     int64_t ttl = c->cfg.assume_ttl_ns;
-    int64_t until = d->time_ns > INT64_MAX - ttl ? INT64_MAX : d->time_ns + ttl;
+    int64_t since = d->time_ns < now ? d->time_ns : now;
+    int64_t until = since > INT64_MAX - ttl ? INT64_MAX : since + ttl;
     if (until <= now)
         return NULL;
     *expires = until;
@@ -478,6 +488,33 @@ static struct node_state *node_get_or_placeholder(struct cluster_cache *c, const
     return n;
 }
 
+/* At most this many "holds nothing" lines per window, whatever the number
+ * of pods (each pod is named once anyway). */
+#define UNPROVEN_LOG_BURST 10
+#define UNPROVEN_LOG_WINDOW_NS (10 * NS_PER_S)
+
+/* Said once per pod (and rate-limited), under the write lock: an unbound
+ * decision whose proof is not this service's holds no GPU. */
+static void say_unproven(struct cluster_cache *c, struct pod_entry *e, int64_t now)
+{
+    if (e->unproven_said)
+        return;
+    e->unproven_said = true;
+    if (now - c->unproven_window_ns >= UNPROVEN_LOG_WINDOW_NS) {
+        if (c->unproven_quiet > 0)
+            log_warn("%d more pods with unproven decisions held nothing (not logged one by one)", c->unproven_quiet);
+        c->unproven_window_ns = now;
+        c->unproven_said = c->unproven_quiet = 0;
+    }
+    if (c->unproven_said++ >= UNPROVEN_LOG_BURST) {
+        c->unproven_quiet++;
+        return;
+    }
+    log_warn("pod %s carries a decision for node %.253s that this service cannot prove it made (no valid %s): it "
+             "holds no GPU, and the pod is fitted again when it is scheduled",
+             e->info->key, e->info->decision.node, ANN_GQA_PROOF);
+}
+
 static int charge(struct cluster_cache *c, struct pod_entry *e, int64_t now)
 {
     bool bound;
@@ -485,6 +522,10 @@ static int charge(struct cluster_cache *c, struct pod_entry *e, int64_t now)
     const char *target = charge_target(c, e->info, now, &bound, &expires);
     if (!target)
         return 0;
+    if (!bound && c->cfg.decision_key && !decision_proven(c->cfg.decision_key, e->info)) {
+        say_unproven(c, e, now);
+        return 0;
+    }
     struct node_state *n = node_get_or_placeholder(c, target);
     if (!n)
         return -1;
@@ -655,33 +696,91 @@ static void drop_reservation(struct pod_entry *e)
     pod_info_free(e->unreserved);
     e->unreserved = NULL;
     e->reservation = 0;
+    e->unconfirmed = false;
+}
+
+/* Does the update carry the reserved decision itself (its write landed)? */
+static bool carries_decision(const struct pod_info *pod, const struct pod_decision *reserved)
+{
+    const struct pod_decision *d = &pod->decision;
+    return d->node && reserved->node && d->time_ns == reserved->time_ns && strcmp(d->node, reserved->node) == 0;
 }
 
 /* An update of a reserved pod that does not know of the decision yet keeps
  * it: the entry holds the update with the reserved decision, and the update
- * itself is what an undo would go back to. Anything else ends the
- * reservation. Returns the pod to apply (pod, or the merged copy). */
-static struct pod_info *keep_reservation(struct pod_entry *old, struct pod_info *pod)
+ * itself is what an undo would go back to. Only the decision itself (the
+ * write landed), another UID, a binding, the pod's end or deletion end the
+ * reservation: an update that still carries an earlier decision (a label,
+ * kube-scheduler's PodScheduled condition, during the write) is as unaware
+ * as one without, and so is any other decision (the write in flight
+ * settles it: it lands, or fails and is cancelled). Returns the pod to
+ * apply (pod, or the merged copy). */
+/* pod with the decision (and its proof and HAMi devices) of old's, or NULL
+ * when memory ran out. */
+static struct pod_info *with_decision_of(const struct pod_entry *old, const struct pod_info *pod)
 {
     const struct pod_decision *d = &old->info->decision;
-    bool unaware = same_uid(old->info, pod) && !pod->node_name && !pod->terminal && !pod->decision.node;
-    struct pod_info *merged = unaware ? pod_info_with_decision(pod, d->node, d->time_ns, d->idx, d->idx_count) : NULL;
-    /* ... and the HAMi devices the decision chose. */
+    struct pod_info *merged = pod_info_with_decision(pod, d->node, d->time_ns, d->idx, d->idx_count);
+    if (merged && d->proof && !(merged->decision.proof = strdup(d->proof))) {
+        pod_info_free(merged);
+        merged = NULL;
+    }
     if (merged && merged->hami && old->info->hami && hami_pod_keep_alloc(merged->hami, old->info->hami) != 0) {
         pod_info_free(merged);
         merged = NULL;
     }
+    if (merged)
+        merged->decision.assigned = d->assigned;
+    return merged;
+}
+
+static struct pod_info *keep_reservation(struct pod_entry *old, struct pod_info *pod)
+{
+    const struct pod_decision *d = &old->info->decision;
+    bool unaware = same_uid(old->info, pod) && !pod->node_name && !pod->terminal && !carries_decision(pod, d);
+    struct pod_info *merged = unaware ? with_decision_of(old, pod) : NULL;
     if (!merged) {
         drop_reservation(old);
         return pod;
     }
-    merged->decision.assigned = d->assigned;
     pod_info_free(old->unreserved);
     old->unreserved = pod;
     return merged;
 }
 
-int cache_apply_pod_locked(struct cluster_cache *c, struct pod_info *pod, int64_t now)
+/* A proven decision the cache holds (charged, unbound) is not given up by an
+ * update that drops or alters it without a proof of its own (the pod's
+ * creator editing its annotations before the binding): only a new proven
+ * decision, another UID, a binding, the pod's end, its deletion, the
+ * ceiling or this service's own release (cache_release_hold) end it. */
+static bool keeps_hold(const struct cluster_cache *c, const struct pod_entry *old, const struct pod_info *pod)
+{
+    if (!c->cfg.decision_key || !old->node || old->bound || old->reservation)
+        return false;
+    if (!same_uid(old->info, pod) || pod->node_name || pod->terminal)
+        return false;
+    if (old->released_ns && old->released_ns == old->info->decision.time_ns)
+        return false;
+    return !(pod->decision.node && decision_proven(c->cfg.decision_key, pod));
+}
+
+static struct pod_info *keep_hold(struct cluster_cache *c, struct pod_entry *old, struct pod_info *pod)
+{
+    if (!keeps_hold(c, old, pod))
+        return pod;
+    struct pod_info *merged = with_decision_of(old, pod);
+    if (!merged)
+        return pod; /* out of memory: the update as it is */
+    log_warn("pod %s: an update took its decision for node %.253s off or changed it without a proof; the decision "
+             "keeps its GPUs until the pod is bound, deleted or decided again",
+             old->info->key, old->info->decision.node);
+    pod_info_free(pod);
+    return merged;
+}
+
+/* Apply pod; keep: an update from the cluster (reservations and holds are
+ * kept over it), else the cache's own undo of a reservation. */
+static int apply_pod(struct cluster_cache *c, struct pod_info *pod, int64_t now, bool keep)
 {
     struct pod_entry *fresh = calloc(1, sizeof(*fresh));
     if (!fresh) {
@@ -691,6 +790,8 @@ int cache_apply_pod_locked(struct cluster_cache *c, struct pod_info *pod, int64_
     struct pod_entry *old = dict_get(&c->pods, pod->key);
     if (old && old->reservation)
         pod = keep_reservation(old, pod);
+    else if (old && keep)
+        pod = keep_hold(c, old, pod);
     fresh->info = pod;
     int rc = 0;
     if (old) {
@@ -710,6 +811,11 @@ int cache_apply_pod_locked(struct cluster_cache *c, struct pod_info *pod, int64_
         pod_entry_free(fresh);
     }
     return rc;
+}
+
+int cache_apply_pod_locked(struct cluster_cache *c, struct pod_info *pod, int64_t now)
+{
+    return apply_pod(c, pod, now, true);
 }
 
 void cache_delete_pod_locked(struct cluster_cache *c, const char *key)
@@ -744,14 +850,16 @@ uint64_t cache_reserve_pod_locked(struct cluster_cache *c, struct pod_info *deci
         before = e->unreserved;
         e->unreserved = NULL;
         e->reservation = 0;
+        e->unconfirmed = false;
     }
     uint64_t token = 0;
     if (cache_apply_pod_locked(c, decided, now) == 0 && (e = dict_get(&c->pods, key))) {
         token = e->reservation = e->applied_at;
         e->unreserved = before;
+        e->unconfirmed = false;
     } else if (!before) { /* out of memory: put back what was there */
         cache_delete_pod_locked(c, key);
-    } else if (cache_apply_pod_locked(c, before, now) != 0) {
+    } else if (apply_pod(c, before, now, false) != 0) {
         log_error("pod %s: could not restore its cache entry (out of memory)", key);
     }
     free(key);
@@ -766,11 +874,30 @@ void cache_cancel_reservation(struct cluster_cache *c, const char *key, uint64_t
         struct pod_info *before = e->unreserved;
         e->unreserved = NULL;
         e->reservation = 0;
+        e->unconfirmed = false;
         if (!before)
             cache_delete_pod_locked(c, key);
-        else if (cache_apply_pod_locked(c, before, clock_realtime_ns()) != 0)
+        else if (apply_pod(c, before, clock_realtime_ns(), false) != 0)
             log_error("pod %s: could not take back an unwritten decision (out of memory)", key);
     }
+    cache_unlock(c);
+}
+
+void cache_release_hold(struct cluster_cache *c, const char *key)
+{
+    cache_write_lock(c);
+    struct pod_entry *e = dict_get(&c->pods, key);
+    if (e && e->info->decision.node)
+        e->released_ns = e->info->decision.time_ns;
+    cache_unlock(c);
+}
+
+void cache_reservation_unconfirmed(struct cluster_cache *c, const char *key, uint64_t token)
+{
+    cache_write_lock(c);
+    struct pod_entry *e = dict_get(&c->pods, key);
+    if (e && token && e->reservation == token)
+        e->unconfirmed = true;
     cache_unlock(c);
 }
 

@@ -9,7 +9,8 @@
  *
  * Occupancy (design.md section 4): a live pod is charged to a node when it is
  * bound there (spec.nodeName) or assumed there (decision annotation node and a
- * decision time younger than the assume TTL). With index annotations that
+ * decision time younger than the assume TTL, the hold ceiling, and, with a
+ * decision key, a proof made with that key: cluster/proof.h). With index annotations that
  * match the node's GPUs the charge lands on those GPUs; otherwise it is
  * "unattributed" and counted against the node as a whole. Each pod remembers
  * the charge it applied, so an update or delete subtracts exactly that.
@@ -34,6 +35,7 @@
 #include "cluster/nodefit.h"
 #include "cluster/nodespec.h"
 #include "cluster/podspec.h"
+#include "cluster/proof.h"
 #include "lib/clock.h"
 #include "lib/dict.h"
 
@@ -82,6 +84,7 @@ struct pod_entry {
     /* The charge currently applied; node == NULL means none. */
     struct node_state *node;
     bool bound;         /* charged because bound (else assumed) */
+    bool unproven_said; /* the log said once that this pod's decision holds nothing */
     int64_t expires_ns; /* assumed charges end then; 0 for bound pods */
     int nslots;
     struct slot_charge *slots;
@@ -91,7 +94,9 @@ struct pod_entry {
     uint64_t applied_at;                           /* cache generation when this pod's info was last applied */
     uint64_t reservation;                          /* a decision not yet written to the API server: its token */
     struct pod_info *unreserved;                   /* with a reservation: the pod without it (NULL: no entry) */
-    char *usage_key;                               /* quota usage this charge added to ("ns\x1fmodel"), or NULL */
+    bool unconfirmed;                              /* the reservation's write got no answer: it may land yet */
+    int64_t released_ns; /* the time of the decision this service is taking off (cache_release_hold), or 0 */
+    char *usage_key;     /* quota usage this charge added to ("ns\x1fmodel"), or NULL */
     int64_t usage_cores;
     struct hami_pod_charge *hami_charge; /* the HAMi part of the charge, or NULL (hami_occupancy.h) */
 };
@@ -99,7 +104,15 @@ struct pod_entry {
 struct cluster_cache;
 
 struct cache_config {
+    /* The longest an unbound decision holds its GPUs (--assume-ttl, the
+     * ceiling of docs/behaviour.md "Decisions: proof, holding and
+     * hand-over"): binding, deletion or a new decision end it sooner. */
     int64_t assume_ttl_ns;
+    /* Set (cache_set_decision_key) before the first pod is applied, read
+     * only afterwards: an unbound decision holds GPUs only when its
+     * gpu-admission.io/proof is this key's (cluster/proof.h). NULL: every
+     * decision does (offline: the state file is the operator's). */
+    const struct decision_key *decision_key;
     /* Called under the write lock after ConfigMaps changed, so state derived
      * from them (CRLs, quota) changes atomically with them. May be NULL. */
     void (*configmaps_changed)(void *ctx, struct cluster_cache *c);
@@ -124,13 +137,18 @@ struct cluster_cache {
     struct dict usage;      /* "namespace\x1fmodel" -> cores charged (intptr_t), for quota */
     int present_nodes;
     int assumed_pods;
-    struct pod_entry *assumed; /* pods whose charge is an assumption (expires) */
-    int64_t next_expiry_ns;    /* earliest assumed-charge expiry, INT64_MAX if none */
-    uint64_t generation;       /* bumped by every change */
-    uint64_t nodes_epoch;      /* bumped whenever a node_state is created or freed (resolved names stay valid) */
+    struct pod_entry *assumed;  /* pods whose charge is an assumption (expires) */
+    int64_t next_expiry_ns;     /* earliest assumed-charge expiry, INT64_MAX if none */
+    uint64_t generation;        /* bumped by every change */
+    uint64_t nodes_epoch;       /* bumped whenever a node_state is created or freed (resolved names stay valid) */
+    int64_t unproven_window_ns; /* rate limit of the "unproven decision" log lines */
+    int unproven_said, unproven_quiet;
 };
 
 int cache_init(struct cluster_cache *c, const struct cache_config *cfg);
+/* The key that proves this service's decisions (see cache_config); before
+ * any pod is applied (live mode, before the informers start). */
+void cache_set_decision_key(struct cluster_cache *c, const struct decision_key *key);
 void cache_destroy(struct cluster_cache *c);
 
 void cache_read_lock(struct cluster_cache *c);
@@ -192,6 +210,15 @@ uint64_t cache_reserve_pod_locked(struct cluster_cache *c, struct pod_info *deci
  * anyone else, or no entry). A token that no longer matches (the
  * reservation ended meanwhile) changes nothing. */
 void cache_cancel_reservation(struct cluster_cache *c, const char *key, uint64_t token);
+/* This service is taking the pod's decision off (takes the write lock): the
+ * update that shows it gone ends the hold, which otherwise outlives an
+ * update that drops or alters a proven decision without a proof of its own
+ * (docs/security.md, "Who can influence a decision"). */
+void cache_release_hold(struct cluster_cache *c, const char *key);
+/* The write got no answer (takes the write lock): the reservation stays,
+ * marked unconfirmed, until the watch shows the write, the pod is decided
+ * again, or the ceiling. A token that no longer matches changes nothing. */
+void cache_reservation_unconfirmed(struct cluster_cache *c, const char *key, uint64_t token);
 
 /* Drop assumed charges older than the TTL. Cheap when none is due. */
 void cache_expire(struct cluster_cache *c, int64_t now_ns);

@@ -324,6 +324,9 @@ int pod_decision_read(annotation_get_fn get, const void *src, const struct pod_i
     }
     if (node && !(d->node = strdup(node)))
         return -1;
+    const char *proof = get(src, ANN_GQA_PROOF);
+    if (proof && !(d->proof = strdup(proof)))
+        return -1;
     if (ncontainers == 0)
         return 0;
     d->nidx = ncontainers;

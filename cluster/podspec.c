@@ -315,6 +315,7 @@ oom:
 static void decision_free(struct pod_decision *d)
 {
     free(d->node);
+    free(d->proof);
     for (int i = 0; i < d->nidx && d->idx; i++)
         free(d->idx[i]);
     free(d->idx);
@@ -473,6 +474,10 @@ struct pod_info *pod_info_clone(const struct pod_info *src)
     struct pod_info *p = pod_info_with_decision(src, d->node, d->time_ns, d->idx, d->idx_count);
     if (p)
         p->decision.assigned = d->assigned;
+    if (p && d->proof && !(p->decision.proof = strdup(d->proof))) {
+        pod_info_free(p);
+        return NULL;
+    }
     return p;
 }
 

@@ -39,6 +39,7 @@
 #define ANN_GQA_INIT_IDX_PREFIX "gpu-admission.io/gpu-idx-init-"
 #define ANN_GQA_NODE "gpu-admission.io/node"
 #define ANN_GQA_TIME "gpu-admission.io/time"
+#define ANN_GQA_PROOF "gpu-admission.io/proof"
 
 /* Which device family a container uses (one per container). */
 enum gpu_family {
@@ -77,6 +78,7 @@ struct pod_decision {
     int nidx;        /* = number of containers */
     int **idx;       /* per container: minors, or NULL when no annotation */
     int *idx_count;
+    char *proof; /* gpu-admission.io/proof as found (cluster/proof.h), or NULL */
 };
 
 /* A pod as the cache and the allocator see it. */
@@ -122,10 +124,11 @@ cJSON *pod_slim_from_prefix(const char *text, size_t len, size_t *used);
 struct pod_info *pod_info_from_json(const cJSON *pod, char **err);
 void pod_info_free(struct pod_info *pod);
 
-/* A deep copy. NULL on allocation failure. */
+/* A deep copy (the decision's proof included). NULL on allocation failure. */
 struct pod_info *pod_info_clone(const struct pod_info *pod);
 
-/* A deep copy of pod whose decision is replaced by (node, time_ns, idx):
+/* A deep copy of pod whose decision is replaced by (node, time_ns, idx),
+ * without a proof (cluster/proof.h signs a new decision):
  * idx[i]/idx_count[i] are container i's GPU minors (NULL/0 for non-GPU
  * containers). NULL on allocation failure. */
 struct pod_info *pod_info_with_decision(const struct pod_info *pod, const char *node, int64_t time_ns, int *const *idx,

@@ -8,6 +8,11 @@
 #include "kube/leader.h"
 #include "lib/log.h"
 
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <openssl/crypto.h>
+#include <pthread.h>
+
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +32,15 @@ struct live {
     struct leader_label *label;         /* with --leader-elect in a pod (POD_NAME, POD_NAMESPACE) */
     struct hami_handshaker *handshaker; /* with --hami-handshake write */
     char identity[128];
+    struct decision_key key; /* proves decisions (cluster/proof.h); read-only once informers run */
+    /* A new leader's hand-over: the election thread's callbacks set and
+     * clear the target, request threads check it (live_caught_up). */
+    atomic_int caught_up; /* 1 once the pods informer reached target_rv in this term */
+    pthread_mutex_t mu;   /* guards target_rv and rv_warned, and orders caught_up's changes; a leaf */
+    char target_rv[64];   /* the pods' resourceVersion when this term began ("": not read yet) */
+    bool rv_warned;       /* a resourceVersion that is not a number was said once */
+    bool labelled;        /* the election thread's: the label's started callback succeeded this term */
+    bool leader_gate;     /* placement asks live_caught_up */
 };
 
 static struct kube_config *load_config(const struct options *o, char **err)
@@ -101,6 +115,137 @@ static int make_label(struct live *l, char **err)
     return l->label ? 0 : -1;
 }
 
+/* ---- a new leader catches up ------------------------------------------------ */
+
+/* The pods' resourceVersion now: a list of at most one pod, read from the
+ * API server's store (no resourceVersion given), says how far the cluster
+ * has got. 0, or -1 (the next renewal tries again). */
+static int read_pods_rv(struct live *l, char *out, size_t size)
+{
+    char *err = NULL;
+    struct kube_client *client = kube_client_new(l->kube, &err);
+    struct kube_response resp = {0};
+    int rc = -1;
+    if (client && kube_request(client, "GET", "/api/v1/pods?limit=1", NULL, NULL, 0, 3000, &resp) == 0 &&
+        resp.status == 200) {
+        cJSON *list = cJSON_Parse(resp.body);
+        const cJSON *meta = cJSON_GetObjectItemCaseSensitive(list, "metadata");
+        const cJSON *rv = cJSON_GetObjectItemCaseSensitive(meta, "resourceVersion");
+        if (cJSON_IsString(rv) && *rv->valuestring && strlen(rv->valuestring) < size) {
+            snprintf(out, size, "%s", rv->valuestring);
+            rc = 0;
+        }
+        cJSON_Delete(list);
+    }
+    if (rc != 0)
+        log_warn("leader: cannot read the pods' resourceVersion to catch up with (%s); trying again at the next "
+                 "renewal",
+                 err          ? err
+                 : resp.error ? resp.error
+                              : "not a list with metadata.resourceVersion");
+    free(err);
+    kube_response_free(&resp);
+    kube_client_free(client);
+    return rc;
+}
+
+static bool decimal_rv(const char *s, unsigned long long *v)
+{
+    char *end;
+    errno = 0;
+    *v = strtoull(s, &end, 10);
+    return *s >= '0' && *s <= '9' && !errno && *end == '\0';
+}
+
+/* Has the informer applied every change up to target? resourceVersions are
+ * opaque to clients, but every API server in use gives etcd revisions,
+ * which grow; one that is not a number cannot be compared and is taken as
+ * reached (said once). */
+static bool rv_reached(struct live *l, const char *have, const char *target)
+{
+    unsigned long long h, t;
+    if (decimal_rv(have, &h) && decimal_rv(target, &t))
+        return h >= t;
+    if (!l->rv_warned)
+        log_warn("leader: resourceVersions %s and %s are not numbers; deciding without waiting to catch up", have,
+                 target);
+    l->rv_warned = true;
+    return true;
+}
+
+/* The cache holds the cluster's pods as of this term's start? Decisions of
+ * the previous leader that the watch had not delivered yet would otherwise
+ * look like free GPUs. Checked by every verb until it holds (an informer
+ * status read: no I/O). */
+static bool live_caught_up(void *ctx)
+{
+    struct live *l = ctx;
+    if (atomic_load(&l->caught_up))
+        return true;
+    pthread_mutex_lock(&l->mu);
+    if (l->target_rv[0]) {
+        struct informer_status st;
+        informer_status(l->informers[1], &st);
+        if (st.synced && rv_reached(l, st.resource_version, l->target_rv)) {
+            atomic_store(&l->caught_up, 1);
+            log_info("leader: the cache holds the pods as of resourceVersion %s; deciding", l->target_rv);
+        }
+    }
+    pthread_mutex_unlock(&l->mu);
+    return atomic_load(&l->caught_up);
+}
+
+/* This term's target: the pods' resourceVersion now. Non-zero: not read
+ * yet (tried again at the next renewal). */
+static int catch_up(struct live *l)
+{
+    pthread_mutex_lock(&l->mu);
+    bool have = l->target_rv[0] != '\0';
+    pthread_mutex_unlock(&l->mu);
+    char rv[sizeof(l->target_rv)];
+    if (have)
+        return 0;
+    if (read_pods_rv(l, rv, sizeof(rv)) != 0)
+        return 1;
+    pthread_mutex_lock(&l->mu);
+    snprintf(l->target_rv, sizeof(l->target_rv), "%s", rv);
+    pthread_mutex_unlock(&l->mu);
+    log_info("leader: deciding once the pods informer has reached resourceVersion %s", rv);
+    live_caught_up(l);
+    return 0;
+}
+
+/* The label first (routing), then the catch-up target; each is retried at
+ * the next renewal until it succeeds, and a label that cannot be set does
+ * not hold decisions back (docs/behaviour.md). */
+static int on_started(void *ctx)
+{
+    struct live *l = ctx;
+    int pending = 0;
+    if (l->label && !l->labelled) {
+        const struct leader_callbacks *lc = leader_label_callbacks(l->label);
+        if (lc->started(lc->ctx) == 0)
+            l->labelled = true;
+        else
+            pending = 1;
+    }
+    return catch_up(l) != 0 ? 1 : pending;
+}
+
+static void on_stopped(void *ctx)
+{
+    struct live *l = ctx;
+    pthread_mutex_lock(&l->mu);
+    atomic_store(&l->caught_up, 0);
+    l->target_rv[0] = '\0';
+    pthread_mutex_unlock(&l->mu);
+    l->labelled = false;
+    if (l->label) {
+        const struct leader_callbacks *lc = leader_label_callbacks(l->label);
+        lc->stopped(lc->ctx);
+    }
+}
+
 static int start_leader(struct live *l, const struct options *o, char **err)
 {
     char host[64] = "unknown";
@@ -110,9 +255,36 @@ static int start_leader(struct live *l, const struct options *o, char **err)
     struct leader_config lc = {o->lease_namespace, o->lease_name, l->identity, 15000, 10000, 2000};
     if (make_label(l, err) != 0)
         return -1;
-    l->leader =
-        leader_start_with(l->kube, &lc, &l->app->is_leader, l->label ? leader_label_callbacks(l->label) : NULL, err);
+    struct leader_callbacks callbacks = {on_started, on_stopped, l};
+    l->leader = leader_start_with(l->kube, &lc, &l->app->is_leader, &callbacks, err);
     return l->leader ? 0 : -1;
+}
+
+/* The key from --decision-key-file, else a random one of this process. */
+static int load_key(struct live *l, const struct options *o, char **err)
+{
+    /* The manifests mount the Secret as optional: a file that is not there
+     * (the Secret was never created) is said loudly, not fatal. */
+    bool absent = o->decision_key_file && access(o->decision_key_file, F_OK) != 0 && errno == ENOENT;
+    if (o->decision_key_file && !absent) {
+        if (decision_key_load(&l->key, o->decision_key_file, err) != 0)
+            return -1;
+        log_info("decisions are proven with the key of %s (gpu-admission.io/proof)", o->decision_key_file);
+    } else if (decision_key_random(&l->key) != 0) {
+        *err = strdup("cannot make a random decision key (the random source failed)");
+        return -1;
+    } else {
+        log_warn("%s%s: decisions are proven with a random key of this process, so the pending decisions other "
+                 "replicas (a previous leader) wrote are not honoured but fitted again, and a pod the previous leader "
+                 "decided may then share a GPU with one decided here; create the Secret the replicas share "
+                 "(kubectl -n kube-system create secret generic gpu-quota-admission-decision-key "
+                 "--from-literal=key=\"$(openssl rand -hex 32)\") and pass --decision-key-file",
+                 absent ? "the decision key file is not there: " : "no --decision-key-file",
+                 absent ? o->decision_key_file : "");
+    }
+    cache_set_decision_key(&l->app->cache, &l->key);
+    placement_set_decision_key(&l->app->placement, &l->key);
+    return 0;
 }
 
 struct live *live_start(struct app *app, const struct options *o, char **err)
@@ -123,20 +295,25 @@ struct live *live_start(struct app *app, const struct options *o, char **err)
         return NULL;
     }
     l->app = app;
+    pthread_mutex_init(&l->mu, NULL);
     if (!(l->kube = load_config(o, err)) || !(l->recorder = recorder_new(l->kube, err)))
         goto fail;
     log_info("following the cluster at %s (%s)", l->kube->server, l->kube->source);
+    if (load_key(l, o, err) != 0)
+        goto fail;
     placement_set_sink(&app->placement, recorder_sink(l->recorder));
     if (o->leader_elect) {
         atomic_store(&app->is_leader, 0);
-        placement_require_leader(&app->placement, &app->is_leader);
-        if (start_leader(l, o, err) != 0)
-            goto fail;
+        placement_require_leader(&app->placement, &app->is_leader, live_caught_up, l);
+        l->leader_gate = true;
     }
+    /* The informers first: a new leader's catching up reads the pods'. */
     if (make_informers(l, o) != 0) {
         *err = strdup("cannot start the informers (out of memory or threads)");
         goto fail;
     }
+    if (o->leader_elect && start_leader(l, o, err) != 0)
+        goto fail;
     if (o->hami.handshake == HAMI_HANDSHAKE_WRITE &&
         !(l->handshaker = hami_handshaker_start(l->kube, &app->cache, o->leader_elect ? &app->is_leader : NULL,
                                                 o->hami.handshake_interval_ns, err)))
@@ -153,13 +330,20 @@ void live_stop(struct live *l)
         return;
     hami_handshaker_stop(l->handshaker);
     leader_stop(l->leader); /* a leader takes its label off, then releases the Lease */
+    if (l->leader_gate)     /* is_leader is 0 now; the gate reads the informers freed below */
+        placement_require_leader(&l->app->placement, &l->app->is_leader, NULL, NULL);
     leader_label_free(l->label);
     for (int i = 0; i < NINFORMERS; i++) {
         informer_free(l->informers[i]);
         feed_free(l->feeds[i]);
     }
-    if (l->app)
+    if (l->app) {
         placement_set_sink(&l->app->placement, NULL);
+        placement_set_decision_key(&l->app->placement, NULL);
+        cache_set_decision_key(&l->app->cache, NULL);
+    }
+    OPENSSL_cleanse(&l->key, sizeof(l->key));
+    pthread_mutex_destroy(&l->mu);
     recorder_free(l->recorder);
     kube_config_free(l->kube);
     free(l);

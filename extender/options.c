@@ -82,6 +82,7 @@ STRING_FLAG(set_tls_cipher_suites, tls_cipher_suites, any_value)
 STRING_FLAG(set_state_file, state_file, any_value)
 STRING_FLAG(set_pod_file, pod_file, any_value)
 STRING_FLAG(set_kubeconfig, kubeconfig, any_value)
+STRING_FLAG(set_decision_key_file, decision_key_file, nonempty)
 STRING_FLAG(set_lease_name, lease_name, nonempty)
 STRING_FLAG(set_lease_namespace, lease_namespace, is_dns_label)
 STRING_FLAG(set_crl_namespace, crl_namespace, is_dns_label)
@@ -399,6 +400,11 @@ static const struct flag_spec flags[] = {
      "follow the cluster of this kubeconfig's current context (default: in-cluster config when KUBERNETES_SERVICE_HOST "
      "is set)",
      SERVE},
+    {"decision-key-file", "FILE", set_decision_key_file,
+     "live mode: the secret (16..4096 bytes, from a Secret shared by the replicas) that proves this service's "
+     "decisions (gpu-admission.io/proof); without it a random key per process: decisions of other replicas are then "
+     "fitted again",
+     SERVE},
     {"state-file", "FILE", set_state_file,
      "offline mode: load Nodes, Pods and ConfigMaps from a kind: List (YAML or JSON)", BOTH},
     {"pod", "FILE", set_pod_file, "simulate: the Pod (YAML or JSON) to place; - reads standard input", BOTH},
@@ -407,7 +413,10 @@ static const struct flag_spec flags[] = {
     {"gpu-policy", "binpack|spread", set_gpu_policy,
      "order of GPUs for shared requests (default binpack; spread is refused for vcuda)", BOTH},
     {"node-policy", "binpack|spread", set_node_policy, "shape of node scores (default binpack)", BOTH},
-    {"assume-ttl", "DURATION", set_assume_ttl, "how long an unbound decision holds its GPUs (default 60s)", BOTH},
+    {"assume-ttl", "DURATION", set_assume_ttl,
+     "the longest an unbound decision holds its GPUs; binding, deletion or the pod's next scheduling attempt end it "
+     "sooner (default 15m, past gang waits at Coscheduling's Permit)",
+     BOTH},
     {"hami-gpu-policy", "binpack|spread", set_hami_gpu_policy,
      "order of HAMi GPUs for vGPUs, unless the pod says hami.io/gpu-scheduler-policy (default spread, as HAMi)", BOTH},
     {"hami-memory-scaling", "FACTOR", set_hami_memory_scaling,
@@ -486,7 +495,7 @@ static void set_defaults(struct options *o)
     o->policy.node = POLICY_BINPACK;
     o->policy.hami_gpu = POLICY_SPREAD;
     hami_config_defaults(&o->hami);
-    o->assume_ttl_ns = 60LL * 1000000000LL;
+    o->assume_ttl_ns = OPTIONS_ASSUME_TTL_NS;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     o->threads = cores > 0 ? (int)cores : 2;
     o->decision_workers = OPTIONS_DECISION_WORKERS;
@@ -594,6 +603,7 @@ void options_free(struct options *o)
     free(o->state_file);
     free(o->pod_file);
     free(o->kubeconfig);
+    free(o->decision_key_file);
     free(o->crl_namespace);
     free(o->quota_configmap);
     free(o->gpu_model_label);

@@ -25,6 +25,7 @@ struct options {
     char *tls_min_version, *tls_cipher_suites; /* kube-apiserver's names (extender/tlspolicy.h) */
     char *state_file;
     char *kubeconfig;                       /* live mode; else in-cluster when KUBERNETES_SERVICE_HOST is set */
+    char *decision_key_file;                /* live mode: the key that proves decisions (cluster/proof.h) */
     char *crl_namespace;                    /* ConfigMaps watched for CustomResourceLimitations */
     char *quota_configmap;                  /* NAMESPACE/NAME of the quota ConfigMap */
     char *gpu_model_label, *gpu_pool_label; /* node labels naming a node's GPU model and pool */
@@ -35,7 +36,7 @@ struct options {
     enum placement_mode placement;
     struct alloc_policy policy;
     struct hami_config hami; /* the --hami-* flags */
-    int64_t assume_ttl_ns;
+    int64_t assume_ttl_ns;   /* the most an unbound decision holds its GPUs (OPTIONS_ASSUME_TTL_NS) */
     int threads;
     int decision_workers, decision_queue; /* see workers.h */
     int64_t max_body_bytes;
@@ -53,6 +54,12 @@ struct options {
  * cores: kube-scheduler binds pods in parallel. */
 #define OPTIONS_DECISION_WORKERS 16
 #define OPTIONS_DECISION_QUEUE 128
+
+/* 15 minutes: longer than any gang's wait at Coscheduling's Permit (its
+ * default is 60 s, and PodGroups set scheduleTimeoutSeconds well past it),
+ * yet a decision nobody acts on frees its GPUs in the end
+ * (docs/behaviour.md, "Decisions: proof, holding and hand-over"). */
+#define OPTIONS_ASSUME_TTL_NS (15LL * 60 * 1000000000LL)
 
 enum options_command { CMD_SERVE, CMD_SIMULATE };
 

@@ -32,18 +32,41 @@ void placement_set_sink(struct placement *p, const struct decision_sink *sink)
     p->sink = sink;
 }
 
-void placement_require_leader(struct placement *p, const atomic_int *is_leader)
+void placement_require_leader(struct placement *p, const atomic_int *is_leader, bool (*caught_up)(void *ctx), void *ctx)
 {
     p->may_decide = is_leader;
+    p->caught_up = caught_up;
+    p->caught_up_ctx = ctx;
+}
+
+void placement_set_decision_key(struct placement *p, const struct decision_key *key)
+{
+    p->key = key;
 }
 
 static const char not_leader[] =
     "this replica is not the leader: it takes no decisions (the extender Service should select only the pod "
     "labelled gpu-admission.io/leader=true; retry)";
 
+static const char catching_up[] =
+    "this replica has just become the leader and is catching up with the API server's pods (its cache must hold "
+    "every decision its predecessor wrote before it decides); retry";
+
 static bool leading(const struct placement *p)
 {
     return !p->may_decide || atomic_load(p->may_decide);
+}
+
+/* Leading, and the cache has caught up with the cluster as of the Lease. */
+static bool current(const struct placement *p)
+{
+    return !p->caught_up || p->caught_up(p->caught_up_ctx);
+}
+
+/* Why this replica may not decide now, or NULL. */
+static const char *not_deciding(const struct placement *p)
+{
+    return !leading(p) ? not_leader : !current(p) ? catching_up : NULL;
 }
 
 void placement_destroy(struct placement *p)
@@ -525,6 +548,21 @@ static ssize_t best_fitting(const struct evaluation *ev)
     return best;
 }
 
+/* Does a charged assumption still stand on its own GPUs? A decision that
+ * landed after its write was reported failed (a client timeout) may have
+ * been charged over GPUs given to another pod meanwhile: such an
+ * assumption is fitted again, never honoured. Under the cache lock. */
+static bool assumption_sound(const struct pod_entry *e)
+{
+    const struct node_state *n = e->node;
+    for (int i = 0; i < e->nslots; i++) {
+        const struct gpu_state *g = &n->gpus[e->slots[i].slot];
+        if (g->core_used > 100 || g->vmem_used > g->vmem_total || g->mmem_used > g->mmem_total)
+            return false;
+    }
+    return true;
+}
+
 /* A live assumption on a node the scheduler still offers is answered again
  * as it was: kube-scheduler may call filter more than once for one pod.
  * Only this pod's own (same UID): a previous pod of the same name has no
@@ -534,7 +572,9 @@ static ssize_t live_assumption(struct placement *p, const struct pod_info *pod, 
     ssize_t found = -1;
     cache_read_lock(p->cache);
     const struct pod_entry *e = own_entry(p->cache, pod);
-    if (e && e->node && !e->bound) {
+    /* An unconfirmed one (its write got no answer) is decided anew: the
+     * pod must carry the annotations it is bound with. */
+    if (e && e->node && !e->bound && !e->unconfirmed && assumption_sound(e)) {
         for (size_t i = 0; i < ev->count && found < 0; i++)
             if (ev->verdicts[i].fits && strcmp(ev->verdicts[i].name, e->node->name) == 0)
                 found = (ssize_t)i;
@@ -571,6 +611,13 @@ static int attach_hami(const struct node_state *n, struct pod_info *decided, con
         log_error("pod %s on %s: %s", decided->key, n->name, err ? err : "out of memory");
     free(err);
     return rc;
+}
+
+/* The decision's proof (cluster/proof.h), so that this service and its
+ * successors know it for theirs; offline there is no key. 0 or -1. */
+static int sign(const struct placement *p, struct pod_info *decided)
+{
+    return p->key ? decision_sign(p->key, decided) : 0;
 }
 
 /* Fit the pod again on verdict `chosen` under the write lock (the watch and
@@ -613,7 +660,8 @@ static int commit(struct placement *p, const struct pod_info *pod, struct evalua
     } else if (record_gpus(ev, chosen, node, masks) == 0) {
         decision_indices(ev, chosen, idx, count);
         *decided_out = pod_info_with_decision(pod, chosen->name, clock_realtime_ns(), idx, count);
-        rc = *decided_out && attach_hami(node, *decided_out, hami_masks) == 0 && (*token = reserve(p, *decided_out))
+        rc = *decided_out && attach_hami(node, *decided_out, hami_masks) == 0 && sign(p, *decided_out) == 0 &&
+                     (*token = reserve(p, *decided_out))
                  ? 0
                  : -1;
     }
@@ -650,6 +698,24 @@ static void assign_others(struct evaluation *ev)
     }
 }
 
+/* No answer to the write: it may land yet (issue 22, item 8). Taking the
+ * reservation back would free GPUs a late write then gives the pod, so it
+ * stays, marked unconfirmed: the watch ends it when the write shows (a
+ * proven decision, charged as any), the pod's next attempt decides anew,
+ * and the ceiling ends it when neither comes. */
+static int maybe_written(struct placement *p, const struct pod_info *pod, struct evaluation *ev,
+                         const struct pod_info *decided, uint64_t token, char *err)
+{
+    cache_reservation_unconfirmed(p->cache, pod->key, token);
+    log_warn("pod %s on node %s: the decision's write got no answer (%s); its GPUs stay held in case it lands",
+             pod->key, decided->decision.node, err ? err : "unknown error");
+    ev->error = strbuf_format("recording the decision for pod %s (node %s) got no answer from the API server: %s; "
+                              "the decision may still land and its GPUs stay held; retry",
+                              pod->key, decided->decision.node, err ? err : "unknown error");
+    free(err);
+    return ev->error ? 1 : -1;
+}
+
 /* Live mode: the API server must hold the decision before the scheduler
  * hears about it. Written with no lock held; a failure takes back exactly
  * the reservation and is the request's Error: it is about the pod or the
@@ -658,8 +724,11 @@ static int record(struct placement *p, const struct pod_info *pod, struct evalua
                   const struct pod_info *decided, uint64_t token)
 {
     char *err = NULL;
-    if (!p->sink || p->sink->record(p->sink->ctx, decided, &err) == 0)
+    int rc = p->sink ? p->sink->record(p->sink->ctx, decided, &err) : 0;
+    if (rc == 0)
         return 0;
+    if (rc == DECISION_MAYBE_WRITTEN)
+        return maybe_written(p, pod, ev, decided, token, err);
     cache_cancel_reservation(p->cache, pod->key, token);
     log_warn("pod %s on node %s: recording the decision failed: %s", pod->key, decided->decision.node,
              err ? err : "unknown error");
@@ -688,13 +757,32 @@ static void warn_hami_in_filter_mode(const struct placement *p, const struct pod
                  decided->key);
 }
 
+static void clear_decision(struct placement *p, const struct pod_info *pod);
+
+/* The pod's next attempt found no node for it: a decision it still holds
+ * from an earlier attempt is given up (its GPUs are free once the watch
+ * shows the annotations gone), not kept to the ceiling. */
+static void release_held(struct placement *p, const struct pod_info *pod)
+{
+    cache_read_lock(p->cache);
+    const struct pod_entry *e = own_entry(p->cache, pod);
+    bool held = e && e->node && !e->bound;
+    cache_unlock(p->cache);
+    if (held && p->sink) {
+        log_info("pod %s fits none of the nodes of its new attempt: its earlier decision is released", pod->key);
+        clear_decision(p, pod);
+    }
+}
+
 static int decide(struct placement *p, const struct pod_info *pod, struct evaluation *ev)
 {
     ev->chosen = live_assumption(p, pod, ev);
     while (ev->chosen < 0) {
         ssize_t best = best_fitting(ev);
-        if (best < 0)
+        if (best < 0) {
+            release_held(p, pod);
             return 0;
+        }
         struct pod_info *decided = NULL;
         uint64_t token = 0;
         int rc = commit(p, pod, ev, &ev->verdicts[best], &decided, &token);
@@ -773,28 +861,9 @@ static char *not_decidable(const struct pod_info *pod)
     return why ? strbuf_format("pod %s %s", pod->key, why) : NULL;
 }
 
-/* The pod to decide for: what the request's copy asks for (with the
- * CustomResourceLimitation defaults in force now, as every evaluation uses),
- * as of the cluster's copy, which says whether and as what the pod exists
- * (UID, binding) and carries the resourceVersion the write is conditional
- * on. NULL on allocation failure. */
-static struct pod_info *request_as_of(const struct pod_info *request, const struct pod_info *cluster)
-{
-    struct pod_info *pod = pod_info_clone(request);
-    char *rv = pod && cluster->resource_version ? strdup(cluster->resource_version) : NULL;
-    if (pod && cluster->resource_version && !rv) {
-        pod_info_free(pod);
-        return NULL;
-    }
-    if (pod) {
-        free(pod->resource_version);
-        pod->resource_version = rv;
-    }
-    return pod;
-}
-
 /* Filter mode, with the pod entered in the in-flight set: look the pod up
- * (cache, else the API server), evaluate under the read lock, decide. */
+ * (cache, else the API server), evaluate its copy under the read lock,
+ * decide. */
 static int filter_decide(struct placement *p, const struct pod_info *request, struct evaluation *ev)
 {
     char *err = NULL;
@@ -810,16 +879,23 @@ static int filter_decide(struct placement *p, const struct pod_info *request, st
         pod_info_free(cluster);
         return answer_error(ev, why);
     }
-    struct pod_info *pod = request_as_of(request, cluster);
-    pod_info_free(cluster);
-    if (!pod)
-        return -1;
+    /* The pod decided for is the cluster's copy, amounts and all: the
+     * request's copy (anyone who reaches the port writes it) only names
+     * the pod (docs/security.md). */
+    struct pod_info *pod = cluster;
+    ev->ncontainers = pod->ncontainers; /* GPU lists follow this copy's containers, not the request's */
+    int pre = precheck(p, pod, ev);
+    if (pre != 0) {
+        pod_info_free(pod);
+        return pre < 0 ? -1 : 0;
+    }
     cache_read_lock(p->cache);
     int rc = evaluate_locked(p, pod, ev);
     cache_unlock(p->cache);
     /* Leadership may have been lost meanwhile. */
-    if (rc == 0 && !leading(p))
-        rc = answer_error(ev, strdup(not_leader));
+    const char *lost = rc == 0 ? not_deciding(p) : NULL;
+    if (lost)
+        rc = answer_error(ev, strdup(lost));
     if (rc == 0 && !ev->error)
         rc = decide(p, pod, ev);
     pod_info_free(pod);
@@ -835,10 +911,11 @@ int placement_filter(struct placement *p, const struct pod_info *pod, const char
 int placement_filter_block(struct placement *p, const struct pod_info *pod, const char *const *names, size_t n,
                            const struct name_block *block, struct evaluation *ev)
 {
-    if (!leading(p)) {
+    const char *refused = not_deciding(p);
+    if (refused) {
         if (evaluation_start(ev, pod, names, n, block) != 0)
             return -1;
-        return answer_error(ev, strdup(not_leader));
+        return answer_error(ev, strdup(refused));
     }
     if (p->cfg.mode == PLACEMENT_BIND)
         return evaluate(p, pod, names, n, block, true, ev);
@@ -959,7 +1036,7 @@ static struct pod_info *assume_on(struct placement *p, const struct pod_info *po
         *err = strbuf_format("node %s cannot take pod %s: %s", node, pod->key, quota);
     } else if (masks_to_minors(n, pod->ncontainers, masks, idx, count) != 0 ||
                !(decided = pod_info_with_decision(pod, node, clock_realtime_ns(), idx, count)) ||
-               attach_hami(n, decided, hami_masks) != 0 || !(*token = reserve(p, decided))) {
+               attach_hami(n, decided, hami_masks) != 0 || sign(p, decided) != 0 || !(*token = reserve(p, decided))) {
         pod_info_free(decided);
         decided = NULL;
         *err = strdup("out of memory");
@@ -981,7 +1058,7 @@ static bool assumed_on(struct placement *p, const struct pod_info *pod, const ch
 {
     cache_read_lock(p->cache);
     const struct pod_entry *e = own_entry(p->cache, pod);
-    bool here = e && e->node && !e->bound && strcmp(e->node->name, node) == 0;
+    bool here = e && e->node && !e->bound && strcmp(e->node->name, node) == 0 && assumption_sound(e);
     cache_unlock(p->cache);
     return here;
 }
@@ -1003,6 +1080,7 @@ static int mark_bound(struct placement *p, const struct pod_info *pod, const cha
 static void clear_decision(struct placement *p, const struct pod_info *pod)
 {
     char *why = NULL;
+    cache_release_hold(p->cache, pod->key); /* the update showing it gone ends the hold */
     if (p->sink->clear(p->sink->ctx, pod, &why) != 0)
         log_error("pod %s: could not remove the decision annotations: %s", pod->key, why ? why : "unknown error");
     free(why);
@@ -1121,11 +1199,11 @@ int placement_bind(struct placement *p, const char *ns, const char *name, const 
         *err = strdup("out of memory");
         return -1;
     }
-    bool lead = leading(p);
-    int entered = lead ? inflight_enter(&p->inflight, key) : 0;
+    const char *refused = not_deciding(p);
+    int entered = !refused ? inflight_enter(&p->inflight, key) : 0;
     int rc = -1;
-    if (!lead)
-        *err = strdup(not_leader);
+    if (refused)
+        *err = strdup(refused);
     else if (entered == 0)
         *err = busy_message(key);
     else if (entered < 0)

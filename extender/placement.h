@@ -15,8 +15,8 @@
  *   2. the pod is looked up by UID: the cache's copy, else the API server's
  *      (podlookup.h), which is fed to the cache; that copy decides whether
  *      the pod may be decided (exists, unbound) and gives the write its
- *      resourceVersion precondition; a filter's GPU request is still the
- *      request's copy (with the CRL defaults in force now);
+ *      resourceVersion precondition, and its GPU request is what is decided
+ *      (the request's copy only names the pod: docs/security.md);
  *   3. every node is evaluated under the cache's read lock;
  *   4. under the write lock the pod is fitted again on the chosen node and
  *      the GPUs are reserved (cache_reserve_pod_locked): of two pods racing
@@ -62,8 +62,12 @@ struct placement_config {
 /* Where decisions go besides the cache. Offline there is none: the cache
  * alone holds them. Live, the API server gets the annotations (and, in bind
  * mode, the Binding). Each function returns 0, or -1 with *err malloc'd. */
+#define DECISION_MAYBE_WRITTEN 2
+
 struct decision_sink {
-    /* Patch the decision annotations carried by `decided` onto the pod. */
+    /* Patch the decision annotations carried by `decided` onto the pod.
+     * DECISION_MAYBE_WRITTEN (with *err) when no answer came (a timeout, a
+     * cut connection): the write may still land. */
     int (*record)(void *ctx, const struct pod_info *decided, char **err);
     /* Take them off again (a later step failed). */
     int (*clear)(void *ctx, const struct pod_info *pod, char **err);
@@ -116,16 +120,28 @@ struct name_memo {
 struct placement {
     struct cluster_cache *cache;
     struct placement_config cfg;
-    struct inflight inflight;              /* pods with a decision in progress */
-    const struct decision_sink *sink;      /* NULL offline; set before serving, cleared after */
-    const atomic_int *may_decide;          /* with leader election: 1 only while leading; NULL = always */
+    struct inflight inflight;         /* pods with a decision in progress */
+    const struct decision_sink *sink; /* NULL offline; set before serving, cleared after */
+    const atomic_int *may_decide;     /* with leader election: 1 only while leading; NULL = always */
+    /* With leader election: does the cache hold the cluster as of when the
+     * Lease was taken (live.c)? NULL: always. Called on request threads. */
+    bool (*caught_up)(void *ctx);
+    void *caught_up_ctx;
+    const struct decision_key *key;        /* live mode: signs decisions (cluster/proof.h); NULL offline */
     const struct admission_policy *policy; /* quota per node; NULL = none */
     struct name_memo memo;
 };
 
 /* Live mode: where decisions go, and the leadership flag that gates them. */
 void placement_set_sink(struct placement *p, const struct decision_sink *sink);
-void placement_require_leader(struct placement *p, const atomic_int *is_leader);
+/* caught_up (may be NULL): decisions also wait until it says true, which
+ * live.c does once a new leader's cache holds the cluster's pods as of when
+ * it took the Lease (docs/behaviour.md, "Decisions: proof, holding and
+ * hand-over"). It must be cheap and thread-safe. */
+void placement_require_leader(struct placement *p, const atomic_int *is_leader, bool (*caught_up)(void *ctx),
+                              void *ctx);
+/* Live mode, before serving: the key that signs every decision. */
+void placement_set_decision_key(struct placement *p, const struct decision_key *key);
 
 /* One node's verdict. Thousands are walked several times per request
  * (judged, answered, counted), so it is kept to 48 bytes: offsets and

@@ -135,12 +135,44 @@ static int hami_part(cJSON *ann, const struct pod_info *d)
     return rc;
 }
 
+static int null_key(cJSON *ann, const char *prefix, int i)
+{
+    char key[96];
+    snprintf(key, sizeof(key), "%s%d", prefix, i);
+    return cJSON_AddNullToObject(ann, key) ? 0 : -1;
+}
+
+/* The decision's proof (cluster/proof.h), and null for every decision key
+ * the decision does not write (the tencent.com ones of a pod without vcuda
+ * shares, the index keys of containers without GPUs): the reader would
+ * take ones the pod's creator wrote for part of the decision, and the
+ * decision would then be unproven and hold nothing. */
+static int proof_part(cJSON *ann, const struct pod_info *d)
+{
+    static const char *const tencent[] = {ANN_TENCENT_NODE, ANN_TENCENT_ASSIGNED, ANN_TENCENT_TIME};
+    bool vcuda = uses_vcuda(d);
+    if (d->decision.proof && !cJSON_AddStringToObject(ann, ANN_GQA_PROOF, d->decision.proof))
+        return -1;
+    for (size_t i = 0; !vcuda && i < sizeof(tencent) / sizeof(tencent[0]); i++)
+        if (!cJSON_AddNullToObject(ann, tencent[i]))
+            return -1;
+    for (int i = 0; i < d->ncontainers; i++) {
+        bool written = d->decision.idx && i < d->decision.nidx && d->decision.idx[i];
+        if ((!vcuda || !written) && null_key(ann, ANN_TENCENT_IDX_PREFIX, i) != 0)
+            return -1;
+        if (!written && null_key(ann, ANN_GQA_IDX_PREFIX, i) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 static char *patch_body(const struct pod_info *d, const char *resource_version)
 {
     cJSON *ann = cJSON_CreateObject();
     bool failed = false;
     cJSON *labels = ann ? hami_labels(d, true, &failed) : NULL;
-    if (!ann || failed || pod_decision_annotations(ann, d, uses_vcuda(d)) != 0 || hami_part(ann, d) != 0) {
+    if (!ann || failed || pod_decision_annotations(ann, d, uses_vcuda(d)) != 0 || hami_part(ann, d) != 0 ||
+        proof_part(ann, d) != 0) {
         cJSON_Delete(ann);
         cJSON_Delete(labels);
         return NULL;
@@ -151,8 +183,8 @@ static char *patch_body(const struct pod_info *d, const char *resource_version)
 /* Every decision key set to null: a merge patch then removes them. */
 static char *clear_body(const struct pod_info *pod)
 {
-    static const char *const keys[] = {ANN_TENCENT_NODE, ANN_TENCENT_ASSIGNED, ANN_TENCENT_TIME, ANN_GQA_NODE,
-                                       ANN_GQA_TIME};
+    static const char *const keys[] = {ANN_TENCENT_NODE, ANN_TENCENT_ASSIGNED, ANN_TENCENT_TIME,
+                                       ANN_GQA_NODE,     ANN_GQA_TIME,         ANN_GQA_PROOF};
     cJSON *ann = cJSON_CreateObject();
     bool ok = ann != NULL;
     for (size_t i = 0; ok && i < sizeof(keys) / sizeof(keys[0]); i++)
@@ -220,7 +252,7 @@ static int patch_pod(struct kube_client *client, const struct pod_info *pod, con
         set_err(err, "out of memory");
     else if (kube_request(client, "PATCH", path, "application/merge-patch+json", body, strlen(body),
                           RECORDER_TIMEOUT_MS, &resp) != 0)
-        set_err(err, resp.error);
+        rc = (set_err(err, resp.error), DECISION_MAYBE_WRITTEN); /* no answer: it may land yet */
     else
         rc = resp.status == 200 ? 0 : resp.status == 409 ? 1 : (set_err(err, resp.error), -1);
     free(path);
@@ -253,7 +285,7 @@ static int record(void *ctx, const struct pod_info *decided, char **err)
         set_err(err, "the pod kept changing (409 Conflict on every attempt)");
     give_client(r, client);
     free(rv);
-    return rc == 0 ? 0 : -1;
+    return rc == 0 || rc == DECISION_MAYBE_WRITTEN ? rc : -1;
 }
 
 static int clear(void *ctx, const struct pod_info *pod, char **err)

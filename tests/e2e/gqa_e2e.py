@@ -967,6 +967,30 @@ class Cluster:
         return reqs[-1]["seq"] if reqs else 0
 
 
+def decision_key_file(suite, key=b"e2e-decision-key-0123456789abcdef"):
+    """A --decision-key-file holding key (with a trailing newline, as a
+    Secret's value often has): (path, key)."""
+    path = os.path.join(suite.tempdir("key"), "decision.key")
+    with open(path, "wb") as f:
+        f.write(key + b"\n")
+    return path, key
+
+
+def decision_proof(key, uid, node, time_ns, idx, hami=""):
+    """gpu-admission.io/proof of a decision (cluster/proof.c, written from
+    docs/security.md): HMAC-SHA256 over length-prefixed fields. idx is one
+    list of GPU minors per container ([] for a container without GPUs)."""
+    import hashlib
+    import hmac
+
+    def field(name, value):
+        v = value.encode()
+        return b"%s:%d:%s\n" % (name.encode(), len(v), v)
+    msg = (b"gqa-decision-v1\n" + field("uid", uid) + field("node", node) + field("time", str(time_ns))
+           + field("idx", ";".join(",".join(str(m) for m in c) for c in idx)) + field("hami", hami))
+    return "v1:" + hmac.new(key, msg, hashlib.sha256).hexdigest()
+
+
 class LiveServer(Server):
     """The binary in live mode: --kubeconfig instead of --state-file.
     wait_ready=False waits only until it serves (/healthz), for replicas that

@@ -412,6 +412,12 @@ def filter_placement(_s):
         suite.check_eq(ann[TO_ALLOCATE], ann[ALLOCATED], "-to-allocate and -allocated agree", ann)
         suite.check(g.wait_until(lambda: env.tasks("hami-0") == 1, 5), "the decision is charged",
                     env.devices("hami-0"))
+        # Once the watch delivers the written decision it is proven (the
+        # proof covers the HAMi devices as they read back) and still held.
+        suite.check(env.srv.seen_rv("pods", str(env.cluster.sim.rv)), "the watch delivered the decision")
+        suite.check_eq(env.tasks("hami-0"), 1, "the written decision still holds its vGPU")
+        suite.check("cannot prove" not in env.srv.stderr(), "the service proves its own HAMi decision",
+                    env.srv.stderr()[-2000:])
         env.bind_retrying("fm", "hami-0")
         env.accepted("fm")
         env.create("fm2", vgpu(1, 4000, cores=20))

@@ -60,6 +60,9 @@ class Model:
         return {n: [sorted(x) for x in gl] for n, gl in out.items()}
 
 
+KEY = b"live-cache-decision-key-0123456789"
+
+
 def bound_pod(c, model, name, node, idx, cores, mem=4, phase="Running"):
     """A pod GPU-Manager has placed: bound, index annotation, gpu-assigned true."""
     ann = {"tencent.com/predicate-gpu-idx-0": str(idx), "tencent.com/predicate-node": node,
@@ -92,13 +95,14 @@ def no_gpu_overcommitted(srv, what):
 
 @suite.test
 def test_occupancy_follows_pods(s):
+    key_file, _key = g.decision_key_file(s, KEY)
     with g.Cluster(s) as c:
         model = Model(["n1", "n2"])
         c.add_node(gpu_node("n1"))
         c.add_node(gpu_node("n2"))
         bound_pod(c, model, "listed", "n1", 0, 30)          # there before the service: comes with the list
         c.create_pod(g.pod("cpu-only", {"cpu": "1"}), node="n1", phase="Running")
-        with g.LiveServer(s, c.kubeconfig()) as srv:
+        with g.LiveServer(s, c.kubeconfig(), ["--decision-key-file", key_file]) as srv:
             expect_state(srv, model, "the initial list is in the cache")
             inf = srv.informers()
             s.check_eq(sorted(inf), sorted(["nodes", "pods", "configmaps/kube-public",
@@ -129,13 +133,22 @@ def test_occupancy_follows_pods(s):
             del model.pods["added"]
             expect_state(srv, model, "a deleted pod leaves occupancy")
 
-            # An unbound pod with a fresh decision (another replica's, or
-            # GPU-Manager's view) is assumed on its node.
+            # An unbound pod with a fresh decision anyone could have written
+            # holds nothing (issue 22, item 3); with the proof of the key the
+            # replicas share (another replica's decision) it is assumed on
+            # its node.
+            now = time.time_ns()
             ann = {"tencent.com/predicate-gpu-idx-0": "1", "tencent.com/predicate-node": "n2",
-                   "tencent.com/gpu-assigned": "false", "tencent.com/predicate-time": str(time.time_ns())}
-            c.create_pod(g.pod("assumed", g.vcuda(40, 8), annotations=ann))
+                   "tencent.com/gpu-assigned": "false", "tencent.com/predicate-time": str(now)}
+            created = c.create_pod(g.pod("assumed", g.vcuda(40, 8), annotations=ann))
+            s.check(g.wait_until(lambda: "cannot prove it made" in srv.stderr() and "default/assumed" in srv.stderr(),
+                                 SETTLE_S),
+                    "an unproven decision is logged as holding nothing", g.tail(srv.stderr()))
+            expect_state(srv, model, "an unbound pod with unproven decision annotations holds nothing")
+            proof = g.decision_proof(KEY, created["metadata"]["uid"], "n2", now, [[1]])
+            c.patch_pod("assumed", {"metadata": {"annotations": {"gpu-admission.io/proof": proof}}})
             model.pods["assumed"] = ("n2", 1, 40, 8)
-            expect_state(srv, model, "an unbound pod with fresh decision annotations is assumed on its node")
+            expect_state(srv, model, "an unbound pod with a proven decision is assumed on its node")
             c.delete_pod("assumed")
             del model.pods["assumed"]
             expect_state(srv, model, "deleting the assumed pod frees its GPU")

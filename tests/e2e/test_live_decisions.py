@@ -86,8 +86,12 @@ def ns_time_ok(value, t0, t1):
 # 2. Filter mode: the annotations, one merge patch
 # ---------------------------------------------------------------------------
 
+KEY = b"live-decisions-key-0123456789abcdef"
+
+
 @suite.test
 def test_filter_records_annotations(s):
+    key_file, _ = g.decision_key_file(s, KEY)
     with g.Cluster(s) as c:
         c.add_node(vcuda_node("n1", 4))
         c.add_node(vcuda_node("n2", 4))
@@ -96,7 +100,7 @@ def test_filter_records_annotations(s):
         c.create_pod(g.pod("two", [("model", g.vcuda(40, 16)), ("sidecar", {"cpu": "100m"}),
                                    ("tokenizer", g.vcuda(20, 8))]))
         c.create_pod(g.pod("mps", g.mps(25, 4)))
-        with g.LiveServer(s, c.kubeconfig()) as srv:
+        with g.LiveServer(s, c.kubeconfig(), ["--decision-key-file", key_file]) as srv:
             pod = c.get_pod("share")          # what kube-scheduler sends: the pod as stored
             mark = c.last_seq()
             t0 = time.time_ns()
@@ -114,7 +118,7 @@ def test_filter_records_annotations(s):
             s.check_eq(decision_keys(ann), sorted(["tencent.com/predicate-gpu-idx-0", "tencent.com/predicate-node",
                                                    "tencent.com/gpu-assigned", "tencent.com/predicate-time",
                                                    "gpu-admission.io/gpu-idx-0", "gpu-admission.io/node",
-                                                   "gpu-admission.io/time"]),
+                                                   "gpu-admission.io/time", "gpu-admission.io/proof"]),
                        "exactly GPU-Manager's and gpu-admission.io's decision annotations", ann)
             s.check_eq(ann.get("tencent.com/predicate-node"), chosen, "predicate-node is the node answered")
             s.check_eq(ann.get("gpu-admission.io/node"), chosen, "gpu-admission.io/node is the node answered")
@@ -127,6 +131,10 @@ def test_filter_records_annotations(s):
             idx = ann.get("tencent.com/predicate-gpu-idx-0", "")
             s.check(re.fullmatch(r"[0-3]", idx or "") is not None, "predicate-gpu-idx-0 is one GPU of the node", idx)
             s.check_eq(ann.get("gpu-admission.io/gpu-idx-0"), idx, "gpu-admission.io/gpu-idx-0 says the same")
+            s.check_eq(ann.get("gpu-admission.io/proof"),
+                       g.decision_proof(KEY, pod["metadata"]["uid"], chosen, int(ann.get("gpu-admission.io/time", 0)),
+                                        [[int(idx or 0)]]),
+                       "gpu-admission.io/proof is the HMAC of docs/security.md with the --decision-key-file key")
 
             reqs = c.requests_since(mark)
             w = writes(reqs)
@@ -173,7 +181,7 @@ def test_filter_records_annotations(s):
             s.check_eq(res.get("NodeNames"), ["m1"], "the MPS pod goes to the MPS node", res)
             ann = c.annotations("mps")
             s.check_eq(decision_keys(ann), sorted(["gpu-admission.io/gpu-idx-0", "gpu-admission.io/node",
-                                                   "gpu-admission.io/time"]),
+                                                   "gpu-admission.io/time", "gpu-admission.io/proof"]),
                        "an MPS pod gets gpu-admission.io's annotations and no tencent.com ones", ann)
 
 

@@ -104,7 +104,11 @@ class Pair:
     """The simulator, two replicas a and b in their own pods, and the sampler."""
 
     def __init__(self, s, c):
-        flags = ["--leader-elect", "--lease-namespace", LEASE_NS, "--lease-name", LEASE_NAME]
+        # One decision key for both, as the manifests' Secret gives them: the
+        # new leader honours the old one's decisions.
+        key_file, _ = g.decision_key_file(s)
+        flags = ["--leader-elect", "--lease-namespace", LEASE_NS, "--lease-name", LEASE_NAME,
+                 "--decision-key-file", key_file]
         self.c = c
         self.srv = {}
         for k, tok in TOKENS.items():

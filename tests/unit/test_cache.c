@@ -742,17 +742,169 @@ static void test_pod_amount_range(void **state)
     expect_unattributed(c, "n", 0, 0, 0, 0);
 }
 
-/* A decision time near INT64_MAX plus the assume TTL must not overflow. */
+/* A decision time near INT64_MAX neither overflows nor holds past the
+ * ceiling: a time from the future counts from now. */
 static void test_decision_time_saturates(void **state)
 {
     struct cluster_cache *c = *state;
     add_vcuda_node(c, "n", 2, 64);
+    int64_t now = clock_realtime_ns();
     pod(c, "far", NULL,
         "'tencent.com/predicate-node':'n','tencent.com/predicate-time':'9223372036854775807',"
         "'tencent.com/predicate-gpu-idx-0':'0'",
-        "{'tencent.com/vcuda-core':'50','tencent.com/vcuda-memory':'10'}", "Pending", clock_realtime_ns());
+        "{'tencent.com/vcuda-core':'50','tencent.com/vcuda-memory':'10'}", "Pending", now);
     assert_int_equal(node_of(c, "n")->gpus[0].core_used, 50);
-    assert_int_equal(cache_find_pod(c, "t/far")->expires_ns, INT64_MAX);
+    assert_int_equal(cache_find_pod(c, "t/far")->expires_ns, now + c->cfg.assume_ttl_ns);
+}
+
+/* The proof of a decision of pod t/NAME (uid u-NAME) on node at t, GPU idx. */
+static void proof_of(const struct decision_key *k, const char *name, const char *node, int idx, int64_t t, char *out)
+{
+    char buf[1024];
+    fmt(buf, sizeof(buf),
+        "{'metadata':{'name':'%s','namespace':'t','uid':'u-%s'},'spec':{'containers':[{'name':'c',"
+        "'resources':{'limits':{'tencent.com/vcuda-core':'50','tencent.com/vcuda-memory':'10'}}}]}}",
+        name, name);
+    struct pod_info *p = pod_of(buf);
+    int minor[] = {idx}, count[] = {1};
+    int *minors[] = {minor};
+    struct pod_info *d = pod_info_with_decision(p, node, t, minors, count);
+    assert_non_null(d);
+    assert_int_equal(decision_prove(k, d, out), 0);
+    pod_info_free(d);
+    pod_info_free(p);
+}
+
+/* A pending pod t/NAME (uid u-NAME) with a decision on n, GPU idx, at t, and
+ * the given proof (NULL: none). */
+static void decided(struct cluster_cache *c, const char *name, int idx, int64_t t, const char *proof)
+{
+    char buf[2048];
+    fmt(buf, sizeof(buf),
+        "{'metadata':{'name':'%s','namespace':'t','uid':'u-%s','annotations':{'gpu-admission.io/node':'n',"
+        "'gpu-admission.io/time':'%" PRId64 "','gpu-admission.io/gpu-idx-0':'%d'%s%s%s}},'spec':{'containers':"
+        "[{'name':'c','resources':{'limits':{'tencent.com/vcuda-core':'50','tencent.com/vcuda-memory':'10'}}}]},'status':{'phase':'Pending'}}",
+        name, name, t, idx, proof ? ",'gpu-admission.io/proof':'" : "", proof ? proof : "", proof ? "'" : "");
+    add_pod(c, buf, clock_realtime_ns());
+}
+
+/* With a decision key, an unbound decision holds GPUs only with a proof
+ * made with that key over exactly what it says (issue 22, items 2 and 3). */
+static void test_unproven_decisions_hold_nothing(void **state)
+{
+    struct cluster_cache *c = *state;
+    struct decision_key key, other;
+    assert_int_equal(decision_key_random(&key), 0);
+    assert_int_equal(decision_key_random(&other), 0);
+    cache_set_decision_key(c, &key);
+    add_vcuda_node(c, "n", 2, 64);
+    int64_t now = clock_realtime_ns();
+    char proof[DECISION_PROOF_LEN + 1], foreign[DECISION_PROOF_LEN + 1];
+    proof_of(&key, "mine", "n", 0, now, proof);
+    proof_of(&other, "theirs", "n", 1, now, foreign);
+
+    decided(c, "forged", 0, now, NULL);
+    assert_int_equal(node_of(c, "n")->gpus[0].core_used, 0);
+    decided(c, "theirs", 1, now, foreign);
+    assert_int_equal(node_of(c, "n")->gpus[1].core_used, 0);
+    decided(c, "squat", 1, INT64_MAX, NULL);
+    assert_int_equal(node_of(c, "n")->gpus[1].core_used, 0);
+    decided(c, "mine", 0, now, proof);
+    assert_int_equal(node_of(c, "n")->gpus[0].core_used, 50);
+    /* The same proof on another GPU, another pod or another time proves
+     * nothing: a new pod holds nothing with it, and the pod that holds GPU 0
+     * keeps it over the unproven edits (test_proven_hold_kept). */
+    decided(c, "copy", 1, now, proof);
+    decided(c, "mine", 1, now, proof);
+    decided(c, "mine", 0, now + 1, proof);
+    assert_int_equal(node_of(c, "n")->gpus[0].core_used, 50);
+    assert_int_equal(node_of(c, "n")->gpus[1].core_used, 0);
+    /* Bound pods are charged whatever their annotations say. */
+    bound(c, "bound", "n", "1", VC(30, 10));
+    assert_int_equal(node_of(c, "n")->gpus[1].core_used, 30);
+    cache_set_decision_key(c, NULL);
+}
+
+/* HAMi's own decision keys (hami.io/vgpu-node, vgpu-time in seconds) far
+ * ahead: held at most the ceiling without a key, nothing with one. */
+static void test_hami_time_far_ahead(void **state)
+{
+    struct cluster_cache *c = *state;
+    add_node(c, "{'metadata':{'name':'v'},'status':{'allocatable':{'nvidia.com/gpu':'2'}}}");
+    int64_t now = clock_realtime_ns();
+    const char *ann = "'hami.io/vgpu-node':'v','hami.io/vgpu-time':'9000000000'"; /* year 2255 */
+    pod(c, "h", NULL, ann, "{'nvidia.com/gpu':'1'}", "Pending", now);
+    const struct pod_entry *e = cache_find_pod(c, "t/h");
+    assert_non_null(e->node);
+    assert_int_equal(e->expires_ns, now + c->cfg.assume_ttl_ns);
+    struct decision_key key;
+    assert_int_equal(decision_key_random(&key), 0);
+    cache_set_decision_key(c, &key);
+    pod(c, "h", NULL, ann, "{'nvidia.com/gpu':'1'}", "Pending", now);
+    assert_null(cache_find_pod(c, "t/h")->node);
+    expect_idle(c, "v");
+    cache_set_decision_key(c, NULL);
+}
+
+/* A proven hold outlives updates that drop or alter its decision without a
+ * proof; this service's own release, a new proven decision and a binding
+ * end it. */
+static void test_proven_hold_kept(void **state)
+{
+    struct cluster_cache *c = *state;
+    struct decision_key key;
+    assert_int_equal(decision_key_random(&key), 0);
+    cache_set_decision_key(c, &key);
+    add_vcuda_node(c, "n", 2, 64);
+    int64_t now = clock_realtime_ns();
+    char proof[DECISION_PROOF_LEN + 1], moved[DECISION_PROOF_LEN + 1];
+    proof_of(&key, "p", "n", 0, now, proof);
+    proof_of(&key, "p", "n", 1, now + 1, moved);
+    decided(c, "p", 0, now, proof);
+    assert_int_equal(node_of(c, "n")->gpus[0].core_used, 50);
+    decided(c, "p", 1, now, proof); /* another GPU, the old proof */
+    assert_int_equal(node_of(c, "n")->gpus[0].core_used, 50);
+    assert_int_equal(node_of(c, "n")->gpus[1].core_used, 0);
+    const char *bare = "{'metadata':{'name':'p','namespace':'t','uid':'u-p'},'spec':{'containers':[{'name':'c',"
+                       "'resources':{'limits':{'tencent.com/vcuda-core':'50','tencent.com/vcuda-memory':'10'}}}]},"
+                       "'status':{'phase':'Pending'}}";
+    add_pod(c, bare, now); /* no decision at all */
+    assert_int_equal(node_of(c, "n")->gpus[0].core_used, 50);
+    decided(c, "p", 1, now + 1, moved); /* a new proven decision moves it */
+    assert_int_equal(node_of(c, "n")->gpus[0].core_used, 0);
+    assert_int_equal(node_of(c, "n")->gpus[1].core_used, 50);
+    cache_release_hold(c, "t/p"); /* this service takes it off */
+    add_pod(c, bare, now);
+    expect_idle(c, "n");
+    cache_set_decision_key(c, NULL);
+}
+
+/* A reservation survives an update that carries an earlier decision (a
+ * label, a condition, while the write is in flight) and ends with the
+ * update that carries it (issue 22, item 4). */
+static void test_reservation_kept_over_earlier_decision(void **state)
+{
+    struct cluster_cache *c = *state;
+    add_vcuda_node(c, "n", 2, 64);
+    int64_t old = clock_realtime_ns() - 3600 * SEC; /* long expired */
+    decided(c, "p", 1, old, NULL);
+    expect_idle(c, "n");
+    int64_t t = clock_realtime_ns();
+    struct pod_info *cur = pod_info_clone(cache_find_pod(c, "t/p")->info);
+    int minor[] = {0}, count[] = {1};
+    int *minors[] = {minor};
+    cache_write_lock(c);
+    uint64_t token = cache_reserve_pod_locked(c, pod_info_with_decision(cur, "n", t, minors, count), t);
+    cache_unlock(c);
+    pod_info_free(cur);
+    assert_true(token != 0);
+    assert_int_equal(node_of(c, "n")->gpus[0].core_used, 50);
+    decided(c, "p", 1, old, NULL); /* an unrelated update, the earlier decision still on it */
+    assert_int_equal(node_of(c, "n")->gpus[0].core_used, 50);
+    assert_int_equal(cache_find_pod(c, "t/p")->reservation, token);
+    decided(c, "p", 0, t, NULL); /* the write landed */
+    assert_int_equal(cache_find_pod(c, "t/p")->reservation, 0);
+    assert_int_equal(node_of(c, "n")->gpus[0].core_used, 50);
 }
 
 /* One item a relist cannot use (a ConfigMap without a name) is skipped and
@@ -807,6 +959,10 @@ int main(void)
         T(test_node_memory_range),
         T(test_pod_amount_range),
         T(test_decision_time_saturates),
+        T(test_unproven_decisions_hold_nothing),
+        T(test_reservation_kept_over_earlier_decision),
+        T(test_hami_time_far_ahead),
+        T(test_proven_hold_kept),
         T(test_relist_skips_bad_items),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -89,7 +89,7 @@ static void test_defaults(void **state)
     assert_int_equal(o.placement, PLACEMENT_FILTER);
     assert_int_equal(o.policy.gpu, POLICY_BINPACK);
     assert_int_equal(o.policy.node, POLICY_BINPACK);
-    assert_int_equal(o.assume_ttl_ns, 60LL * 1000000000LL);
+    assert_int_equal(o.assume_ttl_ns, OPTIONS_ASSUME_TTL_NS);
     assert_int_equal(o.max_body_bytes, 256LL << 20);
     assert_string_equal(o.crl_namespace, "kube-public");
     assert_string_equal(o.quota_configmap, "kube-system/gpu-quota");

@@ -1004,6 +1004,30 @@ static int bind_or_clear(struct placement *p, const struct pod_info *pod, const 
     return -1;
 }
 
+/* A new decision for a pod without a HAMi part goes in one write: the
+ * Binding carries the annotations (decision_sink.bind_decided), so
+ * GPU-Manager finds them the moment the pod is bound and a failed bind
+ * leaves nothing to take off. */
+static bool one_write(const struct placement *p, const struct pod_info *decided)
+{
+    return decided && p->sink && p->sink->bind_decided && !decided->hami;
+}
+
+static int bind_in_one_write(struct placement *p, const struct pod_info *pod, const struct pod_info *decided,
+                             const char *node, char **err)
+{
+    char *why = NULL;
+    if (p->sink->bind_decided(p->sink->ctx, decided, node, &why) != 0) {
+        *err = strbuf_format("binding pod %s to %s failed: %s", pod->key, node, why ? why : "unknown error");
+        free(why);
+        return -1;
+    }
+    if (mark_bound(p, decided, node) == 0)
+        return 0;
+    *err = strdup("out of memory");
+    return -1;
+}
+
 /* Annotations first, Binding second (GPU-Manager reads a pod once it is
  * bound); when the Binding fails the annotations written here come off.
  * A HAMi pod takes the node lock first and is marked for HAMi's plugin
@@ -1012,6 +1036,8 @@ static int bind_or_clear(struct placement *p, const struct pod_info *pod, const 
 static int record_and_bind(struct placement *p, const struct pod_info *pod, const struct pod_info *decided,
                            const char *node, char **err)
 {
+    if (one_write(p, decided))
+        return bind_in_one_write(p, pod, decided, node, err);
     const struct pod_info *subject = decided ? decided : pod;
     bool hami = hamibind_wanted(p->sink, subject, node), phase = false;
     char *why = NULL;

@@ -84,6 +84,40 @@ class LivezProbe(threading.Thread):
         self.join(15)
 
 
+@suite.test
+def test_binds_wait_for_a_worker(s):
+    """kube-scheduler binds each pod in a goroutine of its own: more binds than workers and --decision-queue
+    wait for a worker (the queue holds every admitted connection) instead of being refused; one that waited
+    past the bound (2 s, inside kube-scheduler's httpTimeout) is answered without being taken."""
+    with g.Cluster(s) as c:
+        c.add_node(vcuda_node("n1", 4))
+        names = ["q-%d" % i for i in range(4)]
+        uids = {n: c.create_pod(g.pod(n, g.vcuda(30, 8)))["metadata"]["uid"] for n in names}
+        args = ["--placement", "bind", "--decision-workers", "1", "--decision-queue", "1"]
+        with g.LiveServer(s, c.kubeconfig(), args) as srv:
+            c.sim.delay(150, path=BINDING, method="POST")
+            results, _ = concurrently([
+                lambda n=n: srv.post_json("/scheduler/bind", {"PodName": n, "PodNamespace": "default",
+                                                              "PodUID": uids[n], "Node": "n1"})
+                for n in names])
+            s.check_eq([r for r in results if not isinstance(r, dict) or r.get("Error")], [],
+                       "4 binds on 1 worker with a queue of 1: each waits its turn, none is refused", results)
+            for n in names:
+                s.check_eq(decided(c, n), ("n1", "n1"), "%s is annotated and bound" % n)
+            c.sim.clear_faults()
+            late = ["late-0", "late-1"]
+            uids = {n: c.create_pod(g.pod(n, g.vcuda(30, 8)))["metadata"]["uid"] for n in late}
+            c.sim.delay(2500, path=BINDING, method="POST")
+            results, _ = concurrently([
+                lambda n=n: srv.post_json("/scheduler/bind", {"PodName": n, "PodNamespace": "default",
+                                                              "PodUID": uids[n], "Node": "n1"})
+                for n in late])
+            errors = sorted((r or {}).get("Error") or "" for r in results)
+            s.check(errors[0] == "" and "waited more than" in errors[1],
+                    "of two binds behind a 2.5 s Binding, the one that waited past the bound is not taken", results)
+            c.sim.clear_faults()
+
+
 def concurrently(calls):
     """Run the callables at once (behind a barrier); (results, seconds from release to the last answer)."""
     results = [None] * len(calls)
@@ -282,15 +316,15 @@ def decisions_accepted(srv):
 
 @suite.test
 def test_sigterm_while_decisions_wait(s):
-    """SIGTERM while decisions wait on the API server, some running on the 2 workers and some queued for
-    one: the drain lets every accepted request finish (they are in flight, queued or not), no connection is
+    """SIGTERM while decisions wait on the API server, some running on the 3 workers and some queued for
+    one (for less than the 2 s a decision may wait for a worker): the drain lets every accepted request finish (they are in flight, queued or not), no connection is
     left suspended, and the process exits 0."""
     with g.Cluster(s) as c:
         c.add_node(vcuda_node("n1", 4))
         names = ["t-%d" % i for i in range(6)]
         for n in names:
             c.create_pod(g.pod(n, g.vcuda(10, 4)))
-        srv = g.LiveServer(s, c.kubeconfig(), ["--decision-workers", "2"])
+        srv = g.LiveServer(s, c.kubeconfig(), ["--decision-workers", "3"])
         srv.start()
         try:
             pods = [c.get_pod(n) for n in names]
@@ -306,13 +340,13 @@ def test_sigterm_while_decisions_wait(s):
             threads = [threading.Thread(target=run, args=(p,)) for p in pods]
             for t in threads:
                 t.start()
-            # Two run (one PATCH each, 1 s), four wait for a worker.
-            s.require(g.wait_until(lambda: sum(srv.cores()["n1"]) == 20, 5, interval=0.02),
-                      "two decisions are writing", srv.cores())
+            # Three run (one PATCH each, 1 s), three wait for a worker.
+            s.require(g.wait_until(lambda: sum(srv.cores()["n1"]) == 30, 5, interval=0.02),
+                      "three decisions are writing", srv.cores())
             # Every request is accepted (running or queued) before the signal: one still on its way in
             # would meet a closed listener, which is the drain working, not a lost decision.
             s.require(g.wait_until(lambda: decisions_accepted(srv) == len(names), 10, interval=0.02),
-                      "all six decisions are accepted (2 running, 4 queued)", srv.metrics().text[-1500:])
+                      "all six decisions are accepted (3 running, 3 queued)", srv.metrics().text[-1500:])
             srv.signal()
             for t in threads:
                 t.join(30)

@@ -112,6 +112,7 @@ struct world {
     struct decision_sink sink;
     /* what the sink saw */
     int records, binds, clears, fetches;
+    int binds_decided; /* one-write binds (decision_sink.bind_decided) */
     char last_node[64];
     int last_minor;
     /* what it answers */
@@ -186,6 +187,21 @@ static int fake_bind(void *ctx, const struct pod_info *pod, const char *node, ch
     return 0;
 }
 
+/* The one-write bind: the Binding carries the decision. */
+static int fake_bind_decided(void *ctx, const struct pod_info *decided, const char *node, char **err)
+{
+    struct world *w = ctx;
+    w->binds_decided++;
+    step(w, "bind-decided");
+    snprintf(w->last_node, sizeof(w->last_node), "%s", node);
+    w->last_minor = decided->decision.idx_count && decided->decision.idx_count[0] ? decided->decision.idx[0][0] : -1;
+    if (w->fail_bind) {
+        *err = strdup("binding refused");
+        return -1;
+    }
+    return 0;
+}
+
 static int fake_fetch(void *ctx, const char *ns, const char *name, cJSON **pod, char **err)
 {
     struct world *w = ctx;
@@ -246,7 +262,7 @@ static int setup(void **state)
     if (placement_init(&w->p, &w->cache, &pc) != 0)
         return -1;
     w->sink = (struct decision_sink){fake_record, fake_clear, fake_bind,  fake_fetch,
-                                     w,           fake_lock,  fake_unlock, fake_annotate};
+                                     w,           fake_lock,  fake_unlock, fake_annotate, NULL};
     placement_set_sink(&w->p, &w->sink);
     add_vcuda_node(&w->cache, "n1", 2);
     *state = w;
@@ -572,6 +588,48 @@ static void test_bind(void **state)
     assert_non_null(strstr(err, "the API server does not have it either"));
     free(err);
     pod_info_free(a);
+}
+
+/* Bind mode with a sink that writes a decision in the Binding: one write
+ * per bind (no annotation PATCH), the decision's GPU named in it, and a
+ * failed Binding leaves nothing to clear and no charge. When that failed
+ * write landed after all (a timeout), the watch's copy of the pod, bound
+ * with the annotations, is charged exactly once. */
+static void test_bind_one_write(void **state)
+{
+    struct world *w = *state;
+    w->p.cfg.mode = PLACEMENT_BIND;
+    w->sink.bind_decided = fake_bind_decided;
+    struct pod_info *a = pod_of("a", "uid-a", "10", 100, 40);
+    watch_apply(&w->cache, pod_info_clone(a));
+    char *err = NULL;
+    assert_int_equal(placement_bind(&w->p, "t", "a", "uid-a", "n1", &err), 0);
+    assert_string_equal(w->steps, "bind-decided");
+    assert_int_equal(w->records + w->binds + w->clears, 0);
+    assert_string_equal(w->last_node, "n1");
+    assert_true(w->last_minor == 0 || w->last_minor == 1);
+    assert_int_equal(cores_used(w, 0) + cores_used(w, 1), 100);
+
+    struct pod_info *b = pod_of("b", "uid-b", "11", 100, 40);
+    watch_apply(&w->cache, pod_info_clone(b));
+    w->fail_bind = true;
+    w->steps[0] = '\0';
+    assert_int_equal(placement_bind(&w->p, "t", "b", "uid-b", "n1", &err), -1);
+    assert_non_null(strstr(err, "binding refused"));
+    free(err);
+    err = NULL;
+    assert_string_equal(w->steps, "bind-decided");
+    assert_int_equal(cores_used(w, 0) + cores_used(w, 1), 100);
+    /* It landed after all: the watch brings b bound with its decision. */
+    int minor = w->last_minor;
+    struct pod_info *landed = pod_info_with_decision(b, "n1", clock_realtime_ns(), (int *[]){&minor}, (int[]){1});
+    assert_non_null(landed);
+    landed->node_name = strdup("n1");
+    watch_apply(&w->cache, landed);
+    assert_int_equal(cores_used(w, 0) + cores_used(w, 1), 200);
+    assert_int_equal(cores_used(w, minor), 100);
+    pod_info_free(a);
+    pod_info_free(b);
 }
 
 /* ---- HAMi ------------------------------------------------------------------------------ */
@@ -943,6 +1001,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_expiry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_in_flight_and_race, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bind, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bind_one_write, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_reservation_exact, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hami_bind, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hami_bind_failures, setup, teardown),

@@ -279,8 +279,8 @@ static enum MHD_Result hand_to_worker(struct MHD_Connection *conn, struct reques
     ctx->queued_ns = clock_monotonic_ns();
     if (workers_submit(ctx->server->workers, run_on_worker, ctx) != 0) {
         struct http_request req = {method, url, ctx->body.data, ctx->body.len, NULL, NULL};
-        ctx->verb = router_refuse(&req, &ctx->worker_resp,
-                                  "no decision worker can take it (the server is stopping); retry");
+        ctx->verb =
+            router_refuse(&req, &ctx->worker_resp, "no decision worker can take it (the server is stopping); retry");
         atomic_store(&ctx->worker_done, 1);
         MHD_resume_connection(conn);
     }

@@ -117,6 +117,9 @@ struct world {
     int last_minor;
     /* what it answers */
     bool fail_record, fail_bind;
+    /* A recorded decision reaches the cache as the watch would deliver it;
+     * the clear that should take it off fails (the API server timed out). */
+    bool record_lands, fail_clear;
     cJSON *api_pod; /* what a GET finds (owned), or NULL: 404 */
     hook_fn during_record;
     /* HAMi binds: the steps in order ("lock record allocating bind"), the
@@ -161,15 +164,20 @@ static int fake_record(void *ctx, const struct pod_info *decided, char **err)
         *err = strdup("injected failure");
         return -1;
     }
+    if (w->record_lands)
+        watch_apply(&w->cache, pod_info_clone(decided));
     return 0;
 }
 
 static int fake_clear(void *ctx, const struct pod_info *pod, char **err)
 {
     (void)pod;
-    (void)err;
     ((struct world *)ctx)->clears++;
     step(ctx, "clear");
+    if (((struct world *)ctx)->fail_clear) {
+        *err = strdup("timed out");
+        return -1;
+    }
     return 0;
 }
 
@@ -632,6 +640,35 @@ static void test_bind_one_write(void **state)
     pod_info_free(b);
 }
 
+/* Issue 24's refusals for capacity kube-scheduler saw free: a bind whose
+ * Binding failed must leave no decision on the pod. With the annotation
+ * PATCH first, the PATCH landed (the watch brought the decision), the
+ * Binding and the clear then failed (an API server timing out), and the
+ * unbound pod held its GPU until --assume-ttl: of two later pods, each
+ * fitting the node as kube-scheduler counts it, the second was refused
+ * ("the freest, GPU 0, has 0 free"). One write leaves nothing behind. */
+static void test_failed_bind_takes_no_capacity(void **state)
+{
+    struct world *w = *state;
+    w->p.cfg.mode = PLACEMENT_BIND;
+    w->sink.bind_decided = fake_bind_decided;
+    w->record_lands = w->fail_clear = true;
+    const char *names[] = {"a", "c", "d"}, *uids[] = {"uid-a", "uid-c", "uid-d"};
+    for (int i = 0; i < 3; i++)
+        watch_apply(&w->cache, pod_of(names[i], uids[i], "10", 100, 40));
+    char *err = NULL;
+    w->fail_bind = true;
+    assert_int_equal(placement_bind(&w->p, "t", "a", "uid-a", "n1", &err), -1);
+    free(err);
+    err = NULL;
+    w->fail_bind = false;
+    assert_int_equal(cores_used(w, 0) + cores_used(w, 1), 0);
+    assert_int_equal(placement_bind(&w->p, "t", "c", "uid-c", "n1", &err), 0);
+    assert_int_equal(placement_bind(&w->p, "t", "d", "uid-d", "n1", &err), 0);
+    assert_null(err);
+    assert_int_equal(cores_used(w, 0) + cores_used(w, 1), 200);
+}
+
 /* ---- HAMi ------------------------------------------------------------------------------ */
 
 static void add_hami_node(struct cluster_cache *c, const char *name)
@@ -1002,6 +1039,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_in_flight_and_race, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bind, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bind_one_write, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failed_bind_takes_no_capacity, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_reservation_exact, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hami_bind, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hami_bind_failures, setup, teardown),

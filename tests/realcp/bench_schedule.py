@@ -108,17 +108,18 @@ def quantile(buckets, count, q):
 
 
 def extender_figures(port):
+    """(calls by verb, {verb: (cumulative buckets, count)}) from the extender's /metrics."""
     _, text = http_get(port, "/metrics")
-    calls, errors, buckets, bind_count = {}, 0, [], 0
+    calls, hist = {}, {}
     for name, lab, v in parse_metrics(text):
+        verb = lab.get("verb")
         if name == "gqa_http_requests_total":
-            calls[lab.get("verb")] = calls.get(lab.get("verb"), 0) + v
-        elif name == "gqa_http_request_duration_seconds_bucket" and lab.get("verb") == "bind":
-            buckets.append((float(lab["le"]) if lab["le"] != "+Inf" else float("inf"), v))
-        elif name == "gqa_http_request_duration_seconds_count" and lab.get("verb") == "bind":
-            bind_count = v
-    buckets.sort()
-    return calls, buckets, bind_count
+            calls[verb] = calls.get(verb, 0) + v
+        elif name == "gqa_http_request_duration_seconds_bucket":
+            hist.setdefault(verb, ([], [0]))[0].append((float(lab["le"]) if lab["le"] != "+Inf" else float("inf"), v))
+        elif name == "gqa_http_request_duration_seconds_count":
+            hist.setdefault(verb, ([], [0]))[1][0] = v
+    return calls, {verb: (sorted(b), c[0]) for verb, (b, c) in hist.items()}
 
 
 def extender_errors(proc):
@@ -194,11 +195,13 @@ class Bench:
         fig["writes"] = {k: writes1[k] - writes0.get(k, 0) for k in writes1 if writes1[k] - writes0.get(k, 0)}
         fig["writes_per_pod"] = sum(fig["writes"].values()) / max(len(times), 1)
         if ext_proc is not None:
-            calls, buckets, count = extender_figures(ext_proc.port)
+            calls, hist = extender_figures(ext_proc.port)
             fig["filter_per_pod"] = calls.get("filter", 0) / self.pods
             fig["bind_per_pod"] = calls.get("bind", 0) / self.pods
-            fig["bind_p50"] = quantile(buckets, count, 0.5)
-            fig["bind_p99"] = quantile(buckets, count, 0.99)
+            for verb in ("bind", "filter", "prioritize"):
+                buckets, count = hist.get(verb, ([], 0))
+                fig[verb + "_p50"] = quantile(buckets, count, 0.5)
+                fig[verb + "_p99"] = quantile(buckets, count, 0.99)
             fig["refused"] = extender_errors(ext_proc)
         cp.stop_scheduler(sched)
         if ext_proc is not None:
@@ -213,10 +216,11 @@ def fmt(fig):
         return f % v if isinstance(v, (int, float)) else "-"
     ms = lambda k: ("%.1f ms" % (fig[k] * 1e3)) if isinstance(fig.get(k), float) else "-"  # noqa: E731
     return ("%-7s bound %d/%d (API: %d)  pods/s %s  filter/pod %s  bind/pod %s  bind p50 %s p99 %s  writes/pod %s  "
-            "refused %s  writes %s" % (fig["mode"], fig["bound"], fig["pods"], fig["bound_api"],
+            "refused %s  filter/prioritize p50 %s/%s  writes %s" % (fig["mode"], fig["bound"], fig["pods"], fig["bound_api"],
                                        num("pods_per_s", "%.1f"),
                                        num("filter_per_pod"), num("bind_per_pod"), ms("bind_p50"),
                                        ms("bind_p99"), num("writes_per_pod"), fig.get("refused", "-"),
+                                       ms("filter_p50"), ms("prioritize_p50"),
                                        json.dumps(fig["writes"], sort_keys=True)))
 
 

@@ -78,13 +78,15 @@ def parse_metrics(text):
 
 
 def pod_writes(cp):
-    """API writes to pods so far, by verb (and subresource)."""
+    """API writes to existing pods so far, by verb (and subresource)."""
     status, body = cp.admin.request("GET", "/metrics", raw=True)
     tot = {}
     for name, lab, v in parse_metrics(body.decode("utf-8", "replace")):
         if name != "apiserver_request_total" or lab.get("resource") != "pods":
             continue
         verb = lab.get("verb", "")
+        if verb == "POST" and not lab.get("subresource"):
+            continue   # pods created (--burst), not written by scheduling
         if verb in ("PATCH", "PUT", "POST", "APPLY"):
             k = verb + ("/" + lab["subresource"] if lab.get("subresource") else "")
             tot[k] = tot.get(k, 0) + v

@@ -131,8 +131,9 @@ def extender_errors(proc):
 
 
 class Bench:
-    def __init__(self, cp, binary, nodes, pods, cores, memory, ext_flags=(), timeout=600, quiet=False):
-        self.cp, self.binary = cp, binary
+    def __init__(self, cp, binary, nodes, pods, cores, memory, ext_flags=(), timeout=600, quiet=False,
+                 prioritize=True):
+        self.cp, self.binary, self.prioritize = cp, binary, prioritize
         self.nodes, self.pods, self.cores, self.memory = nodes, pods, cores, memory
         self.ext_flags, self.timeout, self.quiet = list(ext_flags), timeout, quiet
 
@@ -168,6 +169,8 @@ class Bench:
                                         name="bench-" + mode)
             ext = direct_extender(ext_proc.port, bind=(mode == "bind"), timeout="3s")
             ext.pop("preemptVerb", None)
+            if not self.prioritize:
+                ext.pop("prioritizeVerb", None)
             extenders = [ext]
         cfg = cp.scheduler_config(extenders)
         cfg["clientConnection"]["qps"] = 2000
@@ -238,11 +241,13 @@ def main():
     ap.add_argument("--burst", action="store_true", help="create the pods while kube-scheduler runs")
     ap.add_argument("--extender-flag", action="append", default=[], help="one more flag for the extender")
     ap.add_argument("--timeout", type=int, default=600, help="seconds a round may take")
+    ap.add_argument("--no-prioritize", action="store_true", help="leave out prioritizeVerb (to see its share)")
     a = ap.parse_args()
     skip_unless_assets()
     with ControlPlane() as cp:
         print("control plane up in %.1fs (%s)" % (cp.startup_seconds, cp.dir), flush=True)
-        b = Bench(cp, os.path.abspath(a.binary), a.nodes, a.pods, a.cores, a.memory, a.extender_flag, a.timeout)
+        b = Bench(cp, os.path.abspath(a.binary), a.nodes, a.pods, a.cores, a.memory, a.extender_flag, a.timeout,
+                  prioritize=not a.no_prioritize)
         t0 = time.monotonic()
         b.make_nodes()
         print("%d nodes in %.1fs" % (a.nodes, time.monotonic() - t0), flush=True)

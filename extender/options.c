@@ -462,7 +462,9 @@ static const struct flag_spec flags[] = {
      "(default 16)",
      SERVE},
     {"decision-queue", "N", set_decision_queue,
-     "decisions that may wait for a free decision worker; more are refused with an Error (default 128)", SERVE},
+     "decisions that may wait for a free decision worker, at least --max-connections per listener; one that "
+     "waited over 2 s is answered with an Error (default 128)",
+     SERVE},
     {"max-body-bytes", "BYTES", set_max_body, "largest request body; larger ones get 413 (default 256Mi)", SERVE},
     {"body-budget", "BYTES", set_body_budget,
      "memory all request bodies in flight may hold together; past it requests get 503 (default 384Mi)", SERVE},

@@ -1100,6 +1100,49 @@ static int bind_or_clear(struct placement *p, const struct pod_info *pod, const 
     return -1;
 }
 
+/* Does the cluster's copy of the pod carry decision keys from before (an
+ * earlier attempt's, or written by its creator)? */
+static bool has_decision_keys(const struct pod_info *pod)
+{
+    if (pod->decision.node || pod->decision.time_ns || pod->decision.proof)
+        return true;
+    for (int i = 0; pod->decision.idx && i < pod->decision.nidx; i++)
+        if (pod->decision.idx[i])
+            return true;
+    return false;
+}
+
+/* A new decision for a pod without a HAMi part goes in one write: the
+ * Binding carries the annotations (decision_sink.bind_decided), so
+ * GPU-Manager finds them the moment the pod is bound and a failed bind
+ * leaves nothing to take off. A Binding can only set keys, so a pod that
+ * carries decision keys from before (which the PATCH of the two-write path
+ * removes: a stale or forged index key would else sit beside the new
+ * decision) goes the two-write way. */
+static bool one_write(const struct placement *p, const struct pod_info *pod, const struct pod_info *decided)
+{
+    return decided && p->sink && p->sink->bind_decided && !decided->hami && !has_decision_keys(pod);
+}
+
+static int bind_in_one_write(struct placement *p, const struct pod_info *pod, const struct pod_info *decided,
+                             const char *node, char **err)
+{
+    char *why = NULL;
+    int rc = p->sink->bind_decided(p->sink->ctx, decided, node, &why);
+    if (rc != 0) {
+        *err = strbuf_format("binding pod %s to %s %s: %s", pod->key, node,
+                             rc == DECISION_MAYBE_WRITTEN ? "got no answer (it may land yet; the GPUs stay held)"
+                                                          : "failed",
+                             why ? why : "unknown error");
+        free(why);
+        return rc == DECISION_MAYBE_WRITTEN ? rc : -1;
+    }
+    if (mark_bound(p, decided, node) == 0)
+        return 0;
+    *err = strdup("out of memory");
+    return -1;
+}
+
 /* Annotations first, Binding second (GPU-Manager reads a pod once it is
  * bound); when the Binding fails the annotations written here come off.
  * A HAMi pod takes the node lock first and is marked for HAMi's plugin
@@ -1108,6 +1151,8 @@ static int bind_or_clear(struct placement *p, const struct pod_info *pod, const 
 static int record_and_bind(struct placement *p, const struct pod_info *pod, const struct pod_info *decided,
                            const char *node, char **err)
 {
+    if (one_write(p, pod, decided))
+        return bind_in_one_write(p, pod, decided, node, err);
     const struct pod_info *subject = decided ? decided : pod;
     bool hami = hamibind_wanted(p->sink, subject, node), phase = false;
     char *why = NULL;
@@ -1173,8 +1218,15 @@ static int bind_pod(struct placement *p, const struct pod_info *pod, const char 
     if (!decided)
         return -1;
     int rc = record_and_bind(p, pod, decided, node, err);
-    if (rc != 0)
+    if (rc == DECISION_MAYBE_WRITTEN) {
+        /* As in filter mode (record): a Binding with no answer may land
+         * yet, and with it these GPUs; the watch, the pod's next attempt
+         * or the ceiling ends the reservation. */
+        cache_reservation_unconfirmed(p->cache, pod->key, token);
+        rc = -1;
+    } else if (rc != 0) {
         cache_cancel_reservation(p->cache, pod->key, token);
+    }
     pod_info_free(decided);
     return rc;
 }

@@ -21,9 +21,10 @@
  *   4. under the write lock the pod is fitted again on the chosen node and
  *      the GPUs are reserved (cache_reserve_pod_locked): of two pods racing
  *      for the last GPU only the first re-fit succeeds;
- *   5. every lock is released, then the decision is written (PATCH, and in
- *      bind mode the Binding); a failed write cancels exactly that
- *      reservation;
+ *   5. every lock is released, then the decision is written (filter mode:
+ *      a PATCH; bind mode: one Binding carrying the annotations, or for a
+ *      HAMi pod the PATCH then the Binding); a failed write cancels
+ *      exactly that reservation;
  *   6. the key leaves the in-flight set.
  * Decisions for different pods run in parallel.
  *
@@ -87,6 +88,14 @@ struct decision_sink {
     int (*unlock_node)(void *ctx, const char *node, const struct pod_info *pod, char **err);
     /* Merge these annotations (a cJSON object, always taken) into the pod's. */
     int (*annotate)(void *ctx, const struct pod_info *pod, cJSON *annotations, char **err);
+    /* Create the Binding of `decided` to node with its decision annotations
+     * in the Binding's metadata: the API server merges them into the pod in
+     * the same write that sets nodeName (UID precondition, refused when the
+     * pod is bound already), so a bind is one write and a failed one
+     * leaves no annotation behind. NULL: record, then bind. Not used for
+     * pods with a HAMi part (their writes need key removal and the
+     * bind-phase protocol). */
+    int (*bind_decided)(void *ctx, const struct pod_info *decided, const char *node, char **err);
 };
 
 /* The node list of the last evaluation, resolved: kube-scheduler sends the

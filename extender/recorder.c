@@ -299,36 +299,42 @@ static int clear(void *ctx, const struct pod_info *pod, char **err)
     return rc == 0 ? 0 : -1;
 }
 
-static char *binding_body(const struct pod_info *pod, const char *node)
+/* The Binding; with annotations (taken) in its metadata the API server
+ * merges them into the pod in the same write that sets nodeName. */
+static char *binding_body(const struct pod_info *pod, const char *node, cJSON *annotations)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON *meta = cJSON_AddObjectToObject(root, "metadata");
     cJSON *target = cJSON_AddObjectToObject(root, "target");
     char *text = NULL;
-    if (meta && target && cJSON_AddStringToObject(root, "apiVersion", "v1") &&
+    if (meta && annotations && cJSON_AddItemToObject(meta, "annotations", annotations))
+        annotations = NULL;
+    if (meta && target && !annotations && cJSON_AddStringToObject(root, "apiVersion", "v1") &&
         cJSON_AddStringToObject(root, "kind", "Binding") && cJSON_AddStringToObject(meta, "name", pod->name) &&
         cJSON_AddStringToObject(meta, "namespace", pod->ns) &&
         (!pod->uid || cJSON_AddStringToObject(meta, "uid", pod->uid)) &&
         cJSON_AddStringToObject(target, "apiVersion", "v1") && cJSON_AddStringToObject(target, "kind", "Node") &&
         cJSON_AddStringToObject(target, "name", node))
         text = cJSON_PrintUnformatted(root);
+    cJSON_Delete(annotations);
     cJSON_Delete(root);
     return text;
 }
 
-static int bind(void *ctx, const struct pod_info *pod, const char *node, char **err)
+static int post_binding(struct recorder *r, const struct pod_info *pod, const char *node, cJSON *annotations,
+                        char **err)
 {
-    struct recorder *r = ctx;
     char *path = pod_path(pod, "/binding");
-    char *body = binding_body(pod, node);
+    char *body = binding_body(pod, node, annotations);
     struct kube_response resp = {0};
     struct kube_client *client = path && body ? take_client(r, err) : NULL;
     int rc = -1;
     if (!path || !body)
         set_err(err, "out of memory");
-    else if (client && (kube_request(client, "POST", path, "application/json", body, strlen(body), RECORDER_TIMEOUT_MS,
-                                     &resp) != 0 ||
-                        (resp.status != 201 && resp.status != 200)))
+    else if (client && kube_request(client, "POST", path, "application/json", body, strlen(body), RECORDER_TIMEOUT_MS,
+                                    &resp) != 0)
+        rc = (set_err(err, resp.error), DECISION_MAYBE_WRITTEN); /* no answer: it may land yet */
+    else if (client && resp.status != 201 && resp.status != 200)
         set_err(err, resp.error);
     else if (client) /* else *err says why there is none */
         rc = 0;
@@ -337,6 +343,30 @@ static int bind(void *ctx, const struct pod_info *pod, const char *node, char **
     free(path);
     free(body);
     return rc;
+}
+
+static int bind(void *ctx, const struct pod_info *pod, const char *node, char **err)
+{
+    return post_binding(ctx, pod, node, NULL, err);
+}
+
+/* One write for the whole decision: the Binding carries the decision
+ * annotations (set, never removed: a Binding cannot delete a key, which is
+ * why a pod with a HAMi part, whose earlier decision may need removing,
+ * is not written this way). */
+static int bind_decided(void *ctx, const struct pod_info *decided, const char *node, char **err)
+{
+    cJSON *ann = cJSON_CreateObject();
+    /* No nulls here (a Binding's annotations are strings; a null would be
+     * written as ""): placement sends only pods without earlier decision
+     * keys this way (placement.c, one_write). */
+    if (!ann || pod_decision_annotations(ann, decided, uses_vcuda(decided)) != 0 ||
+        (decided->decision.proof && !cJSON_AddStringToObject(ann, ANN_GQA_PROOF, decided->decision.proof))) {
+        cJSON_Delete(ann);
+        set_err(err, "out of memory");
+        return -1;
+    }
+    return post_binding(ctx, decided, node, ann, err);
 }
 
 /* GET the pod, slimmed to what the extender reads as the watch's pods are. */
@@ -587,7 +617,7 @@ struct recorder *recorder_new(const struct kube_config *cfg, char **err)
         return NULL;
     }
     give_client(r, first);
-    r->sink = (struct decision_sink){record, clear, bind, fetch, r, lock_node, unlock_node, annotate};
+    r->sink = (struct decision_sink){record, clear, bind, fetch, r, lock_node, unlock_node, annotate, bind_decided};
     return r;
 }
 

@@ -62,6 +62,7 @@ struct request_ctx {
     char *method, *url;
     struct http_response worker_resp;
     atomic_int worker_done;
+    int64_t queued_ns; /* when it was handed to the decision workers */
 };
 
 static double seconds_since(int64_t t0_ns)
@@ -237,13 +238,26 @@ static const char *query_arg(void *conn, const char *name)
     return MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
-/* On a decision worker: answer, then let libmicrohttpd send it. */
+int server_decision_queue_size(int decision_queue, unsigned max_connections, int listeners)
+{
+    int64_t admitted = (int64_t)max_connections * (listeners > 0 ? listeners : 1);
+    int64_t size = decision_queue > admitted ? decision_queue : admitted;
+    return size > WORKERS_MAX_QUEUE ? WORKERS_MAX_QUEUE : size < 1 ? 1 : (int)size;
+}
+
+/* On a decision worker: answer, then let libmicrohttpd send it. A request
+ * that waited too long for this worker is answered without deciding
+ * (SERVER_DECISION_MAX_WAIT_NS). */
 static void run_on_worker(void *arg, bool cancelled)
 {
     struct request_ctx *ctx = arg;
     struct http_request req = {ctx->method, ctx->url, ctx->body.data, ctx->body.len, NULL, NULL};
     if (cancelled)
         ctx->verb = router_refuse(&req, &ctx->worker_resp, "the server is shutting down; retry");
+    else if (clock_monotonic_ns() - ctx->queued_ns > SERVER_DECISION_MAX_WAIT_NS)
+        ctx->verb = router_refuse(&req, &ctx->worker_resp,
+                                  "waited more than 2 s for a decision worker (the API server is slow; "
+                                  "--decision-workers); not taken, retry");
     else
         ctx->verb = router_dispatch(ctx->server->app, &req, &ctx->worker_resp);
     atomic_store(&ctx->worker_done, 1);
@@ -252,7 +266,9 @@ static void run_on_worker(void *arg, bool cancelled)
 
 /* Suspend the connection and queue the request for a decision worker, so
  * this listener thread goes back to serving (health endpoints included).
- * With every worker busy and the queue full, refuse at once. */
+ * The queue holds every connection the listeners admit
+ * (server_decision_queue_size): a request waits there for a worker rather
+ * than being refused; only a pool that is stopping refuses at once. */
 static enum MHD_Result hand_to_worker(struct MHD_Connection *conn, struct request_ctx *ctx, const char *method,
                                       const char *url)
 {
@@ -262,11 +278,11 @@ static enum MHD_Result hand_to_worker(struct MHD_Connection *conn, struct reques
     if (!ctx->method || !ctx->url)
         return queue_error(conn, ctx, 500, "out of memory");
     MHD_suspend_connection(conn);
+    ctx->queued_ns = clock_monotonic_ns();
     if (workers_submit(ctx->server->workers, run_on_worker, ctx) != 0) {
         struct http_request req = {method, url, ctx->body.data, ctx->body.len, NULL, NULL};
-        ctx->verb = router_refuse(&req, &ctx->worker_resp,
-                                  "every decision worker is busy and the queue is full (--decision-workers, "
-                                  "--decision-queue); retry");
+        ctx->verb =
+            router_refuse(&req, &ctx->worker_resp, "no decision worker can take it (the server is stopping); retry");
         atomic_store(&ctx->worker_done, 1);
         MHD_resume_connection(conn);
     }
@@ -492,7 +508,9 @@ struct server *server_start(const struct server_config *cfg, struct app *app, ch
         return NULL;
     }
     s->app = app;
-    if (cfg->decision_workers > 0 && !(s->workers = workers_start(cfg->decision_workers, cfg->decision_queue))) {
+    int listeners = (cfg->listen_http && *cfg->listen_http) + (cfg->listen_https && *cfg->listen_https);
+    int queue = server_decision_queue_size(cfg->decision_queue, cfg->max_connections, listeners);
+    if (cfg->decision_workers > 0 && !(s->workers = workers_start(cfg->decision_workers, queue))) {
         *err = strdup("cannot start the decision workers (threads)");
         free(s);
         return NULL;

@@ -30,6 +30,19 @@
  * because every open connection may fill it (guard.h). */
 #define SERVER_CONNECTION_MEMORY (64 * 1024)
 
+/* A decision that waited this long for a worker is answered at once with
+ * an Error instead of being taken: kube-scheduler's extender httpTimeout
+ * (3 s in scheduler-config/, 5 s by default) is about to end the call, and
+ * a bind taken after kube-scheduler gave up would bind a pod it has
+ * already put back in its queue. */
+#define SERVER_DECISION_MAX_WAIT_NS (2000LL * 1000 * 1000)
+
+/* The decision queue holds at least every connection the listeners admit
+ * (max_connections each): kube-scheduler binds each pod in a goroutine of
+ * its own, so its binds wait in the queue (backpressure) rather than being
+ * refused for a full queue. */
+int server_decision_queue_size(int decision_queue, unsigned max_connections, int listeners);
+
 struct server_config {
     const char *listen_http;   /* NULL or "" = off */
     const char *listen_https;  /* NULL or "" = off */
@@ -40,7 +53,7 @@ struct server_config {
     int threads;
     int64_t max_body_bytes;
     int decision_workers; /* threads for requests that may wait on the API server; 0: inline */
-    int decision_queue;   /* requests that may wait for one of them */
+    int decision_queue;   /* requests that may wait for one of them (at least the connection limit, see above) */
     /* Client limits (guard.h). */
     unsigned max_connections, max_connections_per_ip;
     int64_t read_timeout_ns;

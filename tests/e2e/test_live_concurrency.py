@@ -55,6 +55,40 @@ def slow_api(c):
     c.sim.delay(DELAY_MS, path=BINDING, method="POST")
 
 
+@suite.test
+def test_binds_wait_for_a_worker(s):
+    """kube-scheduler binds each pod in a goroutine of its own: more binds than workers and --decision-queue
+    wait for a worker (the queue holds every admitted connection) instead of being refused; one that waited
+    past the bound (2 s, inside kube-scheduler's httpTimeout) is answered without being taken."""
+    with g.Cluster(s) as c:
+        c.add_node(vcuda_node("n1", 4))
+        names = ["q-%d" % i for i in range(4)]
+        uids = {n: c.create_pod(g.pod(n, g.vcuda(30, 8)))["metadata"]["uid"] for n in names}
+        args = ["--placement", "bind", "--decision-workers", "1", "--decision-queue", "1"]
+        with g.LiveServer(s, c.kubeconfig(), args) as srv:
+            c.sim.delay(150, path=BINDING, method="POST")
+            results, _ = concurrently([
+                lambda n=n: srv.post_json("/scheduler/bind", {"PodName": n, "PodNamespace": "default",
+                                                              "PodUID": uids[n], "Node": "n1"})
+                for n in names])
+            s.check_eq([r for r in results if not isinstance(r, dict) or r.get("Error")], [],
+                       "4 binds on 1 worker with a queue of 1: each waits its turn, none is refused", results)
+            for n in names:
+                s.check_eq(decided(c, n), ("n1", "n1"), "%s is annotated and bound" % n)
+            c.sim.clear_faults()
+            late = ["late-0", "late-1"]
+            uids = {n: c.create_pod(g.pod(n, g.vcuda(30, 8)))["metadata"]["uid"] for n in late}
+            c.sim.delay(2500, path=BINDING, method="POST")
+            results, _ = concurrently([
+                lambda n=n: srv.post_json("/scheduler/bind", {"PodName": n, "PodNamespace": "default",
+                                                              "PodUID": uids[n], "Node": "n1"})
+                for n in late])
+            errors = sorted((r or {}).get("Error") or "" for r in results)
+            s.check(errors[0] == "" and "waited more than" in errors[1],
+                    "of two binds behind a 2.5 s Binding, the one that waited past the bound is not taken", results)
+            c.sim.clear_faults()
+
+
 def concurrently(calls):
     """Run the callables at once (behind a barrier); (results, seconds from release to the last answer)."""
     results = [None] * len(calls)
@@ -283,9 +317,10 @@ def decisions_accepted(srv):
 
 @suite.test
 def test_sigterm_while_decisions_wait(s):
-    """SIGTERM while decisions wait on the API server, some running on the 2 workers and some queued for
-    one: the drain lets every accepted request finish (they are in flight, queued or not), no connection is
-    left suspended, and the process exits 0."""
+    """SIGTERM while decisions wait on the API server, two running on the 2 workers (held at a gate in their
+    PATCH) and four queued for one: the drain answers every accepted request, no connection is left
+    suspended, and the process exits 0. A queued decision is taken, or, when it waited past the 2 s a
+    decision may wait for a worker (a loaded machine), answered with that Error and not taken."""
     with g.Cluster(s) as c:
         c.add_node(vcuda_node("n1", 4))
         names = ["t-%d" % i for i in range(6)]
@@ -321,7 +356,11 @@ def test_sigterm_while_decisions_wait(s):
             for t in threads:
                 t.join(60)
             decided = sorted(n for n, r in out.items() if r.get("NodeNames") == ["n1"])
-            s.check_eq(decided, names, "every accepted decision finished during the drain", out)
+            waited = sorted(n for n, r in out.items() if "waited more than" in (r.get("Error") or ""))
+            s.check_eq(sorted(decided + waited), names, "every accepted decision was answered during the drain", out)
+            s.check(len(decided) >= 2, "the two running decisions were taken", out)
+            for n in waited:
+                s.check_eq(c.annotations(n).get("gpu-admission.io/node"), None, "%s, not taken, wrote nothing" % n)
             for n in decided:
                 s.check_eq(c.annotations(n).get("gpu-admission.io/node"), "n1", "%s's decision was written" % n)
             s.check(srv.wait_exit(30) == 0, "the server exits 0 after the drain", srv.stderr()[-2000:])

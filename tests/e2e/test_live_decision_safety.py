@@ -385,9 +385,9 @@ def test_late_patch_is_charged(s):
 
 @suite.test
 def test_late_patch_bind_mode(s):
-    """Bind mode: p's decision PATCH gets no answer (the bind fails) and q is
-    bound to the GPU meanwhile; when p's write lands late it is charged, but
-    p's next bind must not honour it over q: fitted again, refused."""
+    """Bind mode, one write per bind: p's Binding (which carries its decision) gets no answer, so the bind
+    fails, but the Binding may land yet: p's GPU stays held, q is refused it meanwhile, and when p's Binding
+    lands late p holds the GPU alone (never two pods on it)."""
     with g.Cluster(s) as c:
         c.add_node(one_gpu_node("n1"))
         c.create_pod(g.pod("p", WHOLE))
@@ -398,19 +398,22 @@ def test_late_patch_bind_mode(s):
             def bind(name):
                 return srv.post_json("/scheduler/bind", {"PodName": name, "PodNamespace": "default",
                                                          "PodUID": c.get_pod(name)["metadata"]["uid"], "Node": "n1"})
-            # Watches held: the cache learns of p's late write only after q's bind.
+            # Watches held: the cache learns of p's late Binding only after q's bind.
             c.sim.hold_watches("pods")
-            c.sim.delay(4000, count=1, method="PATCH", path="/pods/p$")
-            s.require(bind("p").get("Error"), "p's bind fails: its write got no answer")
+            c.sim.delay(4000, count=1, method="POST", path="/pods/p/binding$")
+            b = bind("p")
+            s.require("no answer" in (b.get("Error") or ""), "p's bind fails: its Binding got no answer", b)
             b = bind("q")
-            s.require(not b.get("Error"), "q is bound to the GPU", (b, g.tail(srv.stderr())))
-            s.require(g.wait_until(lambda: c.annotations("p").get("gpu-admission.io/node") == "n1", SETTLE_S),
-                      "p's write landed late", c.annotations("p"))
+            s.check("cannot take pod" in (b.get("Error") or ""),
+                    "q is refused: p's unanswered Binding still holds the GPU", (b, g.tail(srv.stderr())))
+            s.require(g.wait_until(lambda: c.get_pod("p")["spec"].get("nodeName") == "n1", SETTLE_S),
+                      "p's Binding landed late", c.get_pod("p"))
+            s.check_eq(c.annotations("p").get("gpu-admission.io/node"), "n1", "with its decision")
             c.sim.release_watches()
             s.require(seen(srv, c), "the watch delivered it")
-            b = bind("p")
-            s.check("cannot take pod" in (b.get("Error") or ""), "p's next bind fits it again and refuses it", b)
-            s.check(not c.get_pod("p")["spec"].get("nodeName"), "p is not bound over q")
+            b = bind("q")
+            s.check("cannot take pod" in (b.get("Error") or ""), "q is still refused: p holds the GPU", b)
+            s.check(not c.get_pod("q")["spec"].get("nodeName"), "q is not bound over p")
 
 
 if __name__ == "__main__":

@@ -120,9 +120,9 @@ def test_recreated_pod_bind_mode(s):
             stored = c.get_pod("same")
             s.check_eq((stored["metadata"]["uid"], stored["spec"].get("nodeName")), (new["metadata"]["uid"], "n1"),
                        "the new pod is bound")
-            s.check_eq(api_calls(c, mark), [("GET", pod_path("same"), 200), ("PATCH", pod_path("same"), 200),
+            s.check_eq(api_calls(c, mark), [("GET", pod_path("same"), 200),
                                             ("POST", pod_path("same") + "/binding", 201)],
-                       "read once, annotated, bound", describe(c.requests_since(mark)))
+                       "read once, bound with the annotations in one write", describe(c.requests_since(mark)))
             # A binding that names the old UID is refused, saying why.
             r = bind(srv, "same", old["metadata"]["uid"], "n1")
             s.check("UID" in (r.get("Error") or ""), "a binding for the old UID is refused", r)
@@ -146,8 +146,7 @@ def test_pod_not_in_cache_yet(s):
                 if mode == "bind":
                     r = bind(srv, name, uid, "n1")
                     s.check(not r.get("Error"), "bind mode: a pod the watch has not delivered is bound", r)
-                    want = [("GET", pod_path(name), 200), ("PATCH", pod_path(name), 200),
-                            ("POST", pod_path(name) + "/binding", 201)]
+                    want = [("GET", pod_path(name), 200), ("POST", pod_path(name) + "/binding", 201)]
                 else:
                     r = srv.filter(c.get_pod(name), ["n1"])
                     s.check_eq(r.get("NodeNames"), ["n1"], "filter mode: a pod the watch has not delivered is "

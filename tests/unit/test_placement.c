@@ -112,10 +112,14 @@ struct world {
     struct decision_sink sink;
     /* what the sink saw */
     int records, binds, clears, fetches;
+    int binds_decided; /* one-write binds (decision_sink.bind_decided) */
     char last_node[64];
     int last_minor;
     /* what it answers */
     bool fail_record, fail_bind;
+    /* A recorded decision reaches the cache as the watch would deliver it;
+     * the clear that should take it off fails (the API server timed out). */
+    bool record_lands, fail_clear;
     cJSON *api_pod; /* what a GET finds (owned), or NULL: 404 */
     hook_fn during_record;
     /* HAMi binds: the steps in order ("lock record allocating bind"), the
@@ -160,15 +164,20 @@ static int fake_record(void *ctx, const struct pod_info *decided, char **err)
         *err = strdup("injected failure");
         return -1;
     }
+    if (w->record_lands)
+        watch_apply(&w->cache, pod_info_clone(decided));
     return 0;
 }
 
 static int fake_clear(void *ctx, const struct pod_info *pod, char **err)
 {
     (void)pod;
-    (void)err;
     ((struct world *)ctx)->clears++;
     step(ctx, "clear");
+    if (((struct world *)ctx)->fail_clear) {
+        *err = strdup("timed out");
+        return -1;
+    }
     return 0;
 }
 
@@ -179,6 +188,21 @@ static int fake_bind(void *ctx, const struct pod_info *pod, const char *node, ch
     (void)node;
     w->binds++;
     step(w, "bind");
+    if (w->fail_bind) {
+        *err = strdup("binding refused");
+        return -1;
+    }
+    return 0;
+}
+
+/* The one-write bind: the Binding carries the decision. */
+static int fake_bind_decided(void *ctx, const struct pod_info *decided, const char *node, char **err)
+{
+    struct world *w = ctx;
+    w->binds_decided++;
+    step(w, "bind-decided");
+    snprintf(w->last_node, sizeof(w->last_node), "%s", node);
+    w->last_minor = decided->decision.idx_count && decided->decision.idx_count[0] ? decided->decision.idx[0][0] : -1;
     if (w->fail_bind) {
         *err = strdup("binding refused");
         return -1;
@@ -246,7 +270,7 @@ static int setup(void **state)
     if (placement_init(&w->p, &w->cache, &pc) != 0)
         return -1;
     w->sink = (struct decision_sink){fake_record, fake_clear, fake_bind,  fake_fetch,
-                                     w,           fake_lock,  fake_unlock, fake_annotate};
+                                     w,           fake_lock,  fake_unlock, fake_annotate, NULL};
     placement_set_sink(&w->p, &w->sink);
     add_vcuda_node(&w->cache, "n1", 2);
     *state = w;
@@ -636,6 +660,77 @@ static void test_bind_interested_pod_without_gpus(void **state)
     w->api_pod = NULL;
 }
 
+/* Bind mode with a sink that writes a decision in the Binding: one write
+ * per bind (no annotation PATCH), the decision's GPU named in it, and a
+ * failed Binding leaves nothing to clear and no charge. When that failed
+ * write landed after all (a timeout), the watch's copy of the pod, bound
+ * with the annotations, is charged exactly once. */
+static void test_bind_one_write(void **state)
+{
+    struct world *w = *state;
+    w->p.cfg.mode = PLACEMENT_BIND;
+    w->sink.bind_decided = fake_bind_decided;
+    struct pod_info *a = pod_of("a", "uid-a", "10", 100, 40);
+    watch_apply(&w->cache, pod_info_clone(a));
+    char *err = NULL;
+    assert_int_equal(placement_bind(&w->p, "t", "a", "uid-a", "n1", &err), 0);
+    assert_string_equal(w->steps, "bind-decided");
+    assert_int_equal(w->records + w->binds + w->clears, 0);
+    assert_string_equal(w->last_node, "n1");
+    assert_true(w->last_minor == 0 || w->last_minor == 1);
+    assert_int_equal(cores_used(w, 0) + cores_used(w, 1), 100);
+
+    struct pod_info *b = pod_of("b", "uid-b", "11", 100, 40);
+    watch_apply(&w->cache, pod_info_clone(b));
+    w->fail_bind = true;
+    w->steps[0] = '\0';
+    assert_int_equal(placement_bind(&w->p, "t", "b", "uid-b", "n1", &err), -1);
+    assert_non_null(strstr(err, "binding refused"));
+    free(err);
+    err = NULL;
+    assert_string_equal(w->steps, "bind-decided");
+    assert_int_equal(cores_used(w, 0) + cores_used(w, 1), 100);
+    /* It landed after all: the watch brings b bound with its decision. */
+    int minor = w->last_minor;
+    struct pod_info *landed = pod_info_with_decision(b, "n1", clock_realtime_ns(), (int *[]){&minor}, (int[]){1});
+    assert_non_null(landed);
+    landed->node_name = strdup("n1");
+    watch_apply(&w->cache, landed);
+    assert_int_equal(cores_used(w, 0) + cores_used(w, 1), 200);
+    assert_int_equal(cores_used(w, minor), 100);
+    pod_info_free(a);
+    pod_info_free(b);
+}
+
+/* Issue 24's refusals for capacity kube-scheduler saw free: a bind whose
+ * Binding failed must leave no decision on the pod. With the annotation
+ * PATCH first, the PATCH landed (the watch brought the decision), the
+ * Binding and the clear then failed (an API server timing out), and the
+ * unbound pod held its GPU until --assume-ttl: of two later pods, each
+ * fitting the node as kube-scheduler counts it, the second was refused
+ * ("the freest, GPU 0, has 0 free"). One write leaves nothing behind. */
+static void test_failed_bind_takes_no_capacity(void **state)
+{
+    struct world *w = *state;
+    w->p.cfg.mode = PLACEMENT_BIND;
+    w->sink.bind_decided = fake_bind_decided;
+    w->record_lands = w->fail_clear = true;
+    const char *names[] = {"a", "c", "d"}, *uids[] = {"uid-a", "uid-c", "uid-d"};
+    for (int i = 0; i < 3; i++)
+        watch_apply(&w->cache, pod_of(names[i], uids[i], "10", 100, 40));
+    char *err = NULL;
+    w->fail_bind = true;
+    assert_int_equal(placement_bind(&w->p, "t", "a", "uid-a", "n1", &err), -1);
+    free(err);
+    err = NULL;
+    w->fail_bind = false;
+    assert_int_equal(cores_used(w, 0) + cores_used(w, 1), 0);
+    assert_int_equal(placement_bind(&w->p, "t", "c", "uid-c", "n1", &err), 0);
+    assert_int_equal(placement_bind(&w->p, "t", "d", "uid-d", "n1", &err), 0);
+    assert_null(err);
+    assert_int_equal(cores_used(w, 0) + cores_used(w, 1), 200);
+}
+
 /* ---- HAMi ------------------------------------------------------------------------------ */
 
 static void add_hami_node(struct cluster_cache *c, const char *name)
@@ -1006,6 +1101,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_in_flight_and_race, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bind, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bind_interested_pod_without_gpus, setup, teardown),
+
+        cmocka_unit_test_setup_teardown(test_bind_one_write, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failed_bind_takes_no_capacity, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_reservation_exact, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hami_bind, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hami_bind_failures, setup, teardown),

@@ -1,0 +1,41 @@
+"""Smoke of the scheduling benchmark (bench_schedule.py, issue 24) with tens
+of pods: kube-scheduler alone, with --placement bind and with --placement
+filter, on the same nodes and pods. Checks what does not depend on the
+machine's speed: every pod bound, each at its first attempt (one filter,
+and in bind mode one bind, per pod), no Error answered, and the API writes
+per pod (bind: one, the Binding carrying the annotations; filter: the
+annotation PATCH and kube-scheduler's Binding). The figures are printed,
+never asserted.
+
+python3 test_bench_schedule.py --binary build/release/gpu-quota-admission --source-dir .
+"""
+
+from realcp_suite import RealcpSuite
+from bench_schedule import Bench, fmt
+
+suite = RealcpSuite("realcp bench smoke")
+
+NODES, PODS = 4, 24
+
+
+@suite.test
+def test_bench_rounds(s):
+    b = Bench(s.cp, s.args.binary, NODES, PODS, 50, 10, timeout=120)
+    b.make_nodes()
+    for mode in ("none", "bind", "filter"):
+        fig = b.round(mode)
+        print("  " + fmt(fig), flush=True)
+        s.check_eq(fig["bound"], PODS, "%s: every pod is bound" % mode, fig)
+        if mode == "none":
+            continue
+        s.check_eq(fig.get("extender_exit"), 0, "%s: the extender exits 0" % mode, fig)
+        s.check_eq(fig.get("refused"), 0, "%s: no bind or decision refused" % mode, fig)
+        s.check_eq(round(fig["filter_per_pod"], 2), 1.0, "%s: one filter per pod" % mode, fig)
+        want_binds = 1.0 if mode == "bind" else 0.0
+        s.check_eq(round(fig["bind_per_pod"], 2), want_binds, "%s: binds per pod" % mode, fig)
+        want_writes = {"POST/binding": PODS} if mode == "bind" else {"PATCH": PODS, "POST/binding": PODS}
+        s.check_eq(fig["writes"], want_writes, "%s: API writes on pods" % mode, fig)
+
+
+if __name__ == "__main__":
+    suite.main()

@@ -105,7 +105,7 @@ def start_service(s, kubeconfig):
     listeners and certificate paths the harness chooses."""
     c = deployment_container(s, "gpu-quota-admission")
     flags = [a for a in c.get("args") or []
-             if a.partition("=")[0] not in ("--listen-http", "--listen-https", "--tls-cert", "--tls-key")]
+             if a.partition("=")[0] not in ("--listen-http", "--listen-https", "--listen-probes", "--tls-cert", "--tls-key")]
     s.check(not [a for a in flags if a.startswith("--leader-elect") or a.startswith("--lease-")],
             "the service runs without leader election of its own", flags)
     env = {e["name"]: e["value"] for e in c.get("env") or [] if e["name"].startswith("GQA_") and "value" in e}

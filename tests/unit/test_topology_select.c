@@ -615,28 +615,20 @@ static void test_against_oracle(void **state)
     assert_true(checked > 1000);
 }
 
-/* ---------------------------------------------------------------- speed */
+/* ------------------------------------------------------- sixteen GPUs */
 
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-/* A loose ceiling (sanitizer builds are slow): the benchmark measures. */
-static void test_sixteen_gpus_fast_enough(void **state)
+/* The exact search answers for every k on 16-GPU shapes. How fast it is,
+ * is the benchmark's to say (tests/bench/bench_topology.c): a time limit
+ * here failed under valgrind on a loaded machine. */
+static void test_sixteen_gpus_every_k(void **state)
 {
     (void)state;
     struct gpu_topology *shapes[] = {islands(2, 8, "NV12", 1), all_pairs(16, "NV6", NULL),
                                      islands(2, 8, "NV12", 0)};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         for (int k = 1; k <= 16; k++) {
-            double start = now_us();
-            assert_int_not_equal(topology_best_set(shapes[s], 0xFFFF, k, NULL), 0);
-            double took = now_us() - start;
-            if (took > 50000)
-                fail_msg("shape %zu, k %d took %.0f us", s, k, took);
+            uint64_t set = topology_best_set(shapes[s], 0xFFFF, k, NULL);
+            assert_int_equal(__builtin_popcountll(set), k);
         }
         topology_free(shapes[s]);
     }
@@ -662,7 +654,7 @@ int main(void)
         cmocka_unit_test(test_best_possible),
         cmocka_unit_test(test_best_possible_threads),
         cmocka_unit_test(test_against_oracle),
-        cmocka_unit_test(test_sixteen_gpus_fast_enough),
+        cmocka_unit_test(test_sixteen_gpus_every_k),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -774,12 +774,79 @@ static void release_held(struct placement *p, const struct pod_info *pod)
     }
 }
 
+/* "name:0,1 other:3": each container's GPU minors in a decision, for the
+ * log's gpus field (malloc'd; NULL when memory ran out). */
+static char *decision_gpus(const struct pod_info *decided)
+{
+    const struct pod_decision *d = &decided->decision;
+    struct strbuf sb;
+    strbuf_init(&sb);
+    for (int i = 0; d->idx && i < d->nidx && i < decided->ncontainers; i++) {
+        if (!d->idx[i])
+            continue;
+        if (sb.len)
+            strbuf_putc(&sb, ' ');
+        strbuf_puts(&sb, decided->containers[i].name ? decided->containers[i].name : "?");
+        for (int j = 0; j < d->idx_count[i]; j++) {
+            strbuf_putc(&sb, j ? ',' : ':');
+            strbuf_put_i64(&sb, d->idx[i][j]);
+        }
+    }
+    if (decided->hami && decided->hami->has_alloc) {
+        char *hami = hami_alloc_encode(&decided->hami->alloc);
+        if (hami) {
+            strbuf_puts(&sb, sb.len ? " hami:" : "hami:");
+            strbuf_puts(&sb, hami);
+        }
+        free(hami);
+    }
+    strbuf_putc(&sb, '\0');
+    return strbuf_failed(&sb) ? (strbuf_free(&sb), NULL) : strbuf_detach(&sb, NULL);
+}
+
+/* A decision, as every format logs it: pod, node and GPUs as fields. */
+static void log_decision(const char *msg, const struct pod_info *decided, const char *node)
+{
+    if (!log_enabled(LOG_INFO))
+        return;
+    char *gpus = decision_gpus(decided);
+    log_fields(LOG_INFO, msg, "pod", decided->key, "node", node, "gpus", gpus ? gpus : "");
+    free(gpus);
+}
+
+/* Debug: why a pod fits nowhere, with the first reasons of the nodes
+ * (the whole list is in the answer and in /inspect/explain). */
+static void log_unschedulable(const struct pod_info *pod, const struct evaluation *ev)
+{
+    if (!log_enabled(LOG_DEBUG))
+        return;
+    struct strbuf why;
+    strbuf_init(&why);
+    size_t shown = 0;
+    for (size_t i = 0; i < ev->count && shown < 3; i++) {
+        const struct verdict *v = &ev->verdicts[i];
+        if (v->fits || v->reason_len == 0 || !ev->text.data)
+            continue;
+        strbuf_puts(&why, shown++ ? "; " : "");
+        strbuf_puts(&why, v->name);
+        strbuf_puts(&why, ": ");
+        strbuf_append(&why, ev->text.data + v->reason_off, v->reason_len);
+    }
+    strbuf_putc(&why, '\0');
+    char nodes[24];
+    snprintf(nodes, sizeof nodes, "%zu", ev->count);
+    log_fields(LOG_DEBUG, "pod fits no node", "pod", pod->key, "nodes", nodes, "reason",
+               strbuf_failed(&why) ? "" : why.data);
+    strbuf_free(&why);
+}
+
 static int decide(struct placement *p, const struct pod_info *pod, struct evaluation *ev)
 {
     ev->chosen = live_assumption(p, pod, ev);
     while (ev->chosen < 0) {
         ssize_t best = best_fitting(ev);
         if (best < 0) {
+            log_unschedulable(pod, ev);
             release_held(p, pod);
             return 0;
         }
@@ -788,8 +855,11 @@ static int decide(struct placement *p, const struct pod_info *pod, struct evalua
         int rc = commit(p, pod, ev, &ev->verdicts[best], &decided, &token);
         if (rc == 0)
             rc = record(p, pod, ev, decided, token);
-        if (rc == 0 && decided)
+        if (rc == 0 && decided) {
             warn_hami_in_filter_mode(p, decided);
+            if (!ev->error)
+                log_decision("pod assigned", decided, ev->verdicts[best].name);
+        }
         pod_info_free(decided);
         if (rc < 0)
             return -1;
@@ -798,7 +868,6 @@ static int decide(struct placement *p, const struct pod_info *pod, struct evalua
         if (rc == 0) {
             ev->chosen = best;
             ev->decided = true;
-            log_info("pod %s assigned to node %s", pod->key, ev->verdicts[best].name);
         }
     }
     assign_others(ev);
@@ -1209,15 +1278,25 @@ static int bind_pod(struct placement *p, const struct pod_info *pod, const char 
         *err = strbuf_format("pod %s %s", pod->key, refused);
         return -1;
     }
-    if (!pod->uses_gpu && !pod->request_error)
-        return bind_without_gpus(p, pod, node, err);
-    if (assumed_on(p, pod, node))
-        return record_and_bind(p, pod, NULL, node, err);
+    if (!pod->uses_gpu && !pod->request_error) {
+        int rc = bind_without_gpus(p, pod, node, err);
+        if (rc == 0)
+            log_decision("pod bound", pod, node);
+        return rc;
+    }
+    if (assumed_on(p, pod, node)) {
+        int rc = record_and_bind(p, pod, NULL, node, err);
+        if (rc == 0)
+            log_decision("pod bound", pod, node);
+        return rc;
+    }
     uint64_t token = 0;
     struct pod_info *decided = assume_on(p, pod, node, &token, err);
     if (!decided)
         return -1;
     int rc = record_and_bind(p, pod, decided, node, err);
+    if (rc == 0)
+        log_decision("pod bound", decided, node);
     if (rc == DECISION_MAYBE_WRITTEN) {
         /* As in filter mode (record): a Binding with no answer may land
          * yet, and with it these GPUs; the watch, the pod's next attempt
@@ -1264,10 +1343,8 @@ int placement_bind(struct placement *p, const char *ns, const char *name, const 
         rc = bind_entered(p, nsd, name, uid, node, err);
     if (entered > 0)
         inflight_leave(&p->inflight, key);
-    if (rc == 0)
-        log_info("pod %s bound to node %s", key, node);
-    else
-        log_warn("bind %s to %s: %s", key, node, *err ? *err : "failed");
+    if (rc != 0)
+        log_fields(LOG_WARN, "bind failed", "pod", key, "node", node, "reason", *err ? *err : "failed");
     free(key);
     return rc;
 }

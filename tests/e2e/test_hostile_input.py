@@ -11,6 +11,7 @@ and the router used to see only what came before it); everything else must
 match a route exactly."""
 
 import json
+import re
 import os
 import sys
 
@@ -43,14 +44,15 @@ def text_log_cannot_be_forged(s):
     with g.Server(s) as srv:
         res = decide_evil(srv)
         s.check_eq((res.get("NodeNames"), res.get("Error")), (["gpu-v100-0"], ""), "the evil pod is placed")
-        logged = g.wait_until(lambda: "assigned to node" in srv.stderr(), timeout=10)
+        logged = g.wait_until(lambda: "pod assigned" in srv.stderr(), timeout=10)
         s.require(logged, "the decision is logged", srv.stderr())
     raw = open(srv.stderr_path, "rb").read()
     s.check(b"\x1b" not in raw, "no raw ESC byte in the text log", raw[-600:])
     lines = raw.decode("utf-8", "replace").split("\n")
     forged = [ln for ln in lines if ln.startswith(FORGED_PREFIX)]
     s.check_eq(forged, [], "no line starts with the forged timestamp")
-    want = "pod default/evil\\n2026-11-24T00:00:00.000Z info  FORGED LINE\\x1b[31m assigned to node gpu-v100-0"
+    want = ('info  pod assigned pod="default/evil\\n2026-11-24T00:00:00.000Z info  FORGED LINE\\x1b[31m" '
+            'node="gpu-v100-0" gpus="')
     hits = [ln for ln in lines if want in ln]
     s.check_eq(len(hits), 1, "the decision is one line with the name escaped", "\n".join(lines[-12:]))
     for ln in lines:
@@ -65,7 +67,7 @@ def text_log_escapes_other_controls(s):
     name = "ctl-\r\t\x7f\u009b[2J\u0085end"
     with g.Server(s) as srv:
         srv.filter(evil_pod(name), g.DEMO_ARGS_ORDER)
-        s.require(g.wait_until(lambda: "assigned to node" in srv.stderr(), timeout=10), "the decision is logged")
+        s.require(g.wait_until(lambda: "pod assigned" in srv.stderr(), timeout=10), "the decision is logged")
     raw = open(srv.stderr_path, "rb").read()
     for byte in (b"\r", b"\t", b"\x7f", b"\xc2\x9b", b"\xc2\x85"):
         s.check(byte not in raw, "no raw %r in the text log" % byte)
@@ -77,18 +79,40 @@ def text_log_escapes_other_controls(s):
 def json_log_keeps_one_object_per_line(s):
     with g.Server(s, flags=["--log-format", "json"]) as srv:
         decide_evil(srv)
-        s.require(g.wait_until(lambda: "assigned to node" in srv.stderr(), timeout=10), "the decision is logged")
+        s.require(g.wait_until(lambda: "pod assigned" in srv.stderr(), timeout=10), "the decision is logged")
     raw = open(srv.stderr_path, "rb").read()
     s.check(b"\x1b" not in raw, "no raw ESC byte in the JSON log")
-    msgs = []
+    objs = []
     for ln in raw.decode("utf-8").split("\n"):
         if not ln:
             continue
         try:
-            msgs.append(json.loads(ln)["msg"])
+            objs.append(json.loads(ln))
+            objs[-1]["msg"]
         except (ValueError, KeyError) as e:
             s.check(False, "every JSON log line is one object with a msg", "%s: %r" % (e, ln))
-    s.check_in("pod default/%s assigned to node gpu-v100-0" % EVIL, msgs, "the name survives intact inside msg")
+    decisions = [o for o in objs if o.get("msg") == "pod assigned"]
+    s.check_eq([(o.get("pod"), o.get("node")) for o in decisions], [("default/" + EVIL, "gpu-v100-0")],
+               "the decision is one object whose pod field keeps the name intact")
+    s.check(decisions and decisions[0].get("gpus", "").startswith("trainer:"), "and names the GPUs", decisions)
+
+
+@suite.test
+def klog_lines_cannot_be_forged(s):
+    """--log-format klog: every line has klog's header, and the decision's fields are quoted and escaped."""
+    with g.Server(s, flags=["--log-format", "klog"]) as srv:
+        decide_evil(srv)
+        s.require(g.wait_until(lambda: "pod assigned" in srv.stderr(), timeout=10), "the decision is logged")
+    raw = open(srv.stderr_path, "rb").read()
+    s.check(b"\x1b" not in raw, "no raw ESC byte in the klog log")
+    lines = [ln for ln in raw.decode("utf-8", "replace").split("\n") if ln]
+    header = re.compile(r"^[IWE]\d{4} \d{2}:\d{2}:\d{2}\.\d{6} +\d+ [a-z_-]+\.c:\d+\] \"")
+    for ln in lines:
+        s.check(header.match(ln), "every line starts with klog's header", ln)
+    want = ('] "pod assigned" pod="default/evil\\n2026-11-24T00:00:00.000Z info  FORGED LINE\\x1b[31m" '
+            'node="gpu-v100-0" gpus="')
+    s.check_eq(len([ln for ln in lines if want in ln]), 1, "the decision is one line with the name escaped",
+               "\n".join(lines[-8:]))
 
 
 # (method, path, body, status) for paths that decode to control characters.

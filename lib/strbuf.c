@@ -1,5 +1,6 @@
 /* strbuf.c - growable byte buffer; see strbuf.h. */
 #include "lib/strbuf.h"
+#include "lib/utf8.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -184,29 +185,6 @@ void strbuf_put_i64(struct strbuf *sb, int64_t v)
     strbuf_append(sb, tmp, strbuf_i64_decimal(tmp, v));
 }
 
-/* Length of the valid UTF-8 sequence at p (at most avail bytes), or 0. */
-static size_t utf8_sequence(const unsigned char *p, size_t avail)
-{
-    unsigned int cp = p[0], min;
-    size_t len;
-    if ((cp & 0xE0) == 0xC0)
-        len = 2, min = 0x80, cp &= 0x1F;
-    else if ((cp & 0xF0) == 0xE0)
-        len = 3, min = 0x800, cp &= 0x0F;
-    else if ((cp & 0xF8) == 0xF0)
-        len = 4, min = 0x10000, cp &= 0x07;
-    else
-        return 0;
-    if (len > avail)
-        return 0;
-    for (size_t k = 1; k < len; k++) {
-        if ((p[k] & 0xC0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (p[k] & 0x3F);
-    }
-    return cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) ? 0 : len;
-}
-
 /* Escaping is needed only for quote, backslash and control bytes; everything
  * else is copied in runs, which keeps long names cheap. JSON must be UTF-8,
  * and text quoted from requests (paths, container names) need not be: each
@@ -220,7 +198,7 @@ void strbuf_json_string_n(struct strbuf *sb, const char *s, size_t len)
     for (size_t i = 0; i < len; i++) {
         unsigned char c = u[i];
         if (c >= 0x80) {
-            size_t seq = utf8_sequence(u + i, len - i);
+            size_t seq = utf8_sequence_length(u + i, len - i);
             if (seq) {
                 i += seq - 1;
                 continue;
@@ -291,7 +269,7 @@ void strbuf_text_escaped(struct strbuf *sb, const char *s, size_t len)
         unsigned char c = u[i];
         size_t seq = 0;
         if (c >= 0x80) {
-            seq = utf8_sequence(u + i, len - i);
+            seq = utf8_sequence_length(u + i, len - i);
             if (seq && !(c == 0xC2 && u[i + 1] < 0xA0)) {
                 i += seq - 1;
                 continue;

@@ -1,29 +1,9 @@
 /* termtext.c - escaping of control characters for terminals. See termtext.h. */
 #include "lib/termtext.h"
+#include "lib/utf8.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-/* Length of the valid UTF-8 sequence at p (NUL-terminated), or 0. */
-static size_t utf8_length(const unsigned char *p)
-{
-    unsigned int cp = p[0], min;
-    size_t len;
-    if ((cp & 0xE0) == 0xC0)
-        len = 2, min = 0x80, cp &= 0x1F;
-    else if ((cp & 0xF0) == 0xE0)
-        len = 3, min = 0x800, cp &= 0x0F;
-    else if ((cp & 0xF8) == 0xF0)
-        len = 4, min = 0x10000, cp &= 0x07;
-    else
-        return 0;
-    for (size_t k = 1; k < len; k++) {
-        if ((p[k] & 0xC0) != 0x80) /* the NUL ends the loop here too */
-            return 0;
-        cp = (cp << 6) | (p[k] & 0x3F);
-    }
-    return cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) ? 0 : len;
-}
 
 /* Is the 2-byte sequence at p a C1 control (U+0080-U+009F)? */
 static bool utf8_c1(const unsigned char *p)
@@ -38,7 +18,7 @@ static size_t safe_run(const unsigned char *p)
         return 1;
     if (p[0] < 0x80)
         return 0; /* C0 or DEL */
-    size_t n = utf8_length(p);
+    size_t n = utf8_sequence_length(p, strnlen((const char *)p, 4));
     return n && !utf8_c1(p) ? n : 0;
 }
 

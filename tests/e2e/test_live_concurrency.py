@@ -2,9 +2,10 @@
 """Live mode against a slow API server (issue 9, item 1): no lock is held
 across a write to the API server, and health endpoints never wait on one.
 
-The simulator delays every pod PATCH and every Binding by 1 s. The binary
-runs with its default --threads (the machine's cores: 2 here), so the
-libmicrohttpd threads are fewer than the decisions in flight.
+The simulator holds pod PATCHes and Bindings at a gate (or delays them, in
+the race tests). The binary runs with its default --threads (the machine's
+cores: 2 here), so the libmicrohttpd threads are fewer than the decisions in
+flight.
 
   * 8 concurrent filter-mode decisions for 8 pods that all fit are all
     written at once: the simulator holds each write at a gate and sees all 8
@@ -91,19 +92,8 @@ def test_binds_wait_for_a_worker(s):
 
 def concurrently(calls):
     """Run the callables at once (behind a barrier); (results, seconds from release to the last answer)."""
-    results = [None] * len(calls)
     barrier = threading.Barrier(len(calls) + 1)
-
-    def run(i):
-        barrier.wait(30)
-        try:
-            results[i] = calls[i]()
-        except Exception as e:  # noqa: BLE001 - recorded as the answer
-            results[i] = {"exception": repr(e)}
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
-    for t in threads:
-        t.start()
+    results, threads = start_all([lambda call=call: (barrier.wait(30), call())[1] for call in calls])
     barrier.wait(30)
     t0 = time.monotonic()
     for t in threads:

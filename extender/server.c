@@ -23,6 +23,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 struct server;
 
@@ -430,6 +431,30 @@ static void ipv6_wildcard_fallback(struct sockaddr_storage *sa, socklen_t *salen
     log_warn("%s: this host has no IPv6: listening on 0.0.0.0:%u instead", addr, (unsigned)ntohs(port));
 }
 
+/* Why libmicrohttpd could not listen, which it does not say: a plain
+ * socket bound to the same address tells (SO_REUSEADDR as libmicrohttpd
+ * sets it, so only a live listener makes the port "in use"). */
+static const char *why_no_listener(const struct sockaddr *sa, socklen_t salen)
+{
+    int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return "no socket could be made";
+    int one = 1;
+    (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    int rc = bind(fd, sa, salen);
+    int e = errno;
+    close(fd);
+    if (rc == 0) /* the address itself is fine: the TLS material, or threads */
+        return "the listener could not start (bad TLS certificate or key, or out of resources)";
+    if (e == EADDRINUSE)
+        return "the port is already in use (another process listens on it)";
+    if (e == EADDRNOTAVAIL)
+        return "the address is not one of this host's";
+    if (e == EACCES)
+        return "permission denied (a port below 1024 needs privileges)";
+    return strerror(e);
+}
+
 static int start_listener(struct server *s, struct listener *l, const struct server_config *cfg, const char *addr,
                           char **err)
 {
@@ -462,11 +487,8 @@ static int start_listener(struct server *s, struct listener *l, const struct ser
         l->tls ? MHD_OPTION_HTTPS_CERT_CALLBACK : MHD_OPTION_END, tls_creds_retrieve, MHD_OPTION_HTTPS_PRIORITIES,
         s->tls_priorities, s->ca_pem ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, s->ca_pem, MHD_OPTION_END);
     if (!l->daemon) {
-        struct strbuf sb;
-        strbuf_init(&sb);
-        strbuf_printf(&sb, "cannot listen on %s%s (address in use, not local, or bad TLS material)", addr,
-                      l->tls ? " with TLS" : "");
-        *err = strbuf_detach(&sb, NULL);
+        *err = strbuf_format("cannot listen on %s%s: %s", addr, l->tls ? " with TLS" : "",
+                             why_no_listener((struct sockaddr *)&sa, salen));
         return -1;
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(l->daemon, MHD_DAEMON_INFO_LISTEN_FD);

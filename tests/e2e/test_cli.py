@@ -203,10 +203,15 @@ def startup_failures(s):
         r = g.run_binary(s, ["--state-file", s.demo_state, "--listen-http", "127.0.0.1:%d" % srv.port], timeout=20)
         s.check(r.code not in (0, None), "a port in use stops the second server", r)
         s.check_in(str(srv.port), r.err, "the message names the address")
+        s.check_in("already in use", r.err, "and says the port is in use")
         s.check_eq(srv.get("/healthz").status, 200, "the first server is unaffected")
         port = srv.port
         for _ in range(5):      # closed connections leave TIME_WAIT sockets behind
             srv.filter(g.demo_pod("gpu-4"), ["gpu-v100-0"])
+    # An address that is not this host's.
+    r = g.run_binary(s, ["--state-file", s.demo_state, "--listen-http", "192.0.2.1:%d" % g.free_port()], timeout=20)
+    s.check(r.code not in (0, None), "an address not of this host stops the server", r)
+    s.check_in("not one of this host's", r.err, "and the message says so")
     # A restart on the same port right after the stop works.
     with g.Server(s, port=port, name="restarted") as srv:
         s.check_eq(srv.get("/healthz").status, 200, "a restarted server binds the same port at once")

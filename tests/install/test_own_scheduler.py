@@ -149,8 +149,9 @@ def renders_with_every_combination(s):
                 "%s: the service runs without leader election" % comps, c["gpu-quota-admission"]["args"])
     objs = rendered(s, ["own-scheduler", "no-webhooks"])
     s.check_eq(arg_map(containers(objs)["gpu-quota-admission"]["args"]),
-               {"listen-http": "[::]:3456", "listen-probes": "[::]:8081"},
-               "with no-webhooks too: only the HTTP and probe listeners are left")
+               {"listen-http": "[::]:3456", "listen-probes": "[::]:8081",
+                "decision-key-file": "/etc/gpu-quota-admission/decision-key/key"},
+               "with no-webhooks too: only the HTTP and probe listeners (and the decision key) are left")
     # The wrong order stops the build instead of removing other arguments.
     objs, err = render(s, ["no-webhooks", "own-scheduler"])
     s.check(objs is None and "test" in err.lower(), "no-webhooks before own-scheduler: kustomize refuses", err)

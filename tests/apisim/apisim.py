@@ -266,11 +266,18 @@ def obj_key(obj):
 
 
 def typed(obj, rt):
-    """The object with kind and apiVersion first, as the real server orders them."""
+    """The object with kind and apiVersion first, as the real server orders them; empty label and
+    annotation maps are left out, as Go's omitempty leaves them (a merge patch that nulls a pod's
+    only annotation leaves no `annotations` at all)."""
     out = {"kind": rt.kind, "apiVersion": rt.api_version}
     for k, v in obj.items():
         if k not in ("kind", "apiVersion"):
             out[k] = v
+    m = out.get("metadata")
+    if isinstance(m, dict):
+        for k in ("labels", "annotations"):
+            if m.get(k) == {}:
+                del m[k]
     return out
 
 
@@ -480,8 +487,7 @@ def parse_field_selector(text, rt=None):
         field = term[:at].strip()
         value = _unescape_field_value(term[at + width:])
         if rt is not None and field not in rt.fields:
-            raise ApiError(400, '"%s" is not a known field selector: only "%s"' % (field, '", "'.join(sorted(rt.fields))),
-                           "BadRequest")
+            raise ApiError(400, "field label not supported: %s" % field, "BadRequest")
         reqs.append((field, op, value))
     return reqs
 
@@ -1185,6 +1191,15 @@ class APISim:
                 raise BY_PLURAL[("", "pods")].invalid(name, [("spec.containers[%d].name" % i, "Required value")])
             if not c.get("image"):
                 raise BY_PLURAL[("", "pods")].invalid(name, [("spec.containers[%d].image" % i, "Required value")])
+        # As the API server defaults them: requests missing from a container's limits take the limits.
+        for c in ctrs + [c for c in spec.get("initContainers") or [] if isinstance(c, dict)]:
+            res = c.get("resources")
+            if isinstance(res, dict) and isinstance(res.get("limits"), dict):
+                req = res.setdefault("requests", {})
+                if isinstance(req, dict):
+                    for k, v in res["limits"].items():
+                        req.setdefault(k, v)
+        spec.setdefault("priority", 0)
         spec.setdefault("schedulerName", "default-scheduler")
         spec.setdefault("restartPolicy", "Always")
         spec.setdefault("terminationGracePeriodSeconds", 30)

@@ -124,7 +124,7 @@ void metrics_count_api_write(enum api_write what, int request_rc, long status, c
 
 static void render_api_writes(struct strbuf *out)
 {
-    static const char *const writes[API_WRITES] = {"decision_patch", "binding",       "clear",       "hami_phase",
+    static const char *const writes[API_WRITES] = {"decision_patch", "binding",        "clear",       "hami_phase",
                                                    "hami_lock",      "hami_handshake", "leader_label"};
     static const char *const results[API_WRITE_RESULTS] = {"ok",      "conflict", "forbidden", "not_found",
                                                            "invalid", "timeout",  "error"};

@@ -63,6 +63,7 @@ enum api_write {
     WRITE_LEADER_LABEL,
     API_WRITES
 };
+
 /* Outcomes of such a write: ok (2xx), conflict (409), forbidden (401, 403:
  * RBAC or credentials), not_found (404), invalid (400, 422), timeout (408,
  * 504, or no answer within the deadline), error (anything else, including

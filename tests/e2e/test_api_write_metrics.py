@@ -93,5 +93,20 @@ def refused_bindings_are_counted(s):
     s.check_eq(have.get(("binding", "error")), 1, "the 500 counts as error", have)
 
 
+@suite.test
+def unanswered_write_counts_as_timeout(s):
+    """A decision patch without an answer within the recorder's deadline (3 s):
+    result timeout, not error."""
+    with g.Cluster(s) as c:
+        c.add_node(vcuda_node("n1", 2))
+        c.create_pod(g.pod("slow", g.vcuda(30, 8)))
+        with g.LiveServer(s, c.kubeconfig()) as srv:
+            c.sim.delay(6000, count=1, path=r"/pods/slow$", method="PATCH")
+            srv.filter(c.get_pod("slow"), ["n1"])
+            have = writes(srv.metrics().text)
+    s.check_eq(have.get(("decision_patch", "timeout")), 1, "the unanswered patch counts as timeout", have)
+    s.check_eq(have.get(("decision_patch", "error")), 0, "not as error", have)
+
+
 if __name__ == "__main__":
     suite.main()

@@ -126,5 +126,21 @@ def label_values_from_the_cluster_are_escaped(s):
                           modelName='Odd \\"GPU\\"\\\\ x', device="nvidia0"), 30.0, "and the series parses")
 
 
+@suite.test
+def pod_label_values_are_escaped(s):
+    """The state file is the operator's, not the API server's: names it carries are not validated as
+    Kubernetes would, so the per-pod series must escape them."""
+    topo = e2e.topology(1, memory_mib=4096)
+    n = e2e.node("v1", e2e.vcuda(100, 16), topo=topo)
+    odd = placed('we"ird\\pod', "v1", 0, e2e.vcuda(30, 4), ns='ns"x')
+    with e2e.Server(s, e2e.write_state(s, [n, odd]), flags=["--metrics-per-pod"]) as srv:
+        text = srv.metrics().text
+        m = samples(s, srv)
+    lines = [ln for ln in text.splitlines() if ln.startswith("gqa_pod_gpu_allocated_cores{")]
+    s.check_eq(len(lines), 1, "one series for the pod", lines)
+    s.check_in('namespace="ns\\"x",pod="we\\"ird\\\\pod"', "\n".join(lines), "quotes and backslashes escaped")
+    s.check_eq(len([k for k in m if k[0] == "gqa_pod_gpu_allocated_cores"]), 1, "and the series parses")
+
+
 if __name__ == "__main__":
     suite.main()

@@ -3,7 +3,8 @@
  *
  * Owns the counters and histograms the service exports: requests by verb and
  * status code, extender answers by outcome, request latency histograms by
- * verb, request body sizes, filter outcomes and decisions, and the build. All updates are lock-free atomics, so hot paths
+ * verb, request body sizes, filter outcomes and decisions, writes to the API
+ * server by kind and result, and the build. All updates are lock-free atomics, so hot paths
  * pay a few instructions. Cache gauges are read at scrape time.
  */
 #ifndef GQA_METRICS_H

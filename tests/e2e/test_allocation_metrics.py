@@ -142,5 +142,32 @@ def pod_label_values_are_escaped(s):
     s.check_eq(len([k for k in m if k[0] == "gqa_pod_gpu_allocated_cores"]), 1, "and the series parses")
 
 
+@suite.test
+def hami_devices_per_gpu_and_pod(s):
+    """A HAMi node's devices, and a pod's vGPU on one, as HAMi's GPUDeviceCoreAllocated /
+    vGPUMemoryAllocated would show them: UUID and index from the registration."""
+    uuids = ["GPU-00552014-5c87-89ac-b1a6-7b53aa24b0ec", "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448"]
+    model = "NVIDIA-Tesla V100-PCIE-32GB"
+    reg = "".join("%s,10,32768,100,%s,0,true,%d,hami-core:" % (u, model, i) for i, u in zip((0, 2), uuids))
+    n = e2e.node("hami-0", {"nvidia.com/gpu": 20})
+    n["metadata"]["annotations"] = {"hami.io/node-nvidia-register": reg,
+                                    "hami.io/node-handshake": "Reported_2025-11-20 10:00:00"}
+    held = e2e.pod("held", {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 30000, "nvidia.com/gpucores": 30},
+                   namespace="t", node="hami-0", phase="Running",
+                   annotations={"hami.io/vgpu-devices-allocated": uuids[1] + ",NVIDIA,30000,30:;",
+                                "hami.io/vgpu-devices-to-allocate": ";", "hami.io/vgpu-node": "hami-0"})
+    state = e2e.write_state(s, [n, held])
+    with e2e.Server(s, state, flags=["--metrics-per-node", "--metrics-per-pod"]) as srv:
+        m = samples(s, srv)
+    dev = {"Hostname": "hami-0", "gpu": "2", "UUID": uuids[1], "modelName": model}
+    s.check_eq(e2e.metric(m, "gqa_gpu_allocated_cores", **dev), 30.0, "cores held on the HAMi device (index 2)")
+    s.check_eq(e2e.metric(m, "gqa_gpu_allocated_memory_bytes", **dev), float(30000 * MIB), "its memory held")
+    s.check_eq(e2e.metric(m, "gqa_gpu_capacity_memory_bytes", **dev), float(32768 * MIB), "its registered memory")
+    s.check_eq(e2e.metric(m, "gqa_gpu_shared_pods", **dev), 1.0, "one vGPU on it")
+    pod = {"namespace": "t", "pod": "held", "node": "hami-0", "gpu": "2", "UUID": uuids[1], "state": "bound"}
+    s.check_eq(e2e.metric(m, "gqa_pod_gpu_allocated_cores", **pod), 30.0, "the pod's vGPU cores")
+    s.check_eq(e2e.metric(m, "gqa_pod_gpu_allocated_memory_bytes", **pod), float(30000 * MIB), "and memory")
+
+
 if __name__ == "__main__":
     suite.main()

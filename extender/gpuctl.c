@@ -298,10 +298,14 @@ static void bar(const struct gpuctl *g, int64_t used, int64_t total, char *buf, 
     snprintf(buf, size, "[%s%s%s%s] %d%%", on, hashes, g->color ? "\033[0m" : "", dashes, pct);
 }
 
-/* vcuda-memory is counted in 256 MiB blocks: shown in Gi/Mi. Other units as the node advertises them. */
+/* vcuda-memory is counted in 256 MiB blocks: shown in Gi/Mi. mps-memory
+ * units are taken as GiB (the reference MPS device plugin's unit,
+ * docs/behaviour.md). Other units as the node advertises them. */
 static void memory_amount(const char *resource, int64_t v, char *buf, size_t size)
 {
-    if (strcmp(resource, "tencent.com/vcuda-memory") != 0)
+    if (strcmp(resource, "nvidia.com/mps-memory") == 0)
+        snprintf(buf, size, "%" PRId64 "Gi", v);
+    else if (strcmp(resource, "tencent.com/vcuda-memory") != 0)
         snprintf(buf, size, "%" PRId64, v);
     else if (v % 4 == 0)
         snprintf(buf, size, "%" PRId64 "Gi", v / 4);

@@ -1,6 +1,7 @@
 /* hamihandshake.c - writing HAMi's handshake requests. See hamihandshake.h. */
 #include "extender/hamihandshake.h"
 #include "cluster/hami_node.h"
+#include "extender/metrics.h"
 #include "lib/clock.h"
 #include "lib/log.h"
 #include "lib/strbuf.h"
@@ -69,11 +70,15 @@ static void request_handshake(struct hami_handshaker *h, const char *node)
     char *path = name ? strbuf_format("/api/v1/nodes/%s", name) : NULL;
     char *body = request_body(clock_realtime_ns());
     struct kube_response resp = {0};
+    int sent = 0;
+    if (path && body) {
+        sent = kube_request(h->client, "PATCH", path, "application/merge-patch+json", body, strlen(body),
+                            HAMI_HANDSHAKE_WRITE_TIMEOUT_MS, &resp);
+        metrics_count_api_write(WRITE_HAMI_HANDSHAKE, sent, resp.status, resp.error);
+    }
     if (!path || !body)
         log_error("HAMi handshake of node %s: out of memory", node);
-    else if (kube_request(h->client, "PATCH", path, "application/merge-patch+json", body, strlen(body),
-                          HAMI_HANDSHAKE_WRITE_TIMEOUT_MS, &resp) != 0 ||
-             resp.status != 200)
+    else if (sent != 0 || resp.status != 200)
         log_warn("HAMi handshake of node %s: writing the request failed: %s", node,
                  resp.error ? resp.error : "unknown error");
     else

@@ -706,6 +706,8 @@ void handle_metrics(struct app *app, const struct http_request *req, struct http
     name_list_memo_render_metrics(&app->node_lists, &sb);
     render_policy_metrics(app, &sb);
     capacity_render_metrics(&app->cache, app->opts->metrics_per_node, &sb);
+    if (app->opts->metrics_per_pod)
+        capacity_render_pod_metrics(&app->cache, &sb);
     pending_render_metrics(&app->cache, &sb);
     if (app->live)
         live_render_metrics(app->live, &sb);

@@ -1,5 +1,6 @@
 /* leaderlabel.c - routing to the leader by a label on its pod. See leaderlabel.h. */
 #include "extender/leaderlabel.h"
+#include "extender/metrics.h"
 #include "lib/log.h"
 #include "lib/strbuf.h"
 
@@ -32,12 +33,15 @@ static int label_pod(struct leader_label *l, const char *name, bool set)
     char *path = ns && pod ? strbuf_format("/api/v1/namespaces/%s/pods/%s", ns, pod) : NULL;
     char *body = leader_label_patch(set);
     struct kube_response resp = {0};
-    int rc = -1;
+    int rc = -1, sent = 0;
+    if (path && body) {
+        sent = kube_request(l->client, "PATCH", path, "application/merge-patch+json", body, strlen(body),
+                            LEADER_LABEL_TIMEOUT_MS, &resp);
+        metrics_count_api_write(WRITE_LEADER_LABEL, sent, resp.status, resp.error);
+    }
     if (!path || !body)
         log_error("leader label: out of memory");
-    else if (kube_request(l->client, "PATCH", path, "application/merge-patch+json", body, strlen(body),
-                          LEADER_LABEL_TIMEOUT_MS, &resp) != 0 ||
-             resp.status != 200)
+    else if (sent != 0 || resp.status != 200)
         log_warn("leader label: %s it %s pod %s/%s failed: %s", set ? "setting" : "removing", set ? "on" : "from",
                  l->ns, name, resp.error ? resp.error : "unknown error");
     else

@@ -88,6 +88,55 @@ static void render_answers(struct strbuf *out)
                           (unsigned long long)atomic_load_explicit(&answers[v][o], memory_order_relaxed));
 }
 
+static atomic_uint_fast64_t api_writes[API_WRITES][API_WRITE_RESULTS];
+
+enum api_write_result metrics_write_result(int request_rc, long status, const char *error)
+{
+    if (request_rc != 0 || status == 0) /* libcurl's CURLE_OPERATION_TIMEDOUT reads "Timeout was reached" */
+        return error && (strstr(error, "Timeout") || strstr(error, "timed out")) ? WRITE_TIMEOUT : WRITE_ERROR;
+    if (status >= 200 && status < 300)
+        return WRITE_OK;
+    switch (status) {
+    case 409:
+        return WRITE_CONFLICT;
+    case 401:
+    case 403:
+        return WRITE_FORBIDDEN;
+    case 404:
+        return WRITE_NOT_FOUND;
+    case 400:
+    case 422:
+        return WRITE_INVALID;
+    case 408:
+    case 504:
+        return WRITE_TIMEOUT;
+    default:
+        return WRITE_ERROR;
+    }
+}
+
+void metrics_count_api_write(enum api_write what, int request_rc, long status, const char *error)
+{
+    if ((int)what >= 0 && what < API_WRITES)
+        atomic_fetch_add_explicit(&api_writes[what][metrics_write_result(request_rc, status, error)], 1,
+                                  memory_order_relaxed);
+}
+
+static void render_api_writes(struct strbuf *out)
+{
+    static const char *const writes[API_WRITES] = {"decision_patch", "binding",        "clear",       "hami_phase",
+                                                   "hami_lock",      "hami_handshake", "leader_label"};
+    static const char *const results[API_WRITE_RESULTS] = {"ok",      "conflict", "forbidden", "not_found",
+                                                           "invalid", "timeout",  "error"};
+    strbuf_puts(out, "# HELP gqa_api_writes_total Writes to the API server, by what they write and how they ended "
+                     "(ok, conflict, forbidden, not_found, invalid, timeout, error).\n"
+                     "# TYPE gqa_api_writes_total counter\n");
+    for (int w = 0; w < API_WRITES; w++)
+        for (int r = 0; r < API_WRITE_RESULTS; r++)
+            strbuf_printf(out, "gqa_api_writes_total{write=\"%s\",result=\"%s\"} %llu\n", writes[w], results[r],
+                          (unsigned long long)atomic_load_explicit(&api_writes[w][r], memory_order_relaxed));
+}
+
 static void render_build_info(struct strbuf *out)
 {
     strbuf_puts(out, "# HELP gqa_build_info The running build: version, git commit and build date, value 1.\n"
@@ -220,6 +269,7 @@ void metrics_render(struct strbuf *out, struct cluster_cache *cache)
                   (unsigned long long)load(&filter_nodes_fit), (unsigned long long)load(&filter_nodes_failed),
                   (unsigned long long)load(&decisions));
     render_hami_binds(out);
+    render_api_writes(out);
     render_cache(out, cache);
     render_skipped(out);
     guard_render_metrics(out);

@@ -3,7 +3,8 @@
  *
  * Owns the counters and histograms the service exports: requests by verb and
  * status code, extender answers by outcome, request latency histograms by
- * verb, request body sizes, filter outcomes and decisions, and the build. All updates are lock-free atomics, so hot paths
+ * verb, request body sizes, filter outcomes and decisions, writes to the API
+ * server by kind and result, and the build. All updates are lock-free atomics, so hot paths
  * pay a few instructions. Cache gauges are read at scrape time.
  */
 #ifndef GQA_METRICS_H
@@ -48,6 +49,41 @@ void metrics_count_hami_bind(enum hami_bind_result result);
 enum answer_outcome { ANSWER_FIT = 0, ANSWER_UNSCHEDULABLE, ANSWER_ERROR, ANSWER_OUTCOMES };
 
 void metrics_count_answer(enum metric_verb verb, enum answer_outcome outcome);
+
+/* A write to the API server, by what it writes: a pod's decision
+ * annotations, a Binding, a decision taken off, HAMi's bind-phase
+ * annotations, HAMi's node lock, HAMi's handshake request on a node, the
+ * leader label. */
+enum api_write {
+    WRITE_DECISION_PATCH = 0,
+    WRITE_BINDING,
+    WRITE_CLEAR,
+    WRITE_HAMI_PHASE,
+    WRITE_HAMI_LOCK,
+    WRITE_HAMI_HANDSHAKE,
+    WRITE_LEADER_LABEL,
+    API_WRITES
+};
+
+/* Outcomes of such a write: ok (2xx), conflict (409), forbidden (401, 403:
+ * RBAC or credentials), not_found (404), invalid (400, 422), timeout (408,
+ * 504, or no answer within the deadline), error (anything else, including
+ * a failed connection). */
+enum api_write_result {
+    WRITE_OK = 0,
+    WRITE_CONFLICT,
+    WRITE_FORBIDDEN,
+    WRITE_NOT_FOUND,
+    WRITE_INVALID,
+    WRITE_TIMEOUT,
+    WRITE_ERROR,
+    API_WRITE_RESULTS
+};
+/* The result of a kube_request: its return code (non-zero: no answer), the
+ * HTTP status and the error text (a transport error naming a timeout
+ * counts as timeout). */
+enum api_write_result metrics_write_result(int request_rc, long status, const char *error);
+void metrics_count_api_write(enum api_write what, int request_rc, long status, const char *error);
 /* Append the exposition text; reads cache gauges under the read lock. */
 void metrics_render(struct strbuf *out, struct cluster_cache *cache);
 /* Append s as a Prometheus label value: quoted, with \\, \" and \n

@@ -360,6 +360,14 @@ static int set_metrics_per_node(void *target, const char *v)
     return 0;
 }
 
+static int set_metrics_per_pod(void *target, const char *v)
+{
+    struct options *o = target;
+    (void)v;
+    o->metrics_per_pod = 1;
+    return 0;
+}
+
 static int set_help(void *target, const char *v)
 {
     struct options *o = target;
@@ -482,7 +490,11 @@ static const struct flag_spec flags[] = {
     {"log-format", "text|json|klog", set_log_format,
      "log line format: text, one JSON object per line, or klog's (Kubernetes components') text (default text)", BOTH},
     {"metrics-per-node", NULL, set_metrics_per_node,
-     "also export the capacity gauges per node (gqa_node_*; one series per node and resource)", SERVE},
+     "also export the capacity gauges per node and per GPU (gqa_node_*, gqa_gpu_*; one series per node and resource, "
+     "and per GPU with DCGM exporter's labels)",
+     SERVE},
+    {"metrics-per-pod", NULL, set_metrics_per_pod,
+     "also export what each pod holds on each GPU (gqa_pod_gpu_*; one series per pod and GPU)", SERVE},
     {"version", NULL, set_version, "print the version and exit", BOTH | FLAG_NO_ENV},
     {"help", NULL, set_help, "print this help and exit", BOTH | FLAG_NO_ENV},
 };

@@ -47,7 +47,8 @@ struct options {
     enum log_level log_level;
     int log_format;
     int show_help, show_version;
-    int metrics_per_node; /* also export gqa_node_* capacity series, one per node */
+    int metrics_per_node; /* also export gqa_node_* and gqa_gpu_* capacity series, one per node and GPU */
+    int metrics_per_pod;  /* also export gqa_pod_gpu_* series, one per pod and GPU */
 };
 
 /* Decisions mostly wait on the API server, so there are more of them than

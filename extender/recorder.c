@@ -1,6 +1,7 @@
 /* recorder.c - decisions written to the API server. See recorder.h. */
 #include "extender/recorder.h"
 #include "cluster/hami_decision.h"
+#include "extender/metrics.h"
 #include "lib/clock.h"
 #include "lib/log.h"
 #include "lib/strbuf.h"
@@ -243,18 +244,21 @@ static char *recheck_pod(struct kube_client *client, const struct pod_info *want
     return rv;
 }
 
-static int patch_pod(struct kube_client *client, const struct pod_info *pod, const char *body, char **err)
+static int patch_pod(struct kube_client *client, const struct pod_info *pod, const char *body, enum api_write what,
+                     char **err)
 {
     char *path = pod_path(pod, "");
     struct kube_response resp = {0};
-    int rc = -1;
+    int rc = -1, sent = 0;
     if (!path)
         set_err(err, "out of memory");
-    else if (kube_request(client, "PATCH", path, "application/merge-patch+json", body, strlen(body),
-                          RECORDER_TIMEOUT_MS, &resp) != 0)
+    else if ((sent = kube_request(client, "PATCH", path, "application/merge-patch+json", body, strlen(body),
+                                  RECORDER_TIMEOUT_MS, &resp)) != 0)
         rc = (set_err(err, resp.error), DECISION_MAYBE_WRITTEN); /* no answer: it may land yet */
     else
         rc = resp.status == 200 ? 0 : resp.status == 409 ? 1 : (set_err(err, resp.error), -1);
+    if (path)
+        metrics_count_api_write(what, sent, resp.status, resp.error);
     free(path);
     kube_response_free(&resp);
     return rc;
@@ -270,7 +274,7 @@ static int record(void *ctx, const struct pod_info *decided, char **err)
     int rc = -1;
     for (int attempt = 0; attempt <= RECORDER_CONFLICT_RETRIES; attempt++) {
         char *body = patch_body(decided, rv);
-        rc = body ? patch_pod(client, decided, body, err) : (set_err(err, "out of memory"), -1);
+        rc = body ? patch_pod(client, decided, body, WRITE_DECISION_PATCH, err) : (set_err(err, "out of memory"), -1);
         free(body);
         if (rc != 1 || attempt == RECORDER_CONFLICT_RETRIES)
             break;
@@ -293,7 +297,7 @@ static int clear(void *ctx, const struct pod_info *pod, char **err)
     struct recorder *r = ctx;
     char *body = clear_body(pod);
     struct kube_client *client = body ? take_client(r, err) : NULL;
-    int rc = client ? patch_pod(client, pod, body, err) : (set_err(err, "out of memory"), -1);
+    int rc = client ? patch_pod(client, pod, body, WRITE_CLEAR, err) : (set_err(err, "out of memory"), -1);
     give_client(r, client);
     free(body);
     return rc == 0 ? 0 : -1;
@@ -328,11 +332,14 @@ static int post_binding(struct recorder *r, const struct pod_info *pod, const ch
     char *body = binding_body(pod, node, annotations);
     struct kube_response resp = {0};
     struct kube_client *client = path && body ? take_client(r, err) : NULL;
-    int rc = -1;
+    int rc = -1, sent = 0;
+    if (client) {
+        sent = kube_request(client, "POST", path, "application/json", body, strlen(body), RECORDER_TIMEOUT_MS, &resp);
+        metrics_count_api_write(WRITE_BINDING, sent, resp.status, resp.error);
+    }
     if (!path || !body)
         set_err(err, "out of memory");
-    else if (client && kube_request(client, "POST", path, "application/json", body, strlen(body), RECORDER_TIMEOUT_MS,
-                                    &resp) != 0)
+    else if (client && sent != 0)
         rc = (set_err(err, resp.error), DECISION_MAYBE_WRITTEN); /* no answer: it may land yet */
     else if (client && resp.status != 201 && resp.status != 200)
         set_err(err, resp.error);
@@ -407,7 +414,7 @@ static int annotate(void *ctx, const struct pod_info *pod, cJSON *annotations, c
     struct recorder *r = ctx;
     char *body = patch_with(annotations, NULL);
     struct kube_client *client = body ? take_client(r, err) : NULL;
-    int rc = client ? patch_pod(client, pod, body, err) : (set_err(err, "out of memory"), -1);
+    int rc = client ? patch_pod(client, pod, body, WRITE_HAMI_PHASE, err) : (set_err(err, "out of memory"), -1);
     if (rc == 1)
         set_err(err, "409 Conflict");
     give_client(r, client);
@@ -476,15 +483,18 @@ static enum lock_step write_lock(struct kube_client *client, const char *path, c
     char *body = ann ? patch_with(ann, rv) : NULL;
     struct kube_response resp = {0};
     enum lock_step rc = LOCK_FAILED;
+    int sent = 0;
     if (!body)
         set_err(err, "out of memory");
-    else if (kube_request(client, "PATCH", path, "application/merge-patch+json", body, strlen(body),
-                          RECORDER_TIMEOUT_MS, &resp) != 0)
+    else if ((sent = kube_request(client, "PATCH", path, "application/merge-patch+json", body, strlen(body),
+                                  RECORDER_TIMEOUT_MS, &resp)) != 0)
         set_err(err, resp.error);
     else if (resp.status == 200 || resp.status == 409)
         rc = resp.status == 200 ? LOCK_DONE : LOCK_CONFLICT;
     else
         set_err(err, resp.error);
+    if (body)
+        metrics_count_api_write(WRITE_HAMI_LOCK, sent, resp.status, resp.error);
     kube_response_free(&resp);
     free(body);
     return rc;

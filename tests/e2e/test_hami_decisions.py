@@ -294,6 +294,14 @@ def node_lock(_s):
             env.accepted(name)
             suite.check(LOCK not in env.node_annotations("hami-0"), "the plugin released the lock")
 
+        # gqa_api_writes_total (issue 27): the two lock writes and the bind-phase annotations are counted
+        m, _types, _bad = g.parse_metrics(env.srv.metrics().text)
+        suite.check(g.metric(m, "gqa_api_writes_total", write="hami_lock", result="ok") >= 2,
+                    "the node lock writes are counted", {k: v for k, v in m.items() if k[0] == "gqa_api_writes_total"})
+        suite.check(g.metric(m, "gqa_api_writes_total", write="hami_phase", result="ok") >= 2,
+                    "the bind-phase writes are counted")
+        suite.check(g.metric(m, "gqa_api_writes_total", write="binding", result="ok") >= 2, "the Bindings are counted")
+
 
 @suite.test
 def racing_binds(_s):

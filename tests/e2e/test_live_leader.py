@@ -186,6 +186,11 @@ def test_both_ready_label_follows_lease_sigterm(s):
             s.check_eq(r.get("NodeNames"), ["n1"], "the leader decides", r)
             s.check_eq(decision_writes(c, USERS[fk], mark), [], "the follower wrote nothing")
             s.check_eq(len(decision_writes(c, USERS[lk], mark)), 1, "the leader wrote one patch")
+            m, _t, _b = g.parse_metrics(lead.metrics().text)
+            s.check(g.metric(m, "gqa_api_writes_total", write="leader_label", result="ok") >= 1,
+                    "the leader's label write is counted (gqa_api_writes_total)")
+            s.check_eq(g.metric(m, "gqa_api_writes_total", write="decision_patch", result="ok"), 1.0,
+                       "and its decision patch")
 
             # SIGTERM: label off, Lease released, the other replica takes both over.
             s.check(pair.sampled(), "the sampler sees both replicas")

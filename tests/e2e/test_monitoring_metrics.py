@@ -103,7 +103,7 @@ def extraction_understands_promql(s):
 def every_metric_used_is_exported(s):
     with e2e.Cluster(s) as c:
         c.add_node(e2e.node("n1", e2e.vcuda(400, 256), labels={"tkestack.io/gpu-model": "A100"}))
-        with e2e.LiveServer(s, c.kubeconfig(), flags=["--leader-elect", "--metrics-per-node"]) as srv:
+        with e2e.LiveServer(s, c.kubeconfig(), flags=["--leader-elect", "--metrics-per-node", "--metrics-per-pod"]) as srv:
             # one filter that fits and one that does not, so every family has series
             srv.filter(e2e.pod("small", e2e.vcuda(10, 8)), ["n1"])
             srv.filter(e2e.pod("huge", e2e.vcuda(800, 512)), ["n1"])
@@ -150,8 +150,14 @@ def dashboard_covers_what_operators_watch(s):
                          ("errors carried in status codes", 'code!~"200|500"'),
                          ("cache sync", "gqa_informer_synced"),
                          ("watch health", "gqa_informer_errors_total"), ("leader", "gqa_leader"),
-                         ("quota use", "gqa_quota_used_gpus"), ("fragmentation", "gqa_gpu_fragmentation_ratio")):
+                         ("quota use", "gqa_quota_used_gpus"), ("fragmentation", "gqa_gpu_fragmentation_ratio"),
+                         ("failed API writes", "gqa_api_writes_total"),
+                         ("allocation per GPU", "gqa_gpu_allocated_cores"),
+                         ("allocation per pod of the chosen namespaces", 'namespace=~"$namespace"'),
+                         ("memory in bytes", "gqa_resource_allocated_memory_bytes")):
         s.check(needle in exprs, "the dashboard shows %s" % what)
+    names = [v["name"] for v in dash["templating"]["list"]]
+    s.check("namespace" in names, "the dashboard has a namespace variable", names)
     ids = [p["id"] for p in dash["panels"]]
     s.check_eq(len(ids), len(set(ids)), "panel ids are unique")
 
@@ -176,7 +182,8 @@ def every_alert_has_a_runbook(s):
     names = {r["alert"] for r in alerts}
     for want in ("GpuQuotaAdmissionDown", "GpuQuotaAdmissionErrorRatio", "GpuQuotaAdmissionLatencyNearTimeout",
                  "GpuQuotaAdmissionCachesNotSynced", "GpuQuotaAdmissionLeaderChanges", "GpuQuotaAdmissionQuotaInvalid",
-                 "GpuQuotaAdmissionCRLInvalid", "GpuQuotaAdmissionFragmentationHigh"):
+                 "GpuQuotaAdmissionCRLInvalid", "GpuQuotaAdmissionFragmentationHigh",
+                 "GpuQuotaAdmissionWritesFailing"):
         s.check(want in names, "alert %s exists" % want)
     for r in alerts:
         url = r["annotations"].get("runbook_url", "")

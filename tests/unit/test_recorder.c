@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "extender/metrics.h"
 #include "extender/recorder.h"
 #include "tests/unit/fakeapi.h"
 #include "tests/unit/support.h"
@@ -361,10 +362,32 @@ static void test_fetch(void **state)
     free(err);
 }
 
+/* gqa_api_writes_total's result label: what each answer of a write counts as. */
+static void test_write_results(void **state)
+{
+    (void)state;
+    assert_int_equal(metrics_write_result(0, 200, NULL), WRITE_OK);
+    assert_int_equal(metrics_write_result(0, 201, NULL), WRITE_OK);
+    assert_int_equal(metrics_write_result(0, 409, "409 Conflict"), WRITE_CONFLICT);
+    assert_int_equal(metrics_write_result(0, 403, "pods is forbidden"), WRITE_FORBIDDEN);
+    assert_int_equal(metrics_write_result(0, 401, "Unauthorized"), WRITE_FORBIDDEN);
+    assert_int_equal(metrics_write_result(0, 404, NULL), WRITE_NOT_FOUND);
+    assert_int_equal(metrics_write_result(0, 422, NULL), WRITE_INVALID);
+    assert_int_equal(metrics_write_result(0, 400, NULL), WRITE_INVALID);
+    assert_int_equal(metrics_write_result(0, 504, NULL), WRITE_TIMEOUT);
+    assert_int_equal(metrics_write_result(0, 408, NULL), WRITE_TIMEOUT);
+    assert_int_equal(metrics_write_result(0, 500, NULL), WRITE_ERROR);
+    assert_int_equal(metrics_write_result(0, 429, NULL), WRITE_ERROR);
+    assert_int_equal(metrics_write_result(-1, 0, "PATCH /x: Timeout was reached"), WRITE_TIMEOUT);
+    assert_int_equal(metrics_write_result(-1, 0, "PATCH /x: Couldn't connect to server"), WRITE_ERROR);
+    assert_int_equal(metrics_write_result(-1, 0, NULL), WRITE_ERROR);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_record_patch),
+        cmocka_unit_test(test_write_results),
         cmocka_unit_test(test_conflict_rereads_and_retries),
         cmocka_unit_test(test_conflict_gives_up),
         cmocka_unit_test(test_clear),

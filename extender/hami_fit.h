@@ -26,7 +26,7 @@
 #include <stdint.h>
 
 #include "cluster/cache.h"
-#include "extender/allocator.h"
+#include "extender/fit.h"
 
 struct hami_fit_score {
     int policy;    /* 0..FIT_SCORE_MAX from the node policy's view of the node's HAMi use */

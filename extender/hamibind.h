@@ -23,7 +23,7 @@
 #include <stdint.h>
 
 #include "cluster/cache.h"
-#include "extender/placement.h"
+#include "extender/sink.h"
 
 /* Give `decided` (the pod decided onto n) the HAMi devices of hami_masks
  * (fit_result.hami_masks of the fit that decided it), or no allocation when

@@ -2,10 +2,12 @@
 #include "extender/handlers.h"
 #include "extender/capacity.h"
 #include "extender/explainsum.h"
+#include "extender/guard.h"
 #include "extender/live.h"
 #include "extender/metrics.h"
 #include "extender/pending.h"
 #include "extender/wire.h"
+#include "extender/workers.h"
 #include "lib/labelsel.h"
 #include "lib/log.h"
 #include "lib/strbuf.h"
@@ -703,6 +705,9 @@ void handle_metrics(struct app *app, const struct http_request *req, struct http
     strbuf_init(&sb);
     cache_expire(&app->cache, clock_realtime_ns()); /* gqa_assumed_pods counts unexpired ones */
     metrics_render(&sb, &app->cache);
+    guard_render_metrics(&sb);
+    workers_render_metrics(&sb);
+    wire_render_metrics(&sb);
     name_list_memo_render_metrics(&app->node_lists, &sb);
     render_policy_metrics(app, &sb);
     capacity_render_metrics(&app->cache, app->opts->metrics_per_node, &sb);

@@ -1,8 +1,5 @@
 /* metrics.c - Prometheus metrics. See metrics.h. */
 #include "extender/metrics.h"
-#include "extender/guard.h"
-#include "extender/wire.h"
-#include "extender/workers.h"
 
 #include "lib/version.h"
 
@@ -222,9 +219,6 @@ void metrics_render(struct strbuf *out, struct cluster_cache *cache)
     render_hami_binds(out);
     render_cache(out, cache);
     render_skipped(out);
-    guard_render_metrics(out);
-    workers_render_metrics(out);
-    wire_render_metrics(out);
 }
 
 void metrics_label_value(struct strbuf *out, const char *s)

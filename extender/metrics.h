@@ -48,7 +48,9 @@ void metrics_count_hami_bind(enum hami_bind_result result);
 enum answer_outcome { ANSWER_FIT = 0, ANSWER_UNSCHEDULABLE, ANSWER_ERROR, ANSWER_OUTCOMES };
 
 void metrics_count_answer(enum metric_verb verb, enum answer_outcome outcome);
-/* Append the exposition text; reads cache gauges under the read lock. */
+/* Append this module's part of the exposition text; reads cache gauges
+ * under the read lock. A leaf: handle_metrics (handlers.c) assembles
+ * /metrics from it and the other modules' renderers. */
 void metrics_render(struct strbuf *out, struct cluster_cache *cache);
 /* Append s as a Prometheus label value: quoted, with \\, \" and \n
  * escaped, so names taken from objects cannot break the exposition. */

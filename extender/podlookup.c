@@ -1,6 +1,6 @@
 /* podlookup.c - the copy of a pod that a decision acts on. See podlookup.h. */
 #include "extender/podlookup.h"
-#include "extender/placement.h"
+#include "extender/sink.h"
 #include "lib/log.h"
 #include "lib/strbuf.h"
 

@@ -16,6 +16,16 @@ bool pod_has_vcuda_share(const struct pod_info *pod)
     return false;
 }
 
+/* The node policy that shapes the pod's scores on every node: a HAMi pod's
+ * hami.io/node-scheduler-policy overrides --node-policy (the one place the
+ * override is written; the summary line and the full path both ask it). */
+static inline enum pack_policy node_policy_of(const struct pod_info *pod, const struct alloc_policy *policy)
+{
+    if (pod->hami && pod->hami->node_policy != HAMI_PACK_DEFAULT)
+        return pod->hami->node_policy == HAMI_PACK_SPREAD ? POLICY_SPREAD : POLICY_BINPACK;
+    return policy->node;
+}
+
 /* Free amounts of each GPU while the pod's containers are placed one by one. */
 struct free_gpu {
     int64_t cores, vmem, mmem;
@@ -597,10 +607,7 @@ static enum line_outcome fit_by_line(const struct node_state *n, const struct po
         fit->hami_masks[0] = 0;
     if (r->whole_gpus > 0 && n->fit.idle == 0)
         return line_whole_refused(&n->fit, r, fit);
-    /* A HAMi pod's hami.io/node-scheduler-policy shapes its scores, as in the full path. */
-    enum pack_policy node_policy = policy->node;
-    if (pod->hami && pod->hami->node_policy != HAMI_PACK_DEFAULT)
-        node_policy = pod->hami->node_policy == HAMI_PACK_SPREAD ? POLICY_SPREAD : POLICY_BINPACK;
+    enum pack_policy node_policy = node_policy_of(pod, policy);
     enum line_outcome got = r->whole_gpus > 0 ? line_whole_forced(n, r, node_policy, fit)
                                               : line_shared(&n->fit, r, policy, node_policy, fit);
     if (got != LINE_DECIDED)
@@ -650,11 +657,10 @@ bool allocator_fit_full(const struct node_state *n, const struct pod_info *pod, 
         classify(&st, REASON_NODE_UNKNOWN, -1, -1, 0);
         return fail(&st, false, "node is not in the extender's cache");
     }
-    /* A HAMi pod's hami.io/node-scheduler-policy shapes its scores on every node. */
     struct alloc_policy own;
-    if (pod->hami && pod->hami->node_policy != HAMI_PACK_DEFAULT) {
+    if (node_policy_of(pod, policy) != policy->node) {
         own = *policy;
-        own.node = pod->hami->node_policy == HAMI_PACK_SPREAD ? POLICY_SPREAD : POLICY_BINPACK;
+        own.node = node_policy_of(pod, policy);
         st.policy = policy = &own;
     }
     if (fit->hami_masks)

@@ -620,11 +620,76 @@ static int sign(const struct placement *p, struct pod_info *decided)
     return p->key ? decision_sign(p->key, decided) : 0;
 }
 
-/* Fit the pod again on verdict `chosen` under the write lock (the watch and
- * other decisions may have changed the node since the snapshot; of two pods
- * racing for the last GPU only the first re-fit succeeds) and reserve the
- * GPUs this final check chose. Returns 0 with *decided_out and *token, 1
- * when it no longer fits (reason set), -1 on error. */
+/* How one decision on one node ended (decide_on). */
+enum decide_outcome { DECIDED = 0, NODE_GONE, DOES_NOT_FIT, QUOTA_REFUSED, DECIDE_FAILED };
+
+/* One decision on one node: what the caller gives (node, the fit's mask
+ * arrays, how masks become per-container minors and where they go) and
+ * what decide_on leaves (the fit's reason, the quota refusal, the decided
+ * pod and its reservation token). */
+struct decide_step {
+    const char *node;
+    struct fit_result fit; /* .masks and .hami_masks: the caller's, one per container */
+    /* Turn the fit's chosen slots on n into idx/count (under the lock): 0 or -1. */
+    int (*minors)(void *ctx, const struct node_state *n, const uint64_t *masks, int **idx, int *count);
+    void *ctx;
+    int **idx;
+    int *count;
+    char *quota; /* QUOTA_REFUSED: the reason (malloc'd, the caller frees) */
+    enum quota_refusal refusal;
+    struct pod_info *decided; /* DECIDED: the decided pod (the caller frees) */
+    uint64_t token;           /* DECIDED: its reservation */
+};
+
+/* The one sequence of every decision (filter mode's commit, bind mode's
+ * assume_on): under the write lock, fit the pod on the node again (the
+ * watch and other decisions may have changed it since any snapshot; of two
+ * pods racing for the last GPU only the first re-fit succeeds), check
+ * quota, turn the chosen GPUs into minors, attach the HAMi devices, sign,
+ * and reserve exactly what this final check chose. */
+static enum decide_outcome decide_on(struct placement *p, const struct pod_info *pod, struct decide_step *s)
+{
+    enum decide_outcome out = DECIDED;
+    cache_write_lock(p->cache);
+    const struct node_state *n = cache_find_node(p->cache, s->node);
+    const struct pod_entry *self = own_entry(p->cache, pod);
+    if (!n || !n->present) {
+        out = NODE_GONE;
+    } else if (!allocator_fit(n, pod, self, &p->cfg.policy, &s->fit)) {
+        out = DOES_NOT_FIT;
+    } else if (p->policy && (s->quota = policy_check_quota(p->policy, p->cache, pod, self, n, &s->refusal))) {
+        out = QUOTA_REFUSED;
+    } else if (s->minors(s->ctx, n, s->fit.masks, s->idx, s->count) != 0 ||
+               !(s->decided = pod_info_with_decision(pod, s->node, clock_realtime_ns(), s->idx, s->count)) ||
+               attach_hami(n, s->decided, s->fit.hami_masks) != 0 || sign(p, s->decided) != 0 ||
+               !(s->token = reserve(p, s->decided))) {
+        pod_info_free(s->decided);
+        s->decided = NULL;
+        out = DECIDE_FAILED;
+    }
+    cache_unlock(p->cache);
+    return out;
+}
+
+/* decide_step.minors for filter mode: the minors go to the evaluation's
+ * GPU list of the chosen verdict (where the answer reads them). */
+struct verdict_minors {
+    struct evaluation *ev;
+    struct verdict *chosen;
+};
+
+static int verdict_minors(void *ctx, const struct node_state *n, const uint64_t *masks, int **idx, int *count)
+{
+    struct verdict_minors *vm = ctx;
+    if (record_gpus(vm->ev, vm->chosen, n, masks) != 0)
+        return -1;
+    decision_indices(vm->ev, vm->chosen, idx, count);
+    return 0;
+}
+
+/* Decide the pod on verdict `chosen` (decide_on). Returns 0 with
+ * *decided_out and *token, 1 when it no longer fits (the verdict says why),
+ * -1 on error. */
 static int commit(struct placement *p, const struct pod_info *pod, struct evaluation *ev, struct verdict *chosen,
                   struct pod_info **decided_out, uint64_t *token)
 {
@@ -633,41 +698,46 @@ static int commit(struct placement *p, const struct pod_info *pod, struct evalua
     int *count = calloc(n, sizeof(*count));
     uint64_t *masks = calloc(n, sizeof(*masks));
     uint64_t *hami_masks = calloc(n, sizeof(*hami_masks));
-    struct fit_result fit = {.masks = masks, .hami_masks = hami_masks};
+    struct verdict_minors vm = {ev, chosen};
+    struct decide_step s = {.node = chosen->name,
+                            .fit = {.masks = masks, .hami_masks = hami_masks},
+                            .minors = verdict_minors,
+                            .ctx = &vm,
+                            .idx = idx,
+                            .count = count,
+                            .refusal = QUOTA_ALLOWED};
     int rc = -1;
-    char *quota = NULL;
     if (!idx || !count || !masks || !hami_masks)
         goto out;
-    cache_write_lock(p->cache);
-    const struct node_state *node = cache_find_node(p->cache, chosen->name);
-    const struct pod_entry *self = own_entry(p->cache, pod);
-    enum quota_refusal refusal = QUOTA_ALLOWED;
-    if (!node || !node->present) {
+    switch (decide_on(p, pod, &s)) {
+    case DECIDED:
+        *decided_out = s.decided;
+        *token = s.token;
+        rc = 0;
+        break;
+    case NODE_GONE:
         set_why(chosen, REASON_NODE_UNKNOWN, -1, -1, 0);
         set_reason(ev, chosen, unknown_node_reason, sizeof(unknown_node_reason) - 1);
         unfit(ev, chosen);
         rc = 1;
-    } else if (!allocator_fit(node, pod, self, &p->cfg.policy, &fit)) {
-        set_why(chosen, fit.why, fit.why_container, fit.why_gpu, fit.short_by);
-        set_reason(ev, chosen, fit.reason, fit.reason_len);
+        break;
+    case DOES_NOT_FIT:
+        set_why(chosen, s.fit.why, s.fit.why_container, s.fit.why_gpu, s.fit.short_by);
+        set_reason(ev, chosen, s.fit.reason, s.fit.reason_len);
         unfit(ev, chosen);
         rc = 1;
-    } else if (p->policy && (quota = policy_check_quota(p->policy, p->cache, pod, self, node, &refusal))) {
-        set_why(chosen, quota_class(refusal), -1, -1, 0);
-        set_reason(ev, chosen, quota, strlen(quota));
+        break;
+    case QUOTA_REFUSED:
+        set_why(chosen, quota_class(s.refusal), -1, -1, 0);
+        set_reason(ev, chosen, s.quota, strlen(s.quota));
         unfit(ev, chosen);
         rc = 1;
-    } else if (record_gpus(ev, chosen, node, masks) == 0) {
-        decision_indices(ev, chosen, idx, count);
-        *decided_out = pod_info_with_decision(pod, chosen->name, clock_realtime_ns(), idx, count);
-        rc = *decided_out && attach_hami(node, *decided_out, hami_masks) == 0 && sign(p, *decided_out) == 0 &&
-                     (*token = reserve(p, *decided_out))
-                 ? 0
-                 : -1;
+        break;
+    case DECIDE_FAILED:
+        break;
     }
-    cache_unlock(p->cache);
 out:
-    free(quota);
+    free(s.quota);
     free(idx);
     free(count);
     free(masks);
@@ -1064,10 +1134,12 @@ void free_names(char **names, size_t count)
 
 /* ---- bind ----------------------------------------------------------------- */
 
-/* Container i's chosen slots as device minors (idx[i] has room for every GPU). */
-static int masks_to_minors(const struct node_state *n, int ncontainers, const uint64_t *masks, int **idx, int *count)
+/* decide_step.minors for bind mode: container i's chosen slots as device
+ * minors (idx[i] has room for every GPU; the caller frees them). */
+static int masks_to_minors(void *ctx, const struct node_state *n, const uint64_t *masks, int **idx, int *count)
 {
-    for (int i = 0; i < ncontainers; i++) {
+    const struct pod_info *pod = ctx;
+    for (int i = 0; i < pod->ncontainers; i++) {
         if (!(idx[i] = calloc((size_t)n->gpu_count + 1, sizeof(int))))
             return -1;
         for (int s = 0; s < n->gpu_count; s++)
@@ -1077,8 +1149,8 @@ static int masks_to_minors(const struct node_state *n, int ncontainers, const ui
     return 0;
 }
 
-/* Fit and reserve `pod` on `node` under the write lock; the decided pod
- * (with its annotations' facts) is returned for recording, with *token. */
+/* Fit and reserve `pod` on `node` (decide_on); the decided pod (with its
+ * annotations' facts) is returned for recording, with *token. */
 static struct pod_info *assume_on(struct placement *p, const struct pod_info *pod, const char *node, uint64_t *token,
                                   char **err)
 {
@@ -1087,39 +1159,42 @@ static struct pod_info *assume_on(struct placement *p, const struct pod_info *po
     uint64_t *hami_masks = calloc(nc, sizeof(*hami_masks));
     int **idx = calloc(nc, sizeof(*idx));
     int *count = calloc(nc, sizeof(*count));
-    struct pod_info *decided = NULL;
-    char *quota = NULL;
+    struct decide_step s = {.node = node,
+                            .fit = {.masks = masks, .hami_masks = hami_masks},
+                            .minors = masks_to_minors,
+                            .ctx = (void *)pod,
+                            .idx = idx,
+                            .count = count};
     if (!masks || !hami_masks || !idx || !count) {
         *err = strdup("out of memory");
         goto out;
     }
-    struct fit_result fit = {.masks = masks, .hami_masks = hami_masks};
-    cache_write_lock(p->cache);
-    const struct node_state *n = cache_find_node(p->cache, node);
-    const struct pod_entry *self = own_entry(p->cache, pod);
-    if (!n || !n->present) {
+    switch (decide_on(p, pod, &s)) {
+    case DECIDED:
+        *token = s.token;
+        break;
+    case NODE_GONE:
         *err = strbuf_format("node %s is not in the extender's cache", node);
-    } else if (!allocator_fit(n, pod, self, &p->cfg.policy, &fit)) {
-        *err = strbuf_format("node %s cannot take pod %s: %s", node, pod->key, fit.reason);
-    } else if (p->policy && (quota = policy_check_quota(p->policy, p->cache, pod, self, n, NULL))) {
-        *err = strbuf_format("node %s cannot take pod %s: %s", node, pod->key, quota);
-    } else if (masks_to_minors(n, pod->ncontainers, masks, idx, count) != 0 ||
-               !(decided = pod_info_with_decision(pod, node, clock_realtime_ns(), idx, count)) ||
-               attach_hami(n, decided, hami_masks) != 0 || sign(p, decided) != 0 || !(*token = reserve(p, decided))) {
-        pod_info_free(decided);
-        decided = NULL;
+        break;
+    case DOES_NOT_FIT:
+        *err = strbuf_format("node %s cannot take pod %s: %s", node, pod->key, s.fit.reason);
+        break;
+    case QUOTA_REFUSED:
+        *err = strbuf_format("node %s cannot take pod %s: %s", node, pod->key, s.quota);
+        break;
+    case DECIDE_FAILED:
         *err = strdup("out of memory");
+        break;
     }
-    cache_unlock(p->cache);
 out:
-    free(quota);
+    free(s.quota);
     for (int i = 0; idx && i < pod->ncontainers; i++)
         free(idx[i]);
     free(idx);
     free(count);
     free(masks);
     free(hami_masks);
-    return decided;
+    return s.decided;
 }
 
 /* Is this pod's own live assumption on node (a filter-mode decision)? */

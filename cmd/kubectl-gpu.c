@@ -8,7 +8,7 @@
  * extender/gpuctl.c. Exit codes: 0, 1 when a command fails, 2 for a bad
  * command line, 3 when explain finds no node for the pod.
  */
-#include "extender/gpuctl.h"
+#include "cmd/gpuctl.h"
 #include "lib/duration.h"
 #include "lib/flags.h"
 #include "lib/version.h"

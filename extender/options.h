@@ -13,8 +13,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "extender/allocator.h"
-#include "extender/placement.h"
+#include "extender/decide/allocator.h"
+#include "extender/decide/placement.h"
 #include "lib/log.h"
 
 struct options {

@@ -5,7 +5,7 @@
  * informer its first byte picks ('n'odes, 'p'ods, anything else
  * ConfigMaps), so sequences of adds, updates and deletes meet one cache. */
 #include "fuzz_common.h"
-#include "extender/feed.h"
+#include "extender/live/feed.h"
 #include "kube/informer.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

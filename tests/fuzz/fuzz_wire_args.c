@@ -8,7 +8,7 @@
 #include <stdbool.h>
 
 #include "fuzz_common.h"
-#include "extender/wire.h"
+#include "extender/serve/wire.h"
 
 static struct name_list_memo memo;
 static int memo_ready;

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "extender/allocator.h"
+#include "extender/decide/allocator.h"
 #include "tests/unit/support.h"
 
 /* A node with n GPUs offering `res` (core resource, n*100 of it) and

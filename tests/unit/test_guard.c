@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "extender/guard.h"
+#include "extender/serve/guard.h"
 
 #define KiB 1024
 

@@ -17,7 +17,7 @@
 
 #include "admission/policy.h"
 #include "cluster/hami_decision.h"
-#include "extender/allocator.h"
+#include "extender/decide/allocator.h"
 #include "lib/clock.h"
 #include "tests/unit/support.h"
 

@@ -18,7 +18,7 @@
 #include "cluster/nodespec.h"
 #include "cluster/podspec.h"
 #include "cluster/hami_occupancy.h"
-#include "extender/placement.h"
+#include "extender/decide/placement.h"
 
 #define SEC 1000000000LL
 

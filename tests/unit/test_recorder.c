@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "extender/recorder.h"
+#include "extender/live/recorder.h"
 #include "tests/unit/fakeapi.h"
 #include "tests/unit/support.h"
 

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "extender/app.h"
-#include "extender/router.h"
+#include "extender/serve/router.h"
 #include "tests/unit/support.h"
 
 struct fixture {

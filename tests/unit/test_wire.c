@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "extender/placement.h"
-#include "extender/wire.h"
+#include "extender/decide/placement.h"
+#include "extender/serve/wire.h"
 #include "lib/ascii.h"
 #include "lib/strbuf.h"
 #include "tests/unit/support.h"

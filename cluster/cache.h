@@ -21,7 +21,7 @@
  * neither side waits long. Objects are parsed before the lock is taken.
  * The lock is never held across network I/O; decisions take it only after
  * entering their pod in the in-flight set and never the other way round
- * (the lock order is in extender/placement.h).
+ * (the lock order is in extender/decide/placement.h).
  */
 #ifndef GQA_CACHE_H
 #define GQA_CACHE_H

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Generated from extender/ui.html (cmake/embed.cmake). */
+/* Generated from extender/serve/ui.html (cmake/embed.cmake). */
 extern const unsigned char gqa_ui_html[];
 extern const size_t gqa_ui_html_len;
 

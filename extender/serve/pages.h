@@ -1,7 +1,7 @@
 /*
  * pages.h - the endpoints made for people: GET /ui and GET /inspect/capacity.
  *
- * Owns serving the self-contained page of extender/ui.html (compiled into
+ * Owns serving the self-contained page of extender/serve/ui.html (compiled into
  * the binary at build time by cmake/embed.cmake; it loads nothing from
  * elsewhere and a Content-Security-Policy says so to the browser) and the
  * capacity figures it shows on top (capacity.h).

@@ -1,4 +1,4 @@
-/* fuzz_wire_binding.c - ExtenderBindingArgs bodies (extender/wire.c). */
+/* fuzz_wire_binding.c - ExtenderBindingArgs bodies (extender/serve/wire.c). */
 #include "fuzz_common.h"
 #include "extender/serve/wire.h"
 

@@ -1,4 +1,4 @@
-/* fuzz_wire_preemption.c - ExtenderPreemptionArgs bodies (extender/wire.c),
+/* fuzz_wire_preemption.c - ExtenderPreemptionArgs bodies (extender/serve/wire.c),
  * and the result written back from what was parsed. */
 #include "fuzz_common.h"
 #include "extender/serve/wire.h"

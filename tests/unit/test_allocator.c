@@ -1,4 +1,4 @@
-/* test_allocator.c - unit tests for extender/allocator.c, over node states
+/* test_allocator.c - unit tests for extender/decide/allocator.c, over node states
  * built through the real cache from small Node and Pod objects. */
 #include <stdarg.h>
 #include <stddef.h>

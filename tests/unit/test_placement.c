@@ -1,4 +1,4 @@
-/* test_placement.c - unit tests for the decision core (extender/placement.c
+/* test_placement.c - unit tests for the decision core (extender/decide/placement.c
  * with the cache's reservations and the pod lookup): reserve, record
  * failure and its exact undo, a reservation across watch events, re-filter
  * of a live assumption, UID changes, expiry, the in-flight set, and bind.

@@ -1,4 +1,4 @@
-/* test_wire.c - unit tests for extender/wire.c: decoding ExtenderArgs in both
+/* test_wire.c - unit tests for extender/serve/wire.c: decoding ExtenderArgs in both
  * forms, every malformed body, and the encoded answers read back as JSON. */
 #include <stdarg.h>
 #include <stddef.h>

@@ -110,7 +110,7 @@ static int evaluation_start(struct evaluation *ev, const struct pod_info *pod, c
 static void set_reason(struct evaluation *ev, struct verdict *v, const char *reason, size_t len)
 {
     if (ev->text.len >= UINT32_MAX || len >= UINT32_MAX - ev->text.len) {
-        ev->text.failed = 1; /* past a verdict's 32-bit offsets: the request fails as out of memory */
+        strbuf_fail(&ev->text); /* past a verdict's 32-bit offsets: the request fails as out of memory */
         return;
     }
     v->reason_off = (uint32_t)ev->text.len;

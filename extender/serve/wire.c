@@ -76,9 +76,9 @@ static int collect_plain_run(struct name_collector *nc, const struct jscan_str *
     /* No overflow: the names lie in one request, each plus its NUL no
      * longer than its quoted text. */
     size_t bytes = span + 2 + SHORT_NAME;
-    if ((nc->count + n > nc->cap && reserve_collector(nc, nc->count + n) != 0) || strbuf_reserve(&nc->buf, bytes) != 0)
+    char *w;
+    if ((nc->count + n > nc->cap && reserve_collector(nc, nc->count + n) != 0) || !(w = strbuf_begin(&nc->buf, bytes)))
         return -1;
-    char *w = nc->buf.data + nc->buf.len;
     for (size_t i = 0; i < n; i++) {
         const struct jscan_str *name = &run[i];
         nc->offsets[nc->count] = (size_t)(w - nc->buf.data);
@@ -92,8 +92,7 @@ static int collect_plain_run(struct name_collector *nc, const struct jscan_str *
         w += name->len;
         *w++ = '\0';
     }
-    nc->buf.len = (size_t)(w - nc->buf.data);
-    nc->buf.data[nc->buf.len] = '\0'; /* strbuf's own terminator: room was reserved for it */
+    strbuf_commit(&nc->buf, w);
     return 0;
 }
 
@@ -647,16 +646,15 @@ static void put_name(struct strbuf *sb, const char *name)
     size_t len = 0;
     while (name[len] > 0x20 && name[len] < 0x7f && name[len] != '"' && name[len] != '\\')
         len++;
-    if (name[len] != '\0' || strbuf_reserve(sb, len + 2) != 0) {
+    char *w;
+    if (name[len] != '\0' || !(w = strbuf_begin(sb, len + 2))) {
         strbuf_json_string(sb, name);
         return;
     }
-    char *w = sb->data + sb->len;
     w[0] = '"';
     memcpy(w + 1, name, len);
     w[len + 1] = '"';
-    sb->len += len + 2;
-    sb->data[sb->len] = '\0';
+    strbuf_commit(sb, w + len + 2);
 }
 
 /* The request's token for verdict i's name, when it can go back as it came
@@ -712,11 +710,11 @@ static void put_kept_nodes(struct answer *an, const struct extender_args *a, con
 /* Append sb's own bytes [from, from + len) (a reason escaped before). */
 static void repeat_bytes(struct strbuf *sb, size_t from, size_t len)
 {
-    if (strbuf_reserve(sb, len) != 0)
+    char *w = strbuf_begin(sb, len); /* may move the buffer: read from it after */
+    if (!w)
         return;
-    memcpy(sb->data + sb->len, sb->data + from, len);
-    sb->len += len;
-    sb->data[sb->len] = '\0';
+    memcpy(w, sb->data + from, len);
+    strbuf_commit(sb, w + len);
 }
 
 /* One refused node whose name goes back as it came and whose reason was
@@ -725,9 +723,9 @@ static void repeat_bytes(struct strbuf *sb, size_t from, size_t len)
 static void put_repeated_entry(struct strbuf *sb, bool comma, const struct jscan_span *name, size_t escaped_at,
                                size_t escaped_len)
 {
-    if (strbuf_reserve(sb, name->len + escaped_len + 2) != 0)
+    char *w = strbuf_begin(sb, name->len + escaped_len + 2);
+    if (!w)
         return;
-    char *w = sb->data + sb->len;
     if (comma)
         *w++ = ',';
     memcpy(w, name->ptr, name->len);
@@ -735,8 +733,7 @@ static void put_repeated_entry(struct strbuf *sb, bool comma, const struct jscan
     *w++ = ':';
     memcpy(w, sb->data + escaped_at, escaped_len);
     w += escaped_len;
-    *w = '\0';
-    sb->len = (size_t)(w - sb->data);
+    strbuf_commit(sb, w);
 }
 
 /* The refused nodes of one kind as a JSON object. Returns whether any
@@ -850,9 +847,9 @@ char *wire_priority_list(const struct extender_args *a, const struct evaluation 
         static const char host[] = "{\"Host\":", score[] = ",\"Score\":";
         int priority = verdict_priority(&ev->verdicts[i]); /* 0..10 */
         const struct jscan_span *raw = raw_name(a, ev, i);
-        if (raw && priority >= 0 && priority <= 9 && strbuf_reserve(&sb, raw->len + 24) == 0) {
+        char *w;
+        if (raw && priority >= 0 && priority <= 9 && (w = strbuf_begin(&sb, raw->len + 24))) {
             /* The common entry, written in place: a name as it came, one digit. */
-            char *w = sb.data + sb.len;
             if (i)
                 *w++ = ',';
             memcpy(w, host, sizeof(host) - 1);
@@ -863,8 +860,7 @@ char *wire_priority_list(const struct extender_args *a, const struct evaluation 
             w += sizeof(score) - 1;
             *w++ = (char)('0' + priority);
             *w++ = '}';
-            *w = '\0';
-            sb.len = (size_t)(w - sb.data);
+            strbuf_commit(&sb, w);
             continue;
         }
         if (i)

@@ -21,7 +21,7 @@
  * neither side waits long. Objects are parsed before the lock is taken.
  * The lock is never held across network I/O; decisions take it only after
  * entering their pod in the in-flight set and never the other way round
- * (the lock order is in extender/placement.h).
+ * (the lock order is in extender/decide/placement.h).
  */
 #ifndef GQA_CACHE_H
 #define GQA_CACHE_H
@@ -34,72 +34,11 @@
 #include "cluster/hami_occupancy.h"
 #include "cluster/nodefit.h"
 #include "cluster/nodespec.h"
+#include "cluster/occupancy.h"
 #include "cluster/podspec.h"
 #include "cluster/proof.h"
 #include "lib/clock.h"
 #include "lib/dict.h"
-
-struct gpu_state {
-    int minor;
-    int numa;
-    int64_t core_used;             /* percent of this GPU in use (100 = whole GPU) */
-    int64_t vmem_total, vmem_used; /* tencent.com/vcuda-memory blocks */
-    int64_t mmem_total, mmem_used; /* nvidia.com/mps-memory units */
-    int pods;                      /* container charges on this GPU (a pod with two shares here counts twice) */
-};
-
-/* GPU usage the cache cannot place on a particular GPU. */
-struct node_usage {
-    int64_t cores;
-    int64_t vmem;
-    int64_t mmem;
-    int pods;
-};
-
-struct pod_entry;
-
-struct node_state {
-    /* First, on a line of its own: what a filter reads of most nodes
-     * (nodefit.h), kept equal to the GPU table below by every change. */
-    struct node_fit fit;
-    char *name;
-    bool present;           /* false: a placeholder for pods that name a node not (yet) seen */
-    struct node_spec *spec; /* NULL for placeholders */
-    int gpu_count;
-    struct gpu_state *gpus;
-    struct node_usage unattributed;
-    struct pod_entry *charged; /* pods charged on this node (list through pod_entry.node_next) */
-    int charged_count;
-    struct hami_node_state *hami; /* HAMi nodes only: devices and use (hami_occupancy.h) */
-};
-
-/* One GPU's share of a pod's charge. */
-struct slot_charge {
-    int slot;
-    int64_t cores, vmem, mmem;
-};
-
-struct pod_entry {
-    struct pod_info *info;
-    /* The charge currently applied; node == NULL means none. */
-    struct node_state *node;
-    bool bound;         /* charged because bound (else assumed) */
-    bool unproven_said; /* the log said once that this pod's decision holds nothing */
-    int64_t expires_ns; /* assumed charges end then; 0 for bound pods */
-    int nslots;
-    struct slot_charge *slots;
-    struct node_usage unattributed;
-    struct pod_entry *node_prev, *node_next;
-    struct pod_entry *assumed_prev, *assumed_next; /* cache.assumed list while assumed */
-    uint64_t applied_at;                           /* cache generation when this pod's info was last applied */
-    uint64_t reservation;                          /* a decision not yet written to the API server: its token */
-    struct pod_info *unreserved;                   /* with a reservation: the pod without it (NULL: no entry) */
-    bool unconfirmed;                              /* the reservation's write got no answer: it may land yet */
-    int64_t released_ns; /* the time of the decision this service is taking off (cache_release_hold), or 0 */
-    char *usage_key;     /* quota usage this charge added to ("ns\x1fmodel"), or NULL */
-    int64_t usage_cores;
-    struct hami_pod_charge *hami_charge; /* the HAMi part of the charge, or NULL (hami_occupancy.h) */
-};
 
 struct cluster_cache;
 
@@ -233,28 +172,5 @@ int64_t pod_total_cores(const struct pod_info *pod);
 /* The cores quota counts for the pod on node n (on a HAMi node its vGPUs
  * count as hami_quota_cores says; elsewhere pod_total_cores). */
 int64_t pod_quota_cores(const struct pod_info *pod, const struct node_state *n);
-
-/* Append to sb the JSON array of the keys of the pods charged on n for which
- * holds(e, which) is true (/inspect/nodes lists a GPU's pods this way).
- * Caller holds the cache's lock. */
-void cache_put_charged_keys(struct strbuf *sb, const struct node_state *n,
-                            bool (*holds)(const struct pod_entry *e, int which), int which);
-
-/* The GPU slot of a device minor on a node, or -1. */
-int node_slot_of_minor(const struct node_state *n, int minor);
-
-/* Is the node a HAMi node (its spec carries a registration)? Inline, and a
- * node_state field, because the filter asks it of every node. */
-static inline bool hami_node_is(const struct node_state *n)
-{
-    return n->hami != NULL;
-}
-
-/* Is container r served by n's HAMi devices (n is a HAMi node and r a HAMi
- * request, or nvidia.com/gpu alone)? */
-static inline bool hami_container_on(const struct container_request *r, const struct node_state *n)
-{
-    return r->hami.nums > 0 && n->hami != NULL && (r->family == GPU_FAMILY_HAMI || r->family == GPU_FAMILY_PGPU);
-}
 
 #endif

@@ -49,7 +49,7 @@ enum hami_handshake {
 
 /* --hami-handshake: ignore the annotations, honour them, or also write the
  * requests (only where HAMi's own scheduler process no longer runs;
- * extender/hamihandshake.h). */
+ * extender/live/hamihandshake.h). */
 enum hami_handshake_mode { HAMI_HANDSHAKE_OFF = 0, HAMI_HANDSHAKE_OBSERVE, HAMI_HANDSHAKE_WRITE };
 
 struct hami_config {

@@ -1,6 +1,6 @@
 /* hami_occupancy.c - HAMi devices in the cache's occupancy index. See hami_occupancy.h. */
 #include "cluster/hami_occupancy.h"
-#include "cluster/cache.h"
+#include "cluster/occupancy.h"
 #include "cluster/podparts.h"
 
 #include <assert.h>

@@ -1,6 +1,6 @@
 /* nodefit.c - the one-line node summary. See nodefit.h. */
 #include "cluster/nodefit.h"
-#include "cluster/cache.h"
+#include "cluster/occupancy.h"
 
 #include <string.h>
 

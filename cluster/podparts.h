@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cluster/podspec.h"
+#include "cluster/podinfo.h"
 #include "lib/strbuf.h"
 
 #define MAX_GPUS_PER_CONTAINER 64
@@ -117,5 +117,9 @@ bool pod_wants_hami(const struct pod_info *pod);
  * becomes the pod's request_error unless it has one. 0, or -1 on
  * allocation failure. */
 int pod_read_hami(struct pod_info *pod, const cJSON *ann);
+
+/* Parse "0,1,3" into minors (podspec.h and podtext.c read decisions with it). Returns the count, or -1 on syntax error.
+ * out must have room for max entries. */
+int parse_gpu_index_list(const char *text, int *out, int max);
 
 #endif

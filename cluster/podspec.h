@@ -4,8 +4,10 @@
  * Owns the translation of a Pod object (cJSON) into the facts the extender
  * uses: per-container GPU requests in the units of design.md section 3, the
  * pod's binding and phase, and the decision annotations of section 4
- * (tencent.com/... and gpu-admission.io/...). Also owns the names of those
- * annotations and the formatting of a decision back into annotations.
+ * (tencent.com/... and gpu-admission.io/...), into the record of
+ * cluster/podinfo.h (its types and the annotation names live there, so the
+ * shared reading steps of podparts.c need not include this header). Also
+ * owns the formatting of a decision back into annotations.
  */
 #ifndef GQA_PODSPEC_H
 #define GQA_PODSPEC_H
@@ -14,95 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "cluster/hami_pod.h"
-
-#define RES_VCUDA_CORE "tencent.com/vcuda-core"
-#define RES_VCUDA_MEMORY "tencent.com/vcuda-memory"
-#define RES_MPS_CORE "nvidia.com/mps-core"
-#define RES_MPS_MEMORY "nvidia.com/mps-memory"
-#define RES_NVIDIA_GPU "nvidia.com/gpu"
-
-/* The largest amount of a GPU resource the model takes, for a container and
- * for a node's memory: 2^40 (a trillion 256 MiB blocks, a terabyte in
- * bytes). Sums of such amounts over every pod a cache can hold stay far
- * inside int64, so occupancy arithmetic cannot overflow. Larger values are
- * refused where they are read, with a reason. */
-#define GPU_AMOUNT_MAX (INT64_C(1) << 40)
-
-#define ANN_TENCENT_IDX_PREFIX "tencent.com/predicate-gpu-idx-"
-#define ANN_TENCENT_NODE "tencent.com/predicate-node"
-#define ANN_TENCENT_ASSIGNED "tencent.com/gpu-assigned"
-#define ANN_TENCENT_TIME "tencent.com/predicate-time"
-#define ANN_GQA_IDX_PREFIX "gpu-admission.io/gpu-idx-"
-/* Init container j's GPU minors: spec.initContainers[j] (docs/behaviour.md,
- * "Which pods the extender decides for"). */
-#define ANN_GQA_INIT_IDX_PREFIX "gpu-admission.io/gpu-idx-init-"
-#define ANN_GQA_NODE "gpu-admission.io/node"
-#define ANN_GQA_TIME "gpu-admission.io/time"
-#define ANN_GQA_PROOF "gpu-admission.io/proof"
-
-/* Which device family a container uses (one per container). */
-enum gpu_family {
-    GPU_FAMILY_NONE = 0,
-    GPU_FAMILY_VCUDA, /* tencent.com/vcuda-core / vcuda-memory */
-    GPU_FAMILY_MPS,   /* nvidia.com/mps-core / mps-memory */
-    GPU_FAMILY_PGPU,  /* nvidia.com/gpu */
-    GPU_FAMILY_HAMI   /* nvidia.com/gpu with gpumem, gpumem-percentage or gpucores: HAMi nodes only */
-};
-
-/* One container's GPU request. cores is in per-GPU percent (100 = one whole
- * GPU) for every family: nvidia.com/gpu: 2 is cores = 200. */
-struct container_request {
-    char *name;
-    enum gpu_family family;
-    int64_t cores;
-    int64_t memory;    /* vcuda-memory blocks or mps-memory units; 0 if not asked */
-    bool memory_given; /* the container named the memory resource */
-    int whole_gpus;    /* > 0: exclusive, that many completely free GPUs */
-    /* What the container asks of a HAMi node (hami.nums > 0): set for
-     * GPU_FAMILY_HAMI, and for GPU_FAMILY_PGPU, which a HAMi node serves
-     * as vGPUs with HAMi's defaults (nvidia.com/gpu counts vGPUs there). */
-    struct hami_request hami;
-    /* 0: an app container (containers[i] is spec.containers[i]); j + 1:
-     * spec.initContainers[j], an init container placed with the pod (they
-     * follow the app containers in pod_info.containers). */
-    int init_slot;
-    bool sidecar; /* an init container with restartPolicy: Always */
-};
-
-/* The decision annotations found on a pod. */
-struct pod_decision {
-    char *node;      /* predicate-node / gpu-admission.io/node (else hami.io/vgpu-node), or NULL */
-    int64_t time_ns; /* predicate-time / gpu-admission.io/time (else hami.io/vgpu-time), 0 if absent */
-    bool assigned;   /* tencent.com/gpu-assigned == "true" */
-    int nidx;        /* = number of containers */
-    int **idx;       /* per container: minors, or NULL when no annotation */
-    int *idx_count;
-    char *proof; /* gpu-admission.io/proof as found (cluster/proof.h), or NULL */
-};
-
-/* A pod as the cache and the allocator see it. */
-struct pod_info {
-    char *key; /* "namespace/name": stable across updates of one pod */
-    char *ns;
-    char *name;
-    char *uid;              /* may be NULL */
-    char *resource_version; /* metadata.resourceVersion, may be NULL */
-    char *node_name;        /* spec.nodeName, NULL while unbound */
-    bool terminal;          /* phase Succeeded or Failed: holds no GPU */
-    bool terminating;       /* metadata.deletionTimestamp is set: being deleted */
-    int ncontainers;        /* the app containers, then the init containers placed with them */
-    int ninit;              /* spec.initContainers, placed or not */
-    struct container_request *containers;
-    bool uses_gpu; /* at least one container has a GPU family */
-    /* A container or init container names a GPU resource this extender
-     * manages in its limits or requests, whatever the amount (even 0):
-     * kube-scheduler's IsInterested, so such a pod reaches the verbs. */
-    bool names_gpu;
-    char *request_error; /* why the GPU request is invalid (the pod then fits nowhere), or NULL */
-    struct pod_decision decision;
-    struct hami_pod *hami; /* HAMi annotations, when a container has a HAMi request; else NULL */
-};
+#include "cluster/podinfo.h"
 
 /* From a Pod's JSON text, a cJSON object with only what the extender reads:
  * metadata (name, namespace, uid, resourceVersion, deletionTimestamp,
@@ -133,10 +47,6 @@ struct pod_info *pod_info_clone(const struct pod_info *pod);
  * containers). NULL on allocation failure. */
 struct pod_info *pod_info_with_decision(const struct pod_info *pod, const char *node, int64_t time_ns, int *const *idx,
                                         const int *idx_count);
-
-/* Parse "0,1,3" into minors. Returns the count, or -1 on syntax error.
- * out must have room for max entries. */
-int parse_gpu_index_list(const char *text, int *out, int max);
 
 /* Append the decision annotations for `node` with per-container minors to a
  * cJSON object of annotations (both the tencent.com and gpu-admission.io keys).

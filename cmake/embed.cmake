@@ -1,4 +1,4 @@
-# Turn a file into a C array at build time (the /ui page, extender/ui.html):
+# Turn a file into a C array at build time (the /ui page, extender/serve/ui.html):
 #   cmake -DINPUT=f -DOUTPUT=f.c -DSYMBOL=name -P cmake/embed.cmake
 # defines `const unsigned char name[]` (NUL-terminated) and `const size_t name_len`.
 file(READ "${INPUT}" hex HEX)

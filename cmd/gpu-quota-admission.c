@@ -6,12 +6,12 @@
  * drains in-flight requests and exits 0.
  */
 #include "cluster/statefile.h"
-#include "extender/handlers.h"
-#include "extender/live.h"
+#include "extender/live/live.h"
 #include "extender/options.h"
-#include "extender/server.h"
-#include "extender/simulate.h"
-#include "extender/webhooks.h"
+#include "extender/serve/handlers.h"
+#include "extender/serve/server.h"
+#include "extender/serve/simulate.h"
+#include "extender/serve/webhooks.h"
 #include "lib/log.h"
 #include "lib/version.h"
 

@@ -5,10 +5,10 @@
  * file only parses the command line the way kubectl users type it (short
  * flags -n, -l, -o, -f, -A, -h, values attached or separate, flags before or
  * after the arguments) into the long flags of lib/flags, and dispatches to
- * extender/gpuctl.c. Exit codes: 0, 1 when a command fails, 2 for a bad
+ * cmd/gpuctl.c. Exit codes: 0, 1 when a command fails, 2 for a bad
  * command line, 3 when explain finds no node for the pod.
  */
-#include "extender/gpuctl.h"
+#include "cmd/gpuctl.h"
 #include "lib/duration.h"
 #include "lib/flags.h"
 #include "lib/version.h"

@@ -15,9 +15,9 @@
 
 #include "admission/policy.h"
 #include "cluster/cache.h"
-#include "extender/namelist.h"
+#include "extender/decide/namelist.h"
+#include "extender/decide/placement.h"
 #include "extender/options.h"
-#include "extender/placement.h"
 
 struct live;
 

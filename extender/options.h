@@ -13,8 +13,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "extender/allocator.h"
-#include "extender/placement.h"
+#include "extender/decide/allocator.h"
+#include "extender/decide/placement.h"
 #include "lib/log.h"
 
 struct options {
@@ -40,7 +40,7 @@ struct options {
     int threads;
     int decision_workers, decision_queue; /* see workers.h */
     int64_t max_body_bytes;
-    /* Client limits (extender/guard.h). */
+    /* Client limits (extender/serve/guard.h). */
     int64_t body_budget;
     unsigned max_connections, max_connections_per_ip;
     int64_t read_timeout_ns;

@@ -13,6 +13,29 @@ void strbuf_init(struct strbuf *sb)
     sb->len = 0;
     sb->cap = 0;
     sb->failed = 0;
+    sb->max = 0;
+}
+
+void strbuf_set_max(struct strbuf *sb, size_t max)
+{
+    sb->max = max;
+}
+
+void strbuf_fail(struct strbuf *sb)
+{
+    sb->failed = 1;
+}
+
+/* The capacity to grow to for need bytes (content and terminator), or 0
+ * when the cap forbids it. Never above the cap, so the inline fast paths
+ * (which only check the capacity) cannot pass it either. */
+static size_t capped(const struct strbuf *sb, size_t need, size_t want)
+{
+    if (!sb->max)
+        return want;
+    if (need - 1 > sb->max)
+        return 0;
+    return want - 1 > sb->max ? sb->max + 1 : want;
 }
 
 void strbuf_free(struct strbuf *sb)
@@ -41,6 +64,8 @@ int strbuf_reserve_growing(struct strbuf *sb, size_t extra)
     size_t cap = sb->cap ? sb->cap : 256;
     while (cap < need)
         cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+    if (!(cap = capped(sb, need, cap)))
+        goto fail;
     char *p = realloc(sb->data, cap);
     if (!p)
         goto fail;
@@ -63,6 +88,10 @@ int strbuf_reserve_exact(struct strbuf *sb, size_t extra)
     size_t need = sb->len + extra + 1;
     if (need <= sb->cap)
         return 0;
+    if (!capped(sb, need, need)) {
+        sb->failed = 1;
+        return -1;
+    }
     char *p = realloc(sb->data, need);
     if (!p) {
         sb->failed = 1;

@@ -5,6 +5,12 @@
  * are appended here directly, with JSON string escaping. An allocation
  * failure makes the buffer "failed": later appends are no-ops and
  * strbuf_failed() tells the caller once, at the end, so call sites stay short.
+ *
+ * Callers read the fields (data, len) but never write them: in-place
+ * writers use strbuf_begin/strbuf_commit, a caller that must give up uses
+ * strbuf_fail. A buffer may have a size cap (strbuf_set_max): growing past
+ * it fails like running out of memory, so one buffer cannot take all
+ * memory. No locks: a buffer belongs to one thread at a time.
  */
 #ifndef GQA_STRBUF_H
 #define GQA_STRBUF_H
@@ -20,11 +26,19 @@ struct strbuf {
     size_t len;
     size_t cap;
     int failed; /* an allocation failed: contents are incomplete */
+    size_t max; /* the most bytes it may hold (strbuf_set_max); 0: no cap */
 };
 
 void strbuf_init(struct strbuf *sb);
 void strbuf_free(struct strbuf *sb);
 void strbuf_reset(struct strbuf *sb);
+/* Cap the buffer at max bytes of content (0: no cap, the default; reset
+ * keeps it, free and detach drop it). An append or reserve that would pass
+ * it fails the buffer as an allocation failure does. */
+void strbuf_set_max(struct strbuf *sb, size_t max);
+/* Mark the buffer failed (a caller's own limit was passed): later appends
+ * are no-ops and strbuf_failed() says so. */
+void strbuf_fail(struct strbuf *sb);
 /* Make room for at least `extra` more bytes. 0 or -1 (and the buffer fails).
  * Inline while the room is there; strbuf_reserve_growing grows. */
 int strbuf_reserve_growing(struct strbuf *sb, size_t extra);
@@ -63,6 +77,23 @@ static inline void strbuf_putc(struct strbuf *sb, char c)
         return;
     }
     strbuf_append_growing(sb, &c, 1);
+}
+
+/* A writer that fills the buffer in place: strbuf_begin makes room for at
+ * most `most` more bytes and returns where they go (NULL when the buffer
+ * failed or could not grow); the caller writes at most that many and then
+ * calls strbuf_commit with the end of what it wrote, which sets the length
+ * and the terminator. The buffer may move in strbuf_begin, never between
+ * the two calls (nothing else may append meanwhile). */
+static inline char *strbuf_begin(struct strbuf *sb, size_t most)
+{
+    return strbuf_reserve(sb, most) == 0 ? sb->data + sb->len : NULL;
+}
+
+static inline void strbuf_commit(struct strbuf *sb, const char *end)
+{
+    sb->len = (size_t)(end - sb->data);
+    sb->data[sb->len] = '\0';
 }
 
 void strbuf_puts(struct strbuf *sb, const char *s);

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "extender/feed.h"
+#include "extender/live/feed.h"
 #include "kube/informer.h"
 #include "lib/strbuf.h"
 

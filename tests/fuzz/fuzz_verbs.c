@@ -7,7 +7,7 @@
 #include "cluster/statefile.h"
 #include "extender/app.h"
 #include "extender/options.h"
-#include "extender/router.h"
+#include "extender/serve/router.h"
 #include "fuzz_common.h"
 
 #include <stdio.h>

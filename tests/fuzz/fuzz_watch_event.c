@@ -1,11 +1,11 @@
 /* fuzz_watch_event.c - watch event lines ({"type": ..., "object": ...}) for
  * nodes, pods and ConfigMaps, through the informers' feeds into a cluster
- * cache (kube/informer.c, extender/feed.c, cluster/ nodespec, podspec and
+ * cache (kube/informer.c, extender/live/feed.c, cluster/ nodespec, podspec and
  * cache). Each input is a fresh cache; each line of it one event, to the
  * informer its first byte picks ('n'odes, 'p'ods, anything else
  * ConfigMaps), so sequences of adds, updates and deletes meet one cache. */
 #include "fuzz_common.h"
-#include "extender/feed.h"
+#include "extender/live/feed.h"
 #include "kube/informer.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

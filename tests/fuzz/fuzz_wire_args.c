@@ -1,4 +1,4 @@
-/* fuzz_wire_args.c - ExtenderArgs bodies (extender/wire.c), as filter and
+/* fuzz_wire_args.c - ExtenderArgs bodies (extender/serve/wire.c), as filter and
  * prioritize receive them, in both the NodeNames and the Nodes form.
  *
  * Each body is parsed twice: alone, and with the NodeNames memo that the
@@ -8,7 +8,7 @@
 #include <stdbool.h>
 
 #include "fuzz_common.h"
-#include "extender/wire.h"
+#include "extender/serve/wire.h"
 
 static struct name_list_memo memo;
 static int memo_ready;

@@ -1,6 +1,6 @@
-/* fuzz_wire_binding.c - ExtenderBindingArgs bodies (extender/wire.c). */
+/* fuzz_wire_binding.c - ExtenderBindingArgs bodies (extender/serve/wire.c). */
 #include "fuzz_common.h"
-#include "extender/wire.h"
+#include "extender/serve/wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,7 +1,7 @@
-/* fuzz_wire_preemption.c - ExtenderPreemptionArgs bodies (extender/wire.c),
+/* fuzz_wire_preemption.c - ExtenderPreemptionArgs bodies (extender/serve/wire.c),
  * and the result written back from what was parsed. */
 #include "fuzz_common.h"
-#include "extender/wire.h"
+#include "extender/serve/wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,4 +1,4 @@
-/* test_allocator.c - unit tests for extender/allocator.c, over node states
+/* test_allocator.c - unit tests for extender/decide/allocator.c, over node states
  * built through the real cache from small Node and Pod objects. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "extender/allocator.h"
+#include "extender/decide/allocator.h"
 #include "tests/unit/support.h"
 
 /* A node with n GPUs offering `res` (core resource, n*100 of it) and

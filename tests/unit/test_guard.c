@@ -1,5 +1,5 @@
 /*
- * test_guard.c - extender/guard.c without a network: the request-path check
+ * test_guard.c - extender/serve/guard.c without a network: the request-path check
  * and the body budget (issue 10, items 3 and 7).
  */
 #include <setjmp.h>
@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "extender/guard.h"
+#include "extender/serve/guard.h"
 
 #define KiB 1024
 

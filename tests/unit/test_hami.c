@@ -1,7 +1,7 @@
 /* test_hami.c - unit tests for HAMi vGPUs: registration and handshake
  * (cluster/hami_node.c), requests, pod annotations and the allocation format
  * (cluster/hami_pod.c), occupancy (cluster/hami_occupancy.c), the fit
- * (extender/hami_fit.c through the allocator), the decision helpers and the
+ * (extender/decide/hami_fit.c through the allocator), the decision helpers and the
  * node lock (cluster/hami_decision.c), and CRL defaults on HAMi resources. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,7 +17,7 @@
 
 #include "admission/policy.h"
 #include "cluster/hami_decision.h"
-#include "extender/allocator.h"
+#include "extender/decide/allocator.h"
 #include "lib/clock.h"
 #include "tests/unit/support.h"
 

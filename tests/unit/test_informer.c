@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "extender/feed.h"
-#include "extender/metrics.h"
+#include "extender/live/feed.h"
+#include "extender/decide/metrics.h"
 #include "kube/informer.h"
 #include "lib/clock.h"
 #include "lib/strbuf.h"

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "extender/allocator.h"
+#include "extender/decide/allocator.h"
 #include "topology/select.h"
 #include "tests/unit/support.h"
 

@@ -1,4 +1,4 @@
-/* test_placement.c - unit tests for the decision core (extender/placement.c
+/* test_placement.c - unit tests for the decision core (extender/decide/placement.c
  * with the cache's reservations and the pod lookup): reserve, record
  * failure and its exact undo, a reservation across watch events, re-filter
  * of a live assumption, UID changes, expiry, the in-flight set, and bind.
@@ -18,7 +18,7 @@
 #include "cluster/nodespec.h"
 #include "cluster/podspec.h"
 #include "cluster/hami_occupancy.h"
-#include "extender/placement.h"
+#include "extender/decide/placement.h"
 
 #define SEC 1000000000LL
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster/podparts.h"
 #include "cluster/podspec.h"
 #include "tests/unit/support.h"
 

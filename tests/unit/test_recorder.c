@@ -1,4 +1,4 @@
-/* test_recorder.c - unit tests for extender/recorder.c against a scripted API
+/* test_recorder.c - unit tests for extender/live/recorder.c against a scripted API
  * server (tests/unit/fakeapi): the decision patch (merge patch, the pod's
  * resourceVersion as precondition, both annotation sets), a 409 answered by
  * reading the pod again and retrying, or giving up when the pod was bound,
@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "extender/metrics.h"
-#include "extender/recorder.h"
+#include "extender/decide/metrics.h"
+#include "extender/live/recorder.h"
 #include "tests/unit/fakeapi.h"
 #include "tests/unit/support.h"
 

@@ -1,4 +1,4 @@
-/* test_router.c - unit tests for extender/router.c: every endpoint of design.md
+/* test_router.c - unit tests for extender/serve/router.c: every endpoint of design.md
  * section 2 reaches its handler and is counted under its verb, the aliases,
  * HEAD on GET routes, 405 with Allow, 404, and the NAME route's shape. Driven
  * on an offline app over a one-node state, without a server. */
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "extender/app.h"
-#include "extender/router.h"
+#include "extender/serve/router.h"
 #include "tests/unit/support.h"
 
 struct fixture {

@@ -1,4 +1,4 @@
-/* test_wire.c - unit tests for extender/wire.c: decoding ExtenderArgs in both
+/* test_wire.c - unit tests for extender/serve/wire.c: decoding ExtenderArgs in both
  * forms, every malformed body, and the encoded answers read back as JSON. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "extender/placement.h"
-#include "extender/wire.h"
+#include "extender/decide/placement.h"
+#include "extender/serve/wire.h"
 #include "lib/ascii.h"
 #include "lib/strbuf.h"
 #include "tests/unit/support.h"

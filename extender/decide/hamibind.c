@@ -1,0 +1,82 @@
+/* hamibind.c - HAMi's part of a decision and of a bind. See hamibind.h. */
+#include "extender/decide/hamibind.h"
+#include "cluster/hami_decision.h"
+#include "extender/decide/hami_fit.h"
+#include "lib/clock.h"
+#include "lib/log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int hamibind_attach(const struct node_state *n, struct pod_info *decided, const uint64_t *hami_masks, char **err)
+{
+    *err = NULL;
+    if (!decided->hami)
+        return 0;
+    const struct hami_node *h = n->spec ? n->spec->hami : NULL;
+    if (!h || !n->hami || !hami_masks || !hami_pod_on(decided, n)) {
+        hami_pod_clear_alloc(decided->hami);
+        return 0;
+    }
+    struct hami_alloc alloc;
+    if (hami_alloc_from_fit(h, decided, hami_masks, &alloc, err) != 0) {
+        if (!*err)
+            *err = strdup("out of memory");
+        return -1;
+    }
+    hami_pod_set_alloc(decided->hami, &alloc);
+    return 0;
+}
+
+bool hamibind_wanted(const struct decision_sink *sink, const struct pod_info *pod, const char *node)
+{
+    if (!sink || !sink->lock_node || !sink->unlock_node || !sink->annotate || !pod->hami || !pod->hami->has_alloc)
+        return false;
+    if (pod->decision.node && strcmp(pod->decision.node, node) != 0)
+        return false;
+    for (int i = 0; i < pod->hami->alloc.ncontainers; i++)
+        if (pod->hami->alloc.containers[i].count > 0)
+            return true;
+    return false;
+}
+
+int hamibind_lock(const struct decision_sink *sink, const struct pod_info *pod, const char *node, char **err)
+{
+    return sink->lock_node(sink->ctx, node, pod, err);
+}
+
+static int annotate(const struct decision_sink *sink, const struct pod_info *pod, int (*fill)(cJSON *, int64_t),
+                    char **err)
+{
+    cJSON *ann = cJSON_CreateObject();
+    if (!ann || fill(ann, clock_realtime_ns()) != 0) {
+        cJSON_Delete(ann);
+        *err = strdup("out of memory");
+        return -1;
+    }
+    return sink->annotate(sink->ctx, pod, ann, err);
+}
+
+int hamibind_allocating(const struct decision_sink *sink, const struct pod_info *pod, char **err)
+{
+    return annotate(sink, pod, hami_bind_annotations, err);
+}
+
+static int failed_phase(cJSON *ann, int64_t now_ns)
+{
+    (void)now_ns;
+    return hami_bind_failed_annotation(ann);
+}
+
+void hamibind_abort(const struct decision_sink *sink, const struct pod_info *pod, const char *node, bool phase_set)
+{
+    char *err = NULL;
+    if (phase_set && annotate(sink, pod, failed_phase, &err) != 0)
+        log_error("pod %s: could not set hami.io/bind-phase: failed: %s", pod->key, err ? err : "unknown error");
+    free(err);
+    err = NULL;
+    if (sink->unlock_node(sink->ctx, node, pod, &err) != 0)
+        log_error("pod %s: could not release the HAMi node lock of %s: %s", pod->key, node,
+                  err ? err : "unknown error");
+    free(err);
+}

@@ -14,11 +14,11 @@
 
 /* HAMi's documented defaults (docs/hami.md), for the flags and for code that
  * runs before options are applied (unit tests). */
-#define HAMI_CONFIG_DEFAULTS                                                                     \
-    {                                                                                            \
-        .memory_scaling = 1.0, .default_split = 10, .default_memory_mib = 0, .default_cores = 0, \
-        .handshake = HAMI_HANDSHAKE_OBSERVE, .handshake_timeout_ns = 60 * NS_PER_S,              \
-        .handshake_interval_ns = 15 * NS_PER_S, .lock_timeout_ns = 300 * NS_PER_S,               \
+#define HAMI_CONFIG_DEFAULTS                                                                                         \
+    {                                                                                                                \
+        .memory_scaling = 1.0, .default_split = 10, .default_memory_mib = 0, .default_cores = 0, .memory_factor = 1, \
+        .handshake = HAMI_HANDSHAKE_OBSERVE, .handshake_timeout_ns = 60 * NS_PER_S,                                  \
+        .handshake_interval_ns = 15 * NS_PER_S, .lock_timeout_ns = 300 * NS_PER_S,                                   \
     }
 
 static struct hami_config config = HAMI_CONFIG_DEFAULTS;

@@ -35,7 +35,8 @@
 #define HAMI_MAX_MEMORY_MIB 16777216LL /* 16 TiB: HAMi's field is a 32-bit MiB count */
 #define HAMI_MAX_DEVICE_CORES 10000    /* devcore is 100 x the plugin's core scaling */
 #define HAMI_MAX_INDEX 4095
-#define HAMI_MAX_TEXT 256 /* UUID and type strings */
+#define HAMI_MAX_MEMORY_FACTOR 1048576 /* HAMi's memoryFactor is an int32; 1 MiB units up to TiB */
+#define HAMI_MAX_TEXT 256              /* UUID and type strings */
 
 enum hami_mode { HAMI_MODE_HAMI_CORE = 0, HAMI_MODE_MIG, HAMI_MODE_MPS };
 
@@ -57,6 +58,7 @@ struct hami_config {
     int default_split;          /* tasks per GPU when a registration gives 0 or none */
     int64_t default_memory_mib; /* per vGPU without gpumem/gpumem-percentage; 0: the whole GPU */
     int default_cores;          /* gpucores when not given */
+    int memory_factor;          /* gpumem is counted in units of this many MiB (HAMi's memoryFactor; 1: MiB) */
     enum hami_handshake_mode handshake;
     int64_t handshake_timeout_ns;  /* an unanswered Requesting_ older than this drops the devices */
     int64_t handshake_interval_ns; /* write mode: how often requests are written */

@@ -22,7 +22,15 @@ static int request_memory(const struct hami_amounts *a, const char *c, struct ha
                           c, RES_HAMI_MEMORY, a->memory, HAMI_MAX_MEMORY_MIB);
             return -1;
         }
-        req->memory_mib = a->memory; /* gpumem wins over a percentage, as in HAMi */
+        /* HAMi's GenerateResourceRequests multiplies gpumem by its memoryFactor
+         * (when above 1) before anything else reads it. */
+        int64_t factor = cfg->memory_factor > 1 ? cfg->memory_factor : 1;
+        if (a->memory > HAMI_MAX_MEMORY_MIB / factor) {
+            strbuf_printf(err, "container \"%s\": %s %" PRId64 " x the memory factor %" PRId64 " is above %lld MiB", c,
+                          RES_HAMI_MEMORY, a->memory, factor, HAMI_MAX_MEMORY_MIB);
+            return -1;
+        }
+        req->memory_mib = a->memory * factor; /* gpumem wins over a percentage, as in HAMi */
     } else if (a->has_percent) {
         if (a->percent < 1 || a->percent > 100) {
             strbuf_printf(err, "container \"%s\": %s %" PRId64 " is not a percentage in 1..100", c,

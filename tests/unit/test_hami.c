@@ -482,6 +482,38 @@ static void test_request_defaults(void **state)
     pod_info_free(p);
 }
 
+/* HAMi's memoryFactor: gpumem counts units of the factor (its
+ * GenerateResourceRequests multiplies before the fit reads it); percentages
+ * and the default memory are not multiplied. */
+static void test_request_memory_factor(void **state)
+{
+    (void)state;
+    struct hami_config cfg;
+    hami_config_defaults(&cfg);
+    assert_int_equal(cfg.memory_factor, 1);
+    cfg.memory_factor = 1024;
+    cfg.default_memory_mib = 500;
+    hami_set_config(&cfg);
+    struct pod_info *p = vgpu_pod("", "{'nvidia.com/gpu':1,'nvidia.com/gpumem':3}");
+    assert_int_equal(p->containers[0].family, GPU_FAMILY_HAMI);
+    assert_int_equal(p->containers[0].hami.memory_mib, 3072);
+    pod_info_free(p);
+    p = vgpu_pod("", "{'nvidia.com/gpu':1,'nvidia.com/gpumem-percentage':30}");
+    assert_int_equal(p->containers[0].hami.memory_percent, 30);
+    assert_int_equal(p->containers[0].hami.memory_mib, 0);
+    pod_info_free(p);
+    p = vgpu_pod("", "{'nvidia.com/gpu':1,'nvidia.com/gpucores':20}");
+    assert_int_equal(p->containers[0].hami.memory_mib, 500);
+    pod_info_free(p);
+    /* The product is range-checked: 16385 x 1024 MiB is past 16 TiB. */
+    p = vgpu_pod("", "{'nvidia.com/gpu':1,'nvidia.com/gpumem':16385}");
+    assert_non_null(p->request_error);
+    assert_non_null(strstr(p->request_error, "memory factor 1024"));
+    pod_info_free(p);
+    hami_config_defaults(&cfg);
+    hami_set_config(&cfg);
+}
+
 static void test_request_explicit(void **state)
 {
     (void)state;
@@ -1379,6 +1411,7 @@ int main(void)
         T(test_hami_node_counts_vgpus),
         T(test_request_defaults),
         T(test_request_explicit),
+        T(test_request_memory_factor),
         T(test_request_errors),
         T(test_requests_as_hami_reads_them),
         T(test_gpu_policy_chains),

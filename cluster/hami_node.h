@@ -27,6 +27,8 @@
 #define HAMI_HANDSHAKE_ANNOTATION "hami.io/node-handshake"
 #define HAMI_HANDSHAKE_NVIDIA_ANNOTATION "hami.io/node-handshake-nvidia"
 #define HAMI_NODE_LOCK_ANNOTATION "hami.io/mutex.lock"
+/* HAMi v2.10: UUIDs (comma-separated, entries trimmed) of devices that take no new task. */
+#define HAMI_DEVICE_CORDON_ANNOTATION "hami.io/device-cordon"
 #define HAMI_VENDOR "NVIDIA" /* the device type keyword of allocation entries */
 
 /* At most this many devices of one node are used (a bit mask per container). */
@@ -85,6 +87,7 @@ struct hami_device {
     int cores;          /* 100 = the whole GPU */
     int numa;           /* -1 when unknown */
     bool healthy;
+    bool cordoned; /* listed in the node's hami.io/device-cordon: no new task */
     enum hami_mode mode;
     int topo; /* its GPU in the node's topology annotation, -1 when none */
     /* 1/split, 1/memory, 1/cores (0 when cores is 0): the fit scores every
@@ -97,7 +100,7 @@ struct hami_node {
     int count;       /* 0 when error is set */
     bool advertised; /* the node's allocatable nvidia.com/gpu is above 0 */
     enum hami_handshake handshake;
-    uint64_t usable; /* bit i: devices[i] may take vGPUs at all (healthy, not MIG) */
+    uint64_t usable; /* bit i: devices[i] may take vGPUs at all (healthy, not MIG, not cordoned) */
     char *error;     /* why the registration is unusable, or NULL */
     struct hami_device *devices;
     int64_t handshake_ns;  /* time of a Requesting_/Deleted_ value (Unix ns), 0 if unreadable */

@@ -27,7 +27,7 @@ struct hstate {
 
 /* Devices left out before any capacity check, for explanations. */
 struct excluded {
-    int unhealthy, mig, other_mode, other_type, other_uuid;
+    int unhealthy, mig, cordoned, other_mode, other_type, other_uuid;
 };
 
 bool hami_pod_on(const struct pod_info *pod, const struct node_state *n)
@@ -108,6 +108,8 @@ static uint64_t classify_devices(const struct hstate *st, struct excluded *count
             c.unhealthy++;
         else if (dev->mode == HAMI_MODE_MIG)
             c.mig++;
+        else if (dev->cordoned)
+            c.cordoned++;
         else if (!hami_pod_mode_ok(p, dev))
             c.other_mode++;
         else if (!type_ok_cached(p, dev, &last_type, &last_type_ok))
@@ -217,6 +219,7 @@ static void put_excluded(struct strbuf *sb, const struct hstate *st)
         const char *what;
     } parts[] = {{c.unhealthy, "unhealthy"},
                  {c.mig, "in MIG mode"},
+                 {c.cordoned, "cordoned by " HAMI_DEVICE_CORDON_ANNOTATION},
                  {c.other_mode, "of another mode than " HAMI_VGPU_MODE_ANNOTATION},
                  {c.other_type, "excluded by " HAMI_USE_TYPE_ANNOTATION "/nouse-gputype"},
                  {c.other_uuid, "excluded by " HAMI_USE_UUID_ANNOTATION "/nouse-gpuuuid"}};

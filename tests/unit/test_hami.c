@@ -225,12 +225,23 @@ static void test_register_json(void **state)
     assert_int_equal(d[0].split, 5);
     assert_int_equal(d[0].numa, 1);
     assert_true(d[0].healthy);
-    /* Missing count: the default split; missing health reads false (Go's
-     * zero value); missing index: the position; missing numa: unknown. */
-    assert_int_equal(d[1].split, 10);
+    /* HAMi's DeviceInfo is all omitempty and read with json.Unmarshal: a
+     * missing key is Go's zero value. count 0 (no task fits: HAMi's Fit
+     * checks Count <= Used), health false, index 0, numa 0. */
+    assert_int_equal(d[1].split, 0);
     assert_false(d[1].healthy);
-    assert_int_equal(d[1].index, 1);
-    assert_int_equal(d[1].numa, -1);
+    assert_int_equal(d[1].index, 0);
+    assert_int_equal(d[1].numa, 0);
+    hami_devices_free(d, n);
+    /* devcore, type and mode left out: 0 cores, no type, hami-core. */
+    assert_int_equal(hami_parse_register("[{\"id\":\"" UUID0 "\",\"count\":4,\"devmem\":1000,\"health\":true}]", &d,
+                                         &n, &err),
+                     0);
+    assert_int_equal(n, 1);
+    assert_int_equal(d[0].cores, 0);
+    assert_string_equal(d[0].type, "");
+    assert_string_equal(hami_mode_name(d[0].mode), "hami-core");
+    assert_int_equal(d[0].split, 4);
     hami_devices_free(d, n);
 }
 
@@ -819,6 +830,19 @@ static void test_fit_unhealthy_mig_never_used(void **state)
     expect_misfit(c, "u", vgpu_pod("'nvidia.com/vgpu-mode':'hami-core'", "{'nvidia.com/gpu':1}"), true,
                   "container \"main\" needs 100% of the GPU's memory and 0% cores on one GPU: no GPU of this node may "
                   "be used (not considered: 1 unhealthy, 1 in MIG mode, 1 of another mode than nvidia.com/vgpu-mode)");
+}
+
+/* HAMi v2.10's hami.io/device-cordon: listed devices (trimmed, empty
+ * entries skipped) take no new vGPU; the others still do. */
+static void test_fit_device_cordon(void **state)
+{
+    struct cluster_cache *c = *state;
+    add_hami_node(c, "k", CORE(UUID0, 0, 32768) CORE(UUID1, 1, 32768) CORE(UUID2, 2, 32768), 30,
+                  ",'hami.io/device-cordon':' " UUID1 " ,, " UUID2 ",GPU-none'");
+    assert_int_equal(expect_fit(c, "k", vgpu_pod("", "{'nvidia.com/gpu':1}"), POLICY_SPREAD), 0x1);
+    expect_misfit(c, "k", vgpu_pod("", "{'nvidia.com/gpu':2}"), true,
+                  "container \"main\" needs 2 vGPUs on different GPUs, each with 100% of the GPU's memory and 0% "
+                  "cores; only 1 GPU can take one (not considered: 2 cordoned by hami.io/device-cordon)");
 }
 
 static void test_fit_type_and_uuid(void **state)
@@ -1423,6 +1447,7 @@ int main(void)
         T(test_fit_split_count),
         T(test_fit_cores_and_exclusive),
         T(test_fit_unhealthy_mig_never_used),
+        T(test_fit_device_cordon),
         T(test_fit_type_and_uuid),
         T(test_fit_binpack_and_spread),
         T(test_fit_topology),

@@ -925,28 +925,68 @@ static void test_fit_topology(void **state)
     const struct node_state *n = cache_find_node(c, "t");
     assert_null(n->spec->topology_error);
     assert_int_equal(n->spec->hami->devices[1].topo, 3); /* by UUID */
-    /* The policy's pick (devices 0 and 1: topology GPUs 0 and 3, NV4) is
-     * already the best connected: it stays. */
+    /* The policy's pick (equal scores go to the later devices, as HAMi's
+     * Fit walks its sorted list from the end: devices 3 and 2, topology
+     * GPUs 1 and 2, NV4) is already the best connected: it stays. */
     struct pod_info *p = vgpu_pod("", GPUMEM(2, 1000, 10));
     struct fit_out out;
     assert_true(fit(c, "t", p, POLICY_SPREAD, POLICY_BINPACK, &out));
-    assert_int_equal(out.hami[0], 0x3);
+    assert_int_equal(out.hami[0], 0xc);
     assert_true(out.r.set_score > 0);
     assert_int_equal(out.r.set_score, out.r.set_best);
     pod_info_free(p);
-    /* With device 2 in use, binpack picks it and device 0 (SYS); the topology
-     * offers a linked pair instead. Without the annotation the pick stays. */
-    add_vgpu_pod(c, "busy", "t", GPUMEM(1, 9500, 10), UUID2 ",NVIDIA,9500,10:;");
+    /* With device 1 in use, binpack picks it and, of the three equal others,
+     * the last, device 3 (topology GPUs 3 and 1: SYS); the topology offers a
+     * linked pair instead. Without the annotation the pick stays. */
+    add_vgpu_pod(c, "busy", "t", GPUMEM(1, 9500, 10), UUID1 ",NVIDIA,9500,10:;");
     add_hami_node(c, "plain", CORE(UUID0, 0, 10000) CORE(UUID1, 1, 10000) CORE(UUID2, 2, 10000) CORE(UUID3, 3, 10000),
                   40, "");
-    add_vgpu_pod(c, "busy2", "plain", GPUMEM(1, 9500, 10), UUID2 ",NVIDIA,9500,10:;");
+    add_vgpu_pod(c, "busy2", "plain", GPUMEM(1, 9500, 10), UUID1 ",NVIDIA,9500,10:;");
     p = vgpu_pod("", GPUMEM(2, 500, 10));
     assert_true(fit(c, "plain", p, POLICY_BINPACK, POLICY_BINPACK, &out));
-    assert_int_equal(out.hami[0], 0x5);
+    assert_int_equal(out.hami[0], 0xa);
     assert_true(fit(c, "t", p, POLICY_BINPACK, POLICY_BINPACK, &out));
     assert_true(out.hami[0] == 0x3 || out.hami[0] == 0xc);
     assert_int_equal(out.r.set_score, out.r.set_best);
     pod_info_free(p);
+}
+
+/* HAMi's order: equal device scores go to the later device (its Fit walks
+ * the sorted list from the end), and hami.io/device-scoring-weights weighs
+ * the three shares of the device score. */
+static void test_fit_hami_order_and_weights(void **state)
+{
+    struct cluster_cache *c = *state;
+    add_hami_node(c, "eq", CORE(UUID0, 0, 10000) CORE(UUID1, 1, 10000) CORE(UUID2, 2, 10000), 30, "");
+    assert_int_equal(expect_fit(c, "eq", vgpu_pod("", GPUMEM(1, 1000, 10)), POLICY_SPREAD), 0x4);
+    assert_int_equal(expect_fit(c, "eq", vgpu_pod("", GPUMEM(1, 1000, 10)), POLICY_BINPACK), 0x4);
+    assert_int_equal(expect_fit(c, "eq", vgpu_pod("", GPUMEM(2, 1000, 10)), POLICY_SPREAD), 0x6);
+
+    /* Device 0 holds little memory and half the cores, device 1 most memory
+     * and no cores: equal weights make device 1 the fuller (binpack takes
+     * it), cores weighted 3 make it device 0. */
+    add_hami_node(c, "w", CORE(UUID0, 0, 10000) CORE(UUID1, 1, 10000), 20, "");
+    add_vgpu_pod(c, "w0", "w", GPUMEM(1, 1000, 50), UUID0 ",NVIDIA,1000,50:;");
+    add_vgpu_pod(c, "w1", "w", GPUMEM(1, 8000, 0), UUID1 ",NVIDIA,8000,0:;");
+    assert_int_equal(expect_fit(c, "w", vgpu_pod("", GPUMEM(1, 1000, 10)), POLICY_BINPACK), 0x2);
+    assert_int_equal(expect_fit(c, "w",
+                                vgpu_pod("'hami.io/device-scoring-weights':' slot=1, core=3 ,memory=1'",
+                                         GPUMEM(1, 1000, 10)),
+                                POLICY_BINPACK),
+                     0x1);
+    /* HAMi's ParseDeviceScoringWeights: all three keys, each once,
+     * non-negative integers, one above 0. */
+    static const char *const bad[] = {"slot=1,core=1", "slot=1,core=1,memory=1,slot=1", "slot=1,core=1,core=1",
+                                      "slot=0,core=0,memory=0", "slot=-1,core=1,memory=1", "slot=1,core=x,memory=1",
+                                      "slot=1,core=1,mem=1", "slot=1,core=1,memory"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char ann[256];
+        fmt(ann, sizeof(ann), "'hami.io/device-scoring-weights':'%s'", bad[i]);
+        struct pod_info *p = vgpu_pod(ann, GPUMEM(1, 1000, 10));
+        if (!p->request_error || !strstr(p->request_error, "hami.io/device-scoring-weights"))
+            fail_msg("\"%s\" was accepted", bad[i]);
+        pod_info_free(p);
+    }
 }
 
 static void test_node_scores(void **state)
@@ -1448,6 +1488,7 @@ int main(void)
         T(test_fit_cores_and_exclusive),
         T(test_fit_unhealthy_mig_never_used),
         T(test_fit_device_cordon),
+        T(test_fit_hami_order_and_weights),
         T(test_fit_type_and_uuid),
         T(test_fit_binpack_and_spread),
         T(test_fit_topology),

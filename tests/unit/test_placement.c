@@ -786,7 +786,8 @@ static struct pod_info *vgpu_pod(struct world *w, const char *name, const char *
     return p;
 }
 
-/* Tasks on h1's HAMi devices, and MiB used on the first. */
+/* Tasks on h1's HAMi devices, and MiB used on the last (the one a vGPU
+ * goes to when both are empty: HAMi's Fit walks from the end). */
 static int hami_tasks(struct world *w, int64_t *memory0)
 {
     cache_read_lock(&w->cache);
@@ -796,13 +797,13 @@ static int hami_tasks(struct world *w, int64_t *memory0)
     int tasks = 0;
     for (int i = 0; i < n->hami->count; i++)
         tasks += n->hami->gpus[i].tasks;
-    *memory0 = n->hami->gpus[0].memory_used;
+    *memory0 = n->hami->gpus[n->hami->count - 1].memory_used;
     assert_int_equal(n->hami->unattributed.vgpus, 0);
     cache_unlock(&w->cache);
     return tasks;
 }
 
-#define STALE_ALLOCATION "'hami.io/vgpu-devices-allocated':'GPU-b,NVIDIA,3000,30:;;'"
+#define STALE_ALLOCATION "'hami.io/vgpu-devices-allocated':'GPU-a,NVIDIA,3000,30:;;'"
 
 static void reset_steps(struct world *w)
 {
@@ -822,7 +823,7 @@ static void test_hami_bind(void **state)
     int64_t mem0 = 0;
     assert_int_equal(placement_bind(&w->p, "t", "a", "uid-a", "h1", &err), 0);
     assert_string_equal(w->steps, "lock record allocating bind");
-    assert_string_equal(w->allocation, "GPU-a,NVIDIA,3000,30:;;");
+    assert_string_equal(w->allocation, "GPU-b,NVIDIA,3000,30:;;");
     assert_true(w->locked);
     assert_int_equal(hami_tasks(w, &mem0), 1);
     assert_int_equal(mem0, 3000);
@@ -894,7 +895,7 @@ static void test_hami_filter_then_bind(void **state)
     assert_int_equal(placement_filter(&w->p, c, names, 1, &ev), 0);
     expect_chosen(&ev, true);
     evaluation_free(&ev);
-    assert_string_equal(w->allocation, "GPU-a,NVIDIA,3000,30:;;");
+    assert_string_equal(w->allocation, "GPU-b,NVIDIA,3000,30:;;");
     int64_t mem0 = 0;
     assert_int_equal(hami_tasks(w, &mem0), 1);
     reset_steps(w);
@@ -906,8 +907,8 @@ static void test_hami_filter_then_bind(void **state)
 }
 
 /* The watch delivers the pod again while its decision is being written,
- * still with an earlier attempt's allocation (GPU-b) and without the
- * decision: the reservation keeps the devices this decision chose (GPU-a). */
+ * still with an earlier attempt's allocation (GPU-a) and without the
+ * decision: the reservation keeps the devices this decision chose (GPU-b). */
 static void redeliver_stale(struct world *w)
 {
     watch_apply(&w->cache, vgpu_pod_annotated("s", "uid-s", STALE_ALLOCATION));
@@ -925,7 +926,7 @@ static void test_hami_reservation_survives_update(void **state)
     assert_int_equal(placement_filter(&w->p, p, names, 1, &ev), 0);
     expect_chosen(&ev, true);
     evaluation_free(&ev);
-    assert_string_equal(w->allocation, "GPU-a,NVIDIA,3000,30:;;");
+    assert_string_equal(w->allocation, "GPU-b,NVIDIA,3000,30:;;");
     int64_t mem0 = 0;
     assert_int_equal(hami_tasks(w, &mem0), 1);
     assert_int_equal(mem0, 3000);

@@ -14,11 +14,11 @@
 
 /* HAMi's documented defaults (docs/hami.md), for the flags and for code that
  * runs before options are applied (unit tests). */
-#define HAMI_CONFIG_DEFAULTS                                                                     \
-    {                                                                                            \
-        .memory_scaling = 1.0, .default_split = 10, .default_memory_mib = 0, .default_cores = 0, \
-        .handshake = HAMI_HANDSHAKE_OBSERVE, .handshake_timeout_ns = 60 * NS_PER_S,              \
-        .handshake_interval_ns = 15 * NS_PER_S, .lock_timeout_ns = 300 * NS_PER_S,               \
+#define HAMI_CONFIG_DEFAULTS                                                                                         \
+    {                                                                                                                \
+        .memory_scaling = 1.0, .default_split = 10, .default_memory_mib = 0, .default_cores = 0, .memory_factor = 1, \
+        .handshake = HAMI_HANDSHAKE_OBSERVE, .handshake_timeout_ns = 60 * NS_PER_S,                                  \
+        .handshake_interval_ns = 15 * NS_PER_S, .lock_timeout_ns = 300 * NS_PER_S,                                   \
     }
 
 static struct hami_config config = HAMI_CONFIG_DEFAULTS;
@@ -203,7 +203,7 @@ static int field_error(char **err, int entry, const char *what, struct span f, c
  * registration form; a split count of 0 takes --hami-default-split. */
 static void set_numbers(struct hami_device *d, int64_t split, int64_t mem, int64_t cores, int64_t numa, int64_t index)
 {
-    d->split = split > 0 ? (int)split : config.default_split;
+    d->split = split > 0 ? (int)split : split == 0 ? config.default_split : 0;
     d->memory_mib = scaled_memory(mem, d->mode);
     d->cores = (int)cores;
     d->numa = (int)numa;
@@ -306,18 +306,27 @@ static int json_entry(const cJSON *e, int entry, struct hami_device *d, char **e
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(e, "type");
     const cJSON *health = cJSON_GetObjectItemCaseSensitive(e, "health");
     const cJSON *mode = cJSON_GetObjectItemCaseSensitive(e, "mode");
-    int64_t split = 0, mem = 0, cores = 0, numa = -1, index = entry;
+    /* HAMi's DeviceInfo tags every field omitempty and its scheduler reads
+     * the array with a plain json.Unmarshal (UnMarshalNodeDevices): a
+     * missing key is Go's zero value. So numa and index default to 0, devcore
+     * to 0, type to "", and a missing count is 0 tasks: HAMi's Fit then never
+     * places a vGPU there (Count <= Used). split -1 marks that here. */
+    int64_t split = 0, mem = 0, cores = 0, numa = 0, index = 0;
     if (!cJSON_IsObject(e))
         return strbuf_set_error(err, "entry %d is not an object", entry);
     if (!cJSON_IsString(id) || !clean_text(id->valuestring, strlen(id->valuestring), false))
         return strbuf_set_error(err, "entry %d: id must be 1..255 printable characters", entry);
-    if (!cJSON_IsString(type) || !clean_text(type->valuestring, strlen(type->valuestring), true))
-        return strbuf_set_error(err, "entry %d: type must be 1..255 printable characters", entry);
+    const char *type_text = cJSON_IsString(type) ? type->valuestring : "";
+    if ((type && !cJSON_IsNull(type) && !cJSON_IsString(type)) ||
+        (*type_text && !clean_text(type_text, strlen(type_text), true)))
+        return strbuf_set_error(err, "entry %d: type must be at most 255 printable characters", entry);
     if (json_int(e, "count", 0, HAMI_MAX_SPLIT, false, &split) < 0)
         return strbuf_set_error(err, "entry %d: count must be an integer in 0..1024", entry);
+    if (split == 0)
+        split = -1; /* Go's zero value: a device of no tasks */
     if (json_int(e, "devmem", 1, HAMI_MAX_MEMORY_MIB, true, &mem) < 0)
         return strbuf_set_error(err, "entry %d: devmem must be a MiB count in 1..16777216", entry);
-    if (json_int(e, "devcore", 0, HAMI_MAX_DEVICE_CORES, true, &cores) < 0)
+    if (json_int(e, "devcore", 0, HAMI_MAX_DEVICE_CORES, false, &cores) < 0)
         return strbuf_set_error(err, "entry %d: devcore must be an integer in 0..10000", entry);
     if (json_int(e, "numa", -1, HAMI_MAX_INDEX, false, &numa) < 0)
         return strbuf_set_error(err, "entry %d: numa must be an integer in -1..4095", entry);
@@ -331,7 +340,7 @@ static int json_entry(const cJSON *e, int entry, struct hami_device *d, char **e
         return strbuf_set_error(err, "entry %d: mode must be hami-core, mig or mps", entry);
     d->healthy = cJSON_IsTrue(health); /* absent reads as false, as Go's decoder does */
     set_numbers(d, split, mem, cores, numa, index);
-    if (set_strings(d, id->valuestring, strlen(id->valuestring), type->valuestring, strlen(type->valuestring)) != 0)
+    if (set_strings(d, id->valuestring, strlen(id->valuestring), type_text, strlen(type_text)) != 0)
         return (*err = NULL), -1;
     return 0;
 }
@@ -396,7 +405,7 @@ int hami_parse_register(const char *text, struct hami_device **devices, int *cou
     }
     for (int i = 0; rc == 0 && i < *count; i++) {
         struct hami_device *d = &(*devices)[i];
-        d->inv_split = 1.0 / d->split;
+        d->inv_split = d->split > 0 ? 1.0 / d->split : 0; /* a split of 0 never passes the fit */
         d->inv_memory = 1.0 / (double)d->memory_mib;
         d->inv_cores = d->cores > 0 ? 1.0 / d->cores : 0;
     }
@@ -497,6 +506,32 @@ void hami_node_free(struct hami_node *h)
     free(h);
 }
 
+/* HAMi v2.10's hami.io/device-cordon (CordonedDevices): the UUIDs of
+ * devices that take no new task, separated by ',', each trimmed, empty
+ * entries skipped. Devices already holding tasks keep them (their use is
+ * still counted). A UUID of no device of the node changes nothing. */
+static void mark_cordoned(struct hami_node *h, const cJSON *annotations)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(annotations, HAMI_DEVICE_CORDON_ANNOTATION);
+    if (!cJSON_IsString(v))
+        return;
+    for (const char *p = v->valuestring; *p;) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        size_t n = len;
+        while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+            n--;
+        for (int i = 0; n > 0 && i < h->count; i++)
+            if (strlen(h->devices[i].uuid) == n && memcmp(h->devices[i].uuid, p, n) == 0)
+                h->devices[i].cordoned = true;
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+}
+
 int hami_node_from_annotations(const cJSON *annotations, int64_t allocatable_gpus, const char *node,
                                struct hami_node **out)
 {
@@ -520,8 +555,9 @@ int hami_node_from_annotations(const cJSON *annotations, int64_t allocatable_gpu
     if (h->error)
         log_warn("node %s: %s is unusable, its HAMi devices are not used: %s", node, HAMI_REGISTER_ANNOTATION,
                  h->error);
+    mark_cordoned(h, annotations);
     for (int i = 0; i < h->count; i++)
-        if (h->devices[i].healthy && h->devices[i].mode != HAMI_MODE_MIG)
+        if (h->devices[i].healthy && h->devices[i].mode != HAMI_MODE_MIG && !h->devices[i].cordoned)
             h->usable |= 1ULL << i;
     if (read_handshake(h, annotations) != 0)
         goto oom;

@@ -27,6 +27,8 @@
 #define HAMI_HANDSHAKE_ANNOTATION "hami.io/node-handshake"
 #define HAMI_HANDSHAKE_NVIDIA_ANNOTATION "hami.io/node-handshake-nvidia"
 #define HAMI_NODE_LOCK_ANNOTATION "hami.io/mutex.lock"
+/* HAMi v2.10: UUIDs (comma-separated, entries trimmed) of devices that take no new task. */
+#define HAMI_DEVICE_CORDON_ANNOTATION "hami.io/device-cordon"
 #define HAMI_VENDOR "NVIDIA" /* the device type keyword of allocation entries */
 
 /* At most this many devices of one node are used (a bit mask per container). */
@@ -35,7 +37,8 @@
 #define HAMI_MAX_MEMORY_MIB 16777216LL /* 16 TiB: HAMi's field is a 32-bit MiB count */
 #define HAMI_MAX_DEVICE_CORES 10000    /* devcore is 100 x the plugin's core scaling */
 #define HAMI_MAX_INDEX 4095
-#define HAMI_MAX_TEXT 256 /* UUID and type strings */
+#define HAMI_MAX_MEMORY_FACTOR 1048576 /* HAMi's memoryFactor is an int32; 1 MiB units up to TiB */
+#define HAMI_MAX_TEXT 256              /* UUID and type strings */
 
 enum hami_mode { HAMI_MODE_HAMI_CORE = 0, HAMI_MODE_MIG, HAMI_MODE_MPS };
 
@@ -57,6 +60,7 @@ struct hami_config {
     int default_split;          /* tasks per GPU when a registration gives 0 or none */
     int64_t default_memory_mib; /* per vGPU without gpumem/gpumem-percentage; 0: the whole GPU */
     int default_cores;          /* gpucores when not given */
+    int memory_factor;          /* gpumem is counted in units of this many MiB (HAMi's memoryFactor; 1: MiB) */
     enum hami_handshake_mode handshake;
     int64_t handshake_timeout_ns;  /* an unanswered Requesting_ older than this drops the devices */
     int64_t handshake_interval_ns; /* write mode: how often requests are written */
@@ -83,6 +87,7 @@ struct hami_device {
     int cores;          /* 100 = the whole GPU */
     int numa;           /* -1 when unknown */
     bool healthy;
+    bool cordoned; /* listed in the node's hami.io/device-cordon: no new task */
     enum hami_mode mode;
     int topo; /* its GPU in the node's topology annotation, -1 when none */
     /* 1/split, 1/memory, 1/cores (0 when cores is 0): the fit scores every
@@ -95,7 +100,7 @@ struct hami_node {
     int count;       /* 0 when error is set */
     bool advertised; /* the node's allocatable nvidia.com/gpu is above 0 */
     enum hami_handshake handshake;
-    uint64_t usable; /* bit i: devices[i] may take vGPUs at all (healthy, not MIG) */
+    uint64_t usable; /* bit i: devices[i] may take vGPUs at all (healthy, not MIG, not cordoned) */
     char *error;     /* why the registration is unusable, or NULL */
     struct hami_device *devices;
     int64_t handshake_ns;  /* time of a Requesting_/Deleted_ value (Unix ns), 0 if unreadable */

@@ -268,10 +268,11 @@ static void put_device(struct strbuf *sb, const struct node_state *n, int i)
     strbuf_puts(sb, ",\"type\":");
     strbuf_json_string(sb, d->type);
     strbuf_printf(sb,
-                  ",\"mode\":\"%s\",\"healthy\":%s,\"numa\":%d,\"tasks\":%d,\"split\":%d,\"memoryUsedMiB\":%" PRId64
-                  ",\"memoryTotalMiB\":%" PRId64 ",\"coreUsed\":%" PRId64 ",\"coreTotal\":%d,\"pods\":",
-                  hami_mode_name(d->mode), d->healthy ? "true" : "false", d->numa, g->tasks, d->split, g->memory_used,
-                  d->memory_mib, g->cores_used, d->cores);
+                  ",\"mode\":\"%s\",\"healthy\":%s,\"cordoned\":%s,\"numa\":%d,\"tasks\":%d,\"split\":%d,"
+                  "\"memoryUsedMiB\":%" PRId64 ",\"memoryTotalMiB\":%" PRId64 ",\"coreUsed\":%" PRId64
+                  ",\"coreTotal\":%d,\"pods\":",
+                  hami_mode_name(d->mode), d->healthy ? "true" : "false", d->cordoned ? "true" : "false", d->numa,
+                  g->tasks, d->split, g->memory_used, d->memory_mib, g->cores_used, d->cores);
     put_pods(sb, n, i);
     strbuf_putc(sb, '}');
 }

@@ -22,7 +22,15 @@ static int request_memory(const struct hami_amounts *a, const char *c, struct ha
                           c, RES_HAMI_MEMORY, a->memory, HAMI_MAX_MEMORY_MIB);
             return -1;
         }
-        req->memory_mib = a->memory; /* gpumem wins over a percentage, as in HAMi */
+        /* HAMi's GenerateResourceRequests multiplies gpumem by its memoryFactor
+         * (when above 1) before anything else reads it. */
+        int64_t factor = cfg->memory_factor > 1 ? cfg->memory_factor : 1;
+        if (a->memory > HAMI_MAX_MEMORY_MIB / factor) {
+            strbuf_printf(err, "container \"%s\": %s %" PRId64 " x the memory factor %" PRId64 " is above %lld MiB", c,
+                          RES_HAMI_MEMORY, a->memory, factor, HAMI_MAX_MEMORY_MIB);
+            return -1;
+        }
+        req->memory_mib = a->memory * factor; /* gpumem wins over a percentage, as in HAMi */
     } else if (a->has_percent) {
         if (a->percent < 1 || a->percent > 100) {
             strbuf_printf(err, "container \"%s\": %s %" PRId64 " is not a percentage in 1..100", c,
@@ -443,6 +451,77 @@ static int read_policy(const cJSON *ann, const char *key, enum hami_pack *out, c
     return *request_error ? 0 : -1;
 }
 
+/* One "key=value" of hami.io/device-scoring-weights (HAMi v2.10's
+ * ParseDeviceScoringWeights): key and value trimmed, the value a
+ * non-negative integer. 0, or -1. */
+static int weight_entry(const char *a, const char *b, struct hami_pod *p, unsigned *seen)
+{
+    static const char *const keys[] = {"slot", "core", "memory"};
+    int *slots[] = {&p->weight_slot, &p->weight_core, &p->weight_memory};
+    const char *eq = memchr(a, '=', (size_t)(b - a));
+    if (!eq)
+        return -1;
+    const char *ke = eq, *v = eq + 1;
+    while (ke > a && isspace((unsigned char)ke[-1]))
+        ke--;
+    while (a < ke && isspace((unsigned char)*a))
+        a++;
+    while (v < b && isspace((unsigned char)*v))
+        v++;
+    while (b > v && isspace((unsigned char)b[-1]))
+        b--;
+    if (v == b || (size_t)(b - v) > 7)
+        return -1;
+    int64_t n = 0;
+    for (const char *q = v; q < b; q++) {
+        if (*q < '0' || *q > '9')
+            return -1;
+        n = n * 10 + (*q - '0');
+    }
+    if (n > HAMI_MAX_SCORING_WEIGHT)
+        return -1;
+    for (int k = 0; k < 3; k++)
+        if ((size_t)(ke - a) == strlen(keys[k]) && memcmp(a, keys[k], (size_t)(ke - a)) == 0) {
+            if (*seen & (1u << k))
+                return -1;
+            *seen |= 1u << k;
+            *slots[k] = (int)n;
+            return 0;
+        }
+    return -1;
+}
+
+/* hami.io/device-scoring-weights: exactly slot, core and memory, each once,
+ * at least one above 0, as HAMi's ParseDeviceScoringWeights. A bad value is
+ * an invalid request (HAMi refuses it with an error too). */
+static int read_weights(const cJSON *ann, struct hami_pod *p, char **request_error)
+{
+    p->weight_slot = p->weight_core = p->weight_memory = 1;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(ann, HAMI_SCORING_WEIGHTS_ANNOTATION);
+    if (!v)
+        return 0;
+    unsigned seen = 0;
+    int parts = 0;
+    bool ok = cJSON_IsString(v);
+    for (const char *s = ok ? v->valuestring : ""; ok;) {
+        const char *end = strchr(s, ',');
+        const char *b = end ? end : s + strlen(s);
+        ok = ++parts <= 3 && weight_entry(s, b, p, &seen) == 0;
+        if (!end)
+            break;
+        s = end + 1;
+    }
+    if (ok && parts == 3 && (p->weight_slot || p->weight_core || p->weight_memory))
+        return 0;
+    p->weight_slot = p->weight_core = p->weight_memory = 1;
+    if (*request_error)
+        return 0;
+    *request_error = strbuf_format("annotation %s is not \"slot=N,core=N,memory=N\" (each once, integers 0..%d, "
+                                   "at least one above 0)",
+                                   HAMI_SCORING_WEIGHTS_ANNOTATION, HAMI_MAX_SCORING_WEIGHT);
+    return *request_error ? 0 : -1;
+}
+
 /* The allocation the pod holds: -allocated (what HAMi's plugin keeps), else
  * -to-allocate. An unreadable one is remembered, so the charge can say why
  * it is unattributed. */
@@ -485,7 +564,8 @@ int hami_pod_from_annotations(const cJSON *ann, struct hami_pod **out, char **re
         read_list(ann, HAMI_NOUSE_UUID_ANNOTATION, false, &p->nouse_uuids, request_error) ||
         read_vgpu_mode(ann, &p->vgpu_mode, request_error) ||
         read_policy(ann, HAMI_GPU_POLICY_ANNOTATION, &p->gpu_policy, request_error) ||
-        read_policy(ann, HAMI_NODE_POLICY_ANNOTATION, &p->node_policy, request_error) || read_alloc(ann, p)) {
+        read_policy(ann, HAMI_NODE_POLICY_ANNOTATION, &p->node_policy, request_error) ||
+        read_weights(ann, p, request_error) || read_alloc(ann, p)) {
         hami_pod_free(p);
         return -1;
     }
@@ -524,6 +604,9 @@ struct hami_pod *hami_pod_clone(const struct hami_pod *src)
         return NULL;
     p->gpu_policy = src->gpu_policy;
     p->node_policy = src->node_policy;
+    p->weight_slot = src->weight_slot;
+    p->weight_core = src->weight_core;
+    p->weight_memory = src->weight_memory;
     p->filters = src->filters;
     p->has_alloc = src->has_alloc;
     p->alloc_done = src->alloc_done;

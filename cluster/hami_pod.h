@@ -42,6 +42,9 @@
 #define HAMI_NOUSE_UUID_ANNOTATION "nvidia.com/nouse-gpuuuid"
 #define HAMI_VGPU_MODE_ANNOTATION "nvidia.com/vgpu-mode"
 #define HAMI_GPU_POLICY_ANNOTATION "hami.io/gpu-scheduler-policy"
+/* HAMi v2.10: "slot=1,core=1,memory=3", the weights of the device score. */
+#define HAMI_SCORING_WEIGHTS_ANNOTATION "hami.io/device-scoring-weights"
+#define HAMI_MAX_SCORING_WEIGHT 1000000
 #define HAMI_NODE_POLICY_ANNOTATION "hami.io/node-scheduler-policy"
 
 #define HAMI_PHASE_ALLOCATING "allocating"
@@ -143,13 +146,14 @@ struct hami_list {
 
 /* What a pod with HAMi-capable containers carries. */
 struct hami_pod {
-    struct hami_list use_types, nouse_types; /* nvidia.com/[no]use-gputype */
-    struct hami_list use_uuids, nouse_uuids; /* nvidia.com/[no]use-gpuuuid */
-    char *vgpu_mode;                         /* nvidia.com/vgpu-mode, or NULL */
-    enum hami_pack gpu_policy, node_policy;  /* the hami.io/...-scheduler-policy annotations */
-    bool filters;                            /* any of the lists or vgpu_mode is set */
-    bool has_alloc;                          /* alloc holds a readable allocation annotation */
-    bool alloc_done;                         /* ...read from -allocated (else -to-allocate) */
+    struct hami_list use_types, nouse_types;     /* nvidia.com/[no]use-gputype */
+    struct hami_list use_uuids, nouse_uuids;     /* nvidia.com/[no]use-gpuuuid */
+    char *vgpu_mode;                             /* nvidia.com/vgpu-mode, or NULL */
+    enum hami_pack gpu_policy, node_policy;      /* the hami.io/...-scheduler-policy annotations */
+    int weight_slot, weight_core, weight_memory; /* hami.io/device-scoring-weights (default 1 each) */
+    bool filters;                                /* any of the lists or vgpu_mode is set */
+    bool has_alloc;                              /* alloc holds a readable allocation annotation */
+    bool alloc_done;                             /* ...read from -allocated (else -to-allocate) */
     struct hami_alloc alloc;
     char *alloc_error; /* why a present allocation annotation was unreadable, or NULL */
 };

@@ -197,6 +197,16 @@ static int set_hami_default_cores(void *target, const char *v)
     return 0;
 }
 
+static int set_hami_memory_factor(void *target, const char *v)
+{
+    struct options *o = target;
+    long n;
+    if (parse_int_in(v, 1, HAMI_MAX_MEMORY_FACTOR, &n))
+        return 1;
+    o->hami.memory_factor = (int)n;
+    return 0;
+}
+
 static int set_hami_handshake(void *target, const char *v)
 {
     struct options *o = target;
@@ -438,6 +448,10 @@ static const struct flag_spec flags[] = {
      BOTH},
     {"hami-default-cores", "PERCENT", set_hami_default_cores,
      "gpucores of a vGPU that names none, 0..100 (default 0, as HAMi's defaultCores)", BOTH},
+    {"hami-memory-factor", "N", set_hami_memory_factor,
+     "nvidia.com/gpumem counts units of N MiB, as HAMi's memoryFactor (nvidia section of its device config), "
+     "1..1048576 (default 1)",
+     BOTH},
     {"hami-handshake", "off|observe|write", set_hami_handshake,
      "observe: drop a HAMi node's devices while its plugin leaves hami.io/node-handshake unanswered past the timeout "
      "and the node advertises no nvidia.com/gpu (default); write: also write the Requesting_ requests (only where "

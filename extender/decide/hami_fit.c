@@ -27,7 +27,7 @@ struct hstate {
 
 /* Devices left out before any capacity check, for explanations. */
 struct excluded {
-    int unhealthy, mig, other_mode, other_type, other_uuid;
+    int unhealthy, mig, cordoned, other_mode, other_type, other_uuid;
 };
 
 bool hami_pod_on(const struct pod_info *pod, const struct node_state *n)
@@ -108,6 +108,8 @@ static uint64_t classify_devices(const struct hstate *st, struct excluded *count
             c.unhealthy++;
         else if (dev->mode == HAMI_MODE_MIG)
             c.mig++;
+        else if (dev->cordoned)
+            c.cordoned++;
         else if (!hami_pod_mode_ok(p, dev))
             c.other_mode++;
         else if (!type_ok_cached(p, dev, &last_type, &last_type_ok))
@@ -142,13 +144,30 @@ static enum verdict check_device(const struct hstate *st, int d, const struct ha
     return V_OK;
 }
 
-/* HAMi's device score: the share of tasks, cores and memory in use once
- * the vGPU is placed. Binpack tries the highest first, spread the lowest. */
+/* The memory HAMi's ComputeScore (pkg/scheduler/policy/gpu_policy.go)
+ * counts for a request: gpumem as asked, but a percentage as
+ * Totalmem * (pct / 100) in Go's int32 arithmetic, which is the whole GPU
+ * at 100% and 0 below. */
+static int64_t score_memory(const struct hami_request *r, int64_t device_mib)
+{
+    if (r->memory_percent > 0)
+        return r->memory_percent >= 100 ? device_mib : 0;
+    return r->memory_mib;
+}
+
+/* HAMi's device score, computed once per container before its fit (and so
+ * with the container's whole vGPU count as the task share): the share of
+ * tasks, cores and memory in use, weighted by the pod's
+ * hami.io/device-scoring-weights (default 1 each). Binpack tries the
+ * highest first, spread the lowest. */
 static double device_score(const struct hstate *st, int d, const struct hami_request *r, int64_t need)
 {
+    (void)need;
     const struct hami_gpu_state *u = &st->use[d];
-    return (double)(u->tasks + 1) * u->inv_split + (double)(u->memory_used + need) * u->inv_memory +
-           (double)(u->cores_used + r->cores) * u->inv_cores;
+    const struct hami_pod *p = st->pod->hami;
+    return (double)p->weight_slot * (double)(u->tasks + r->nums) * u->inv_split +
+           (double)p->weight_memory * (double)(u->memory_used + score_memory(r, u->memory_mib)) * u->inv_memory +
+           (double)p->weight_core * (double)(u->cores_used + r->cores) * u->inv_cores;
 }
 
 /* ---- explanations --------------------------------------------------------------- */
@@ -217,6 +236,7 @@ static void put_excluded(struct strbuf *sb, const struct hstate *st)
         const char *what;
     } parts[] = {{c.unhealthy, "unhealthy"},
                  {c.mig, "in MIG mode"},
+                 {c.cordoned, "cordoned by " HAMI_DEVICE_CORDON_ANNOTATION},
                  {c.other_mode, "of another mode than " HAMI_VGPU_MODE_ANNOTATION},
                  {c.other_type, "excluded by " HAMI_USE_TYPE_ANNOTATION "/nouse-gputype"},
                  {c.other_uuid, "excluded by " HAMI_USE_UUID_ANNOTATION "/nouse-gpuuuid"}};
@@ -285,14 +305,16 @@ static bool explain(struct hstate *st, int ci, int fitting)
 
 /* ---- choosing -------------------------------------------------------------------- */
 
-/* Order candidates by the policy (ties: the lower position). */
+/* Order candidates by the policy. Ties go to the higher position: HAMi
+ * sorts the devices (for up to 12 an insertion sort, so equal scores keep
+ * the registration order) and its Fit walks the sorted list from the end. */
 static void order(const struct hstate *st, int *cand, double *score, int nc)
 {
     for (int i = 1; i < nc; i++) {
         int c = cand[i];
         double s = score[i];
         int j = i - 1;
-        while (j >= 0 && (st->spread ? score[j] > s : score[j] < s)) {
+        while (j >= 0 && (st->spread ? score[j] >= s : score[j] <= s)) {
             cand[j + 1] = cand[j];
             score[j + 1] = score[j];
             j--;
@@ -368,7 +390,8 @@ static bool place_one(struct hstate *st, int ci)
         if (check_device(st, d, r, &need) != V_OK)
             continue;
         double s = device_score(st, d, r, need);
-        if (best < 0 || (st->spread ? s < best_score : s > best_score)) {
+        /* equal scores: the later device, as HAMi's Fit walks from the end */
+        if (best < 0 || (st->spread ? s <= best_score : s >= best_score)) {
             best = d;
             best_score = s;
         }

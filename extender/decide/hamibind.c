@@ -5,8 +5,10 @@
 #include "lib/clock.h"
 #include "lib/log.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 int hamibind_attach(const struct node_state *n, struct pod_info *decided, const uint64_t *hami_masks, char **err)
 {
@@ -40,9 +42,39 @@ bool hamibind_wanted(const struct decision_sink *sink, const struct pod_info *po
     return false;
 }
 
+/* Sleep ms milliseconds (a bind worker waiting for a held lock; no lock of
+ * ours is held). */
+static void pause_ms(int64_t ms)
+{
+    struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
 int hamibind_lock(const struct decision_sink *sink, const struct pod_info *pod, const char *node, char **err)
 {
-    return sink->lock_node(sink->ctx, node, pod, err);
+    int rc = sink->lock_node(sink->ctx, node, pod, err);
+    if (rc != 1 || !pod->pod_group)
+        return rc;
+    /* A PodGroup's members reach bind together (Coscheduling's Permit lets
+     * them go at once), and a failed bind of one sends the whole gang back;
+     * so a member that finds the lock held waits for it, with the backoff of
+     * HAMi's nodelock.DefaultStrategy (100 ms, doubling), at most
+     * HAMIBIND_GANG_WAIT_MS in all: well inside kube-scheduler's bind
+     * httpTimeout (3 s in the shipped configurations). */
+    int64_t deadline = clock_monotonic_ms() + HAMIBIND_GANG_WAIT_MS;
+    for (int64_t wait = 100; rc == 1; wait *= 2) {
+        int64_t left = deadline - clock_monotonic_ms();
+        if (left <= 0)
+            break;
+        pause_ms(wait < left ? wait : left);
+        log_debug("pod %s: node %s's HAMi lock is held (%s); PodGroup member, trying again", pod->key, node,
+                  *err ? *err : "");
+        free(*err);
+        *err = NULL;
+        rc = sink->lock_node(sink->ctx, node, pod, err);
+    }
+    return rc;
 }
 
 static int annotate(const struct decision_sink *sink, const struct pod_info *pod, int (*fill)(cJSON *, int64_t),

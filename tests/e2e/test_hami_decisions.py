@@ -436,5 +436,27 @@ def filter_placement(_s):
                        env.srv.stderr()[-2000:])
 
 
+
+@suite.test
+def device_cordon(_s):
+    """HAMi v2.10's hami.io/device-cordon: the listed GPUs take no new vGPU."""
+    with Env(("hami-0",), devices=2) as env:
+        sim = env.cluster.sim
+        sim.patch("nodes", "hami-0", "merge", {"metadata": {"annotations": {
+            "hami.io/device-cordon": " %s , " % uuid("hami-0", 1)}}})
+        ok = g.wait_until(lambda: [d.get("cordoned") for d in env.devices("hami-0") or []] == [False, True], 10)
+        suite.require(ok, "/inspect/nodes shows GPU 1 cordoned", env.devices("hami-0"))
+        env.create("two", vgpu(2, 1000))
+        f = env.srv.filter(env.cluster.get_pod("two", NS), ["hami-0"])
+        # No eviction frees a cordoned GPU: unresolvable, so no preemption for it.
+        reason = (f.get("FailedAndUnresolvableNodes") or {}).get("hami-0", "")
+        suite.check("1 cordoned by hami.io/device-cordon" in reason, "two vGPUs no longer fit, and why", f)
+        env.create("one", vgpu(1, 1000))
+        node, f = env.schedule("one", ["hami-0"])
+        suite.check_eq(node, "hami-0", "one vGPU still fits", f)
+        suite.check_eq(allocation_of(env.annotations("one").get(ALLOCATED, ""))[-1], [uuid("hami-0", 0)],
+                       "on the GPU that is not cordoned", env.annotations("one"))
+
+
 if __name__ == "__main__":
     suite.main()

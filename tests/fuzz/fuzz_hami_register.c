@@ -1,7 +1,8 @@
 /* fuzz_hami_register.c - HAMi's node registration (cluster/hami_node.c,
  * hami.io/node-nvidia-register in its colon, 9-field and JSON forms), alone
  * and as a Node's annotation beside the handshake. Every device read must
- * hold numbers in the parser's documented ranges. */
+ * hold numbers in the parser's documented ranges (a JSON entry without
+ * count has a split of 0: Go's zero value, a device of no tasks). */
 #include "fuzz_common.h"
 #include "cluster/hami_node.h"
 
@@ -12,7 +13,7 @@ static void check_devices(const struct hami_device *d, int count)
     if (count < 0 || (count > 0 && !d))
         abort();
     for (int i = 0; i < count; i++)
-        if (!d[i].uuid || !d[i].type || !d[i].type_upper || d[i].split < 1 || d[i].memory_mib < 1 ||
+        if (!d[i].uuid || !d[i].type || !d[i].type_upper || d[i].split < 0 || d[i].split > HAMI_MAX_SPLIT || d[i].memory_mib < 1 ||
             d[i].cores < 0 || d[i].numa < -1 || d[i].index < 0)
             abort();
 }

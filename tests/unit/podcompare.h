@@ -90,6 +90,8 @@ static inline const char *pod_info_difference(const struct pod_info *a, const st
         return "node, phase or deletion";
     if (a->names_gpu != b->names_gpu || a->ninit != b->ninit)
         return "names_gpu or ninit";
+    if (a->pod_group != b->pod_group)
+        return "pod_group";
     if (a->uses_gpu != b->uses_gpu || !podcmp_str(a->request_error, b->request_error))
         return "uses_gpu or request_error";
     if (a->ncontainers != b->ncontainers)

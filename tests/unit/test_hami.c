@@ -225,12 +225,23 @@ static void test_register_json(void **state)
     assert_int_equal(d[0].split, 5);
     assert_int_equal(d[0].numa, 1);
     assert_true(d[0].healthy);
-    /* Missing count: the default split; missing health reads false (Go's
-     * zero value); missing index: the position; missing numa: unknown. */
-    assert_int_equal(d[1].split, 10);
+    /* HAMi's DeviceInfo is all omitempty and read with json.Unmarshal: a
+     * missing key is Go's zero value. count 0 (no task fits: HAMi's Fit
+     * checks Count <= Used), health false, index 0, numa 0. */
+    assert_int_equal(d[1].split, 0);
     assert_false(d[1].healthy);
-    assert_int_equal(d[1].index, 1);
-    assert_int_equal(d[1].numa, -1);
+    assert_int_equal(d[1].index, 0);
+    assert_int_equal(d[1].numa, 0);
+    hami_devices_free(d, n);
+    /* devcore, type and mode left out: 0 cores, no type, hami-core. */
+    assert_int_equal(hami_parse_register("[{\"id\":\"" UUID0 "\",\"count\":4,\"devmem\":1000,\"health\":true}]", &d,
+                                         &n, &err),
+                     0);
+    assert_int_equal(n, 1);
+    assert_int_equal(d[0].cores, 0);
+    assert_string_equal(d[0].type, "");
+    assert_string_equal(hami_mode_name(d[0].mode), "hami-core");
+    assert_int_equal(d[0].split, 4);
     hami_devices_free(d, n);
 }
 
@@ -480,6 +491,38 @@ static void test_request_defaults(void **state)
     assert_null(p->hami);
     assert_int_equal(p->containers[0].hami.nums, 0);
     pod_info_free(p);
+}
+
+/* HAMi's memoryFactor: gpumem counts units of the factor (its
+ * GenerateResourceRequests multiplies before the fit reads it); percentages
+ * and the default memory are not multiplied. */
+static void test_request_memory_factor(void **state)
+{
+    (void)state;
+    struct hami_config cfg;
+    hami_config_defaults(&cfg);
+    assert_int_equal(cfg.memory_factor, 1);
+    cfg.memory_factor = 1024;
+    cfg.default_memory_mib = 500;
+    hami_set_config(&cfg);
+    struct pod_info *p = vgpu_pod("", "{'nvidia.com/gpu':1,'nvidia.com/gpumem':3}");
+    assert_int_equal(p->containers[0].family, GPU_FAMILY_HAMI);
+    assert_int_equal(p->containers[0].hami.memory_mib, 3072);
+    pod_info_free(p);
+    p = vgpu_pod("", "{'nvidia.com/gpu':1,'nvidia.com/gpumem-percentage':30}");
+    assert_int_equal(p->containers[0].hami.memory_percent, 30);
+    assert_int_equal(p->containers[0].hami.memory_mib, 0);
+    pod_info_free(p);
+    p = vgpu_pod("", "{'nvidia.com/gpu':1,'nvidia.com/gpucores':20}");
+    assert_int_equal(p->containers[0].hami.memory_mib, 500);
+    pod_info_free(p);
+    /* The product is range-checked: 16385 x 1024 MiB is past 16 TiB. */
+    p = vgpu_pod("", "{'nvidia.com/gpu':1,'nvidia.com/gpumem':16385}");
+    assert_non_null(p->request_error);
+    assert_non_null(strstr(p->request_error, "memory factor 1024"));
+    pod_info_free(p);
+    hami_config_defaults(&cfg);
+    hami_set_config(&cfg);
 }
 
 static void test_request_explicit(void **state)
@@ -789,6 +832,19 @@ static void test_fit_unhealthy_mig_never_used(void **state)
                   "be used (not considered: 1 unhealthy, 1 in MIG mode, 1 of another mode than nvidia.com/vgpu-mode)");
 }
 
+/* HAMi v2.10's hami.io/device-cordon: listed devices (trimmed, empty
+ * entries skipped) take no new vGPU; the others still do. */
+static void test_fit_device_cordon(void **state)
+{
+    struct cluster_cache *c = *state;
+    add_hami_node(c, "k", CORE(UUID0, 0, 32768) CORE(UUID1, 1, 32768) CORE(UUID2, 2, 32768), 30,
+                  ",'hami.io/device-cordon':' " UUID1 " ,, " UUID2 ",GPU-none'");
+    assert_int_equal(expect_fit(c, "k", vgpu_pod("", "{'nvidia.com/gpu':1}"), POLICY_SPREAD), 0x1);
+    expect_misfit(c, "k", vgpu_pod("", "{'nvidia.com/gpu':2}"), true,
+                  "container \"main\" needs 2 vGPUs on different GPUs, each with 100% of the GPU's memory and 0% "
+                  "cores; only 1 GPU can take one (not considered: 2 cordoned by hami.io/device-cordon)");
+}
+
 static void test_fit_type_and_uuid(void **state)
 {
     struct cluster_cache *c = *state;
@@ -869,28 +925,68 @@ static void test_fit_topology(void **state)
     const struct node_state *n = cache_find_node(c, "t");
     assert_null(n->spec->topology_error);
     assert_int_equal(n->spec->hami->devices[1].topo, 3); /* by UUID */
-    /* The policy's pick (devices 0 and 1: topology GPUs 0 and 3, NV4) is
-     * already the best connected: it stays. */
+    /* The policy's pick (equal scores go to the later devices, as HAMi's
+     * Fit walks its sorted list from the end: devices 3 and 2, topology
+     * GPUs 1 and 2, NV4) is already the best connected: it stays. */
     struct pod_info *p = vgpu_pod("", GPUMEM(2, 1000, 10));
     struct fit_out out;
     assert_true(fit(c, "t", p, POLICY_SPREAD, POLICY_BINPACK, &out));
-    assert_int_equal(out.hami[0], 0x3);
+    assert_int_equal(out.hami[0], 0xc);
     assert_true(out.r.set_score > 0);
     assert_int_equal(out.r.set_score, out.r.set_best);
     pod_info_free(p);
-    /* With device 2 in use, binpack picks it and device 0 (SYS); the topology
-     * offers a linked pair instead. Without the annotation the pick stays. */
-    add_vgpu_pod(c, "busy", "t", GPUMEM(1, 9500, 10), UUID2 ",NVIDIA,9500,10:;");
+    /* With device 1 in use, binpack picks it and, of the three equal others,
+     * the last, device 3 (topology GPUs 3 and 1: SYS); the topology offers a
+     * linked pair instead. Without the annotation the pick stays. */
+    add_vgpu_pod(c, "busy", "t", GPUMEM(1, 9500, 10), UUID1 ",NVIDIA,9500,10:;");
     add_hami_node(c, "plain", CORE(UUID0, 0, 10000) CORE(UUID1, 1, 10000) CORE(UUID2, 2, 10000) CORE(UUID3, 3, 10000),
                   40, "");
-    add_vgpu_pod(c, "busy2", "plain", GPUMEM(1, 9500, 10), UUID2 ",NVIDIA,9500,10:;");
+    add_vgpu_pod(c, "busy2", "plain", GPUMEM(1, 9500, 10), UUID1 ",NVIDIA,9500,10:;");
     p = vgpu_pod("", GPUMEM(2, 500, 10));
     assert_true(fit(c, "plain", p, POLICY_BINPACK, POLICY_BINPACK, &out));
-    assert_int_equal(out.hami[0], 0x5);
+    assert_int_equal(out.hami[0], 0xa);
     assert_true(fit(c, "t", p, POLICY_BINPACK, POLICY_BINPACK, &out));
     assert_true(out.hami[0] == 0x3 || out.hami[0] == 0xc);
     assert_int_equal(out.r.set_score, out.r.set_best);
     pod_info_free(p);
+}
+
+/* HAMi's order: equal device scores go to the later device (its Fit walks
+ * the sorted list from the end), and hami.io/device-scoring-weights weighs
+ * the three shares of the device score. */
+static void test_fit_hami_order_and_weights(void **state)
+{
+    struct cluster_cache *c = *state;
+    add_hami_node(c, "eq", CORE(UUID0, 0, 10000) CORE(UUID1, 1, 10000) CORE(UUID2, 2, 10000), 30, "");
+    assert_int_equal(expect_fit(c, "eq", vgpu_pod("", GPUMEM(1, 1000, 10)), POLICY_SPREAD), 0x4);
+    assert_int_equal(expect_fit(c, "eq", vgpu_pod("", GPUMEM(1, 1000, 10)), POLICY_BINPACK), 0x4);
+    assert_int_equal(expect_fit(c, "eq", vgpu_pod("", GPUMEM(2, 1000, 10)), POLICY_SPREAD), 0x6);
+
+    /* Device 0 holds little memory and half the cores, device 1 most memory
+     * and no cores: equal weights make device 1 the fuller (binpack takes
+     * it), cores weighted 3 make it device 0. */
+    add_hami_node(c, "w", CORE(UUID0, 0, 10000) CORE(UUID1, 1, 10000), 20, "");
+    add_vgpu_pod(c, "w0", "w", GPUMEM(1, 1000, 50), UUID0 ",NVIDIA,1000,50:;");
+    add_vgpu_pod(c, "w1", "w", GPUMEM(1, 8000, 0), UUID1 ",NVIDIA,8000,0:;");
+    assert_int_equal(expect_fit(c, "w", vgpu_pod("", GPUMEM(1, 1000, 10)), POLICY_BINPACK), 0x2);
+    assert_int_equal(expect_fit(c, "w",
+                                vgpu_pod("'hami.io/device-scoring-weights':' slot=1, core=3 ,memory=1'",
+                                         GPUMEM(1, 1000, 10)),
+                                POLICY_BINPACK),
+                     0x1);
+    /* HAMi's ParseDeviceScoringWeights: all three keys, each once,
+     * non-negative integers, one above 0. */
+    static const char *const bad[] = {"slot=1,core=1", "slot=1,core=1,memory=1,slot=1", "slot=1,core=1,core=1",
+                                      "slot=0,core=0,memory=0", "slot=-1,core=1,memory=1", "slot=1,core=x,memory=1",
+                                      "slot=1,core=1,mem=1", "slot=1,core=1,memory"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char ann[256];
+        fmt(ann, sizeof(ann), "'hami.io/device-scoring-weights':'%s'", bad[i]);
+        struct pod_info *p = vgpu_pod(ann, GPUMEM(1, 1000, 10));
+        if (!p->request_error || !strstr(p->request_error, "hami.io/device-scoring-weights"))
+            fail_msg("\"%s\" was accepted", bad[i]);
+        pod_info_free(p);
+    }
 }
 
 static void test_node_scores(void **state)
@@ -1379,6 +1475,7 @@ int main(void)
         T(test_hami_node_counts_vgpus),
         T(test_request_defaults),
         T(test_request_explicit),
+        T(test_request_memory_factor),
         T(test_request_errors),
         T(test_requests_as_hami_reads_them),
         T(test_gpu_policy_chains),
@@ -1390,6 +1487,8 @@ int main(void)
         T(test_fit_split_count),
         T(test_fit_cores_and_exclusive),
         T(test_fit_unhealthy_mig_never_used),
+        T(test_fit_device_cordon),
+        T(test_fit_hami_order_and_weights),
         T(test_fit_type_and_uuid),
         T(test_fit_binpack_and_spread),
         T(test_fit_topology),

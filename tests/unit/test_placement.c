@@ -127,7 +127,8 @@ struct world {
     char steps[256];
     char allocation[256];
     char phase[32];
-    int lock_answer; /* 0 taken, 1 held by another, -1 API failure */
+    int lock_answer;   /* 0 taken, 1 held by another, -1 API failure */
+    int lock_refusals; /* held by another this many more times first */
     bool locked, fail_annotate;
 };
 
@@ -226,6 +227,12 @@ static int fake_lock(void *ctx, const char *node, const struct pod_info *pod, ch
     struct world *w = ctx;
     (void)node;
     (void)pod;
+    if (w->lock_refusals > 0) {
+        w->lock_refusals--;
+        step(w, "lock-refused");
+        *err = strdup("node is locked for HAMi");
+        return 1;
+    }
     step(w, w->lock_answer == 0 ? "lock" : "lock-refused");
     if (w->lock_answer != 0)
         *err = strdup(w->lock_answer > 0 ? "node is locked for HAMi" : "API server down");
@@ -768,14 +775,14 @@ static struct pod_info *vgpu_pod_annotated(const char *name, const char *uid, co
     return p;
 }
 
-static struct pod_info *vgpu_pod(struct world *w, const char *name, const char *uid)
+static struct pod_info *vgpu_pod_labelled(struct world *w, const char *name, const char *uid, const char *labels)
 {
     char buf[1024];
     fmt(buf, sizeof(buf),
-        "{'kind':'Pod','metadata':{'name':'%s','namespace':'t','uid':'%s','resourceVersion':'7'},"
+        "{'kind':'Pod','metadata':{'name':'%s','namespace':'t','uid':'%s','resourceVersion':'7','labels':{%s}},"
         "'spec':{'containers':[{'name':'gpu','resources':{'limits':{'nvidia.com/gpu':'1',"
         "'nvidia.com/gpumem':'3000','nvidia.com/gpucores':'30'}}},{'name':'side'}]},'status':{'phase':'Pending'}}",
-        name, uid);
+        name, uid, labels);
     cJSON *obj = json_of(buf);
     char *err = NULL;
     struct pod_info *p = pod_info_from_json(obj, &err);
@@ -786,7 +793,13 @@ static struct pod_info *vgpu_pod(struct world *w, const char *name, const char *
     return p;
 }
 
-/* Tasks on h1's HAMi devices, and MiB used on the first. */
+static struct pod_info *vgpu_pod(struct world *w, const char *name, const char *uid)
+{
+    return vgpu_pod_labelled(w, name, uid, "");
+}
+
+/* Tasks on h1's HAMi devices, and MiB used on the last (the one a vGPU
+ * goes to when both are empty: HAMi's Fit walks from the end). */
 static int hami_tasks(struct world *w, int64_t *memory0)
 {
     cache_read_lock(&w->cache);
@@ -796,13 +809,13 @@ static int hami_tasks(struct world *w, int64_t *memory0)
     int tasks = 0;
     for (int i = 0; i < n->hami->count; i++)
         tasks += n->hami->gpus[i].tasks;
-    *memory0 = n->hami->gpus[0].memory_used;
+    *memory0 = n->hami->gpus[n->hami->count - 1].memory_used;
     assert_int_equal(n->hami->unattributed.vgpus, 0);
     cache_unlock(&w->cache);
     return tasks;
 }
 
-#define STALE_ALLOCATION "'hami.io/vgpu-devices-allocated':'GPU-b,NVIDIA,3000,30:;;'"
+#define STALE_ALLOCATION "'hami.io/vgpu-devices-allocated':'GPU-a,NVIDIA,3000,30:;;'"
 
 static void reset_steps(struct world *w)
 {
@@ -822,7 +835,7 @@ static void test_hami_bind(void **state)
     int64_t mem0 = 0;
     assert_int_equal(placement_bind(&w->p, "t", "a", "uid-a", "h1", &err), 0);
     assert_string_equal(w->steps, "lock record allocating bind");
-    assert_string_equal(w->allocation, "GPU-a,NVIDIA,3000,30:;;");
+    assert_string_equal(w->allocation, "GPU-b,NVIDIA,3000,30:;;");
     assert_true(w->locked);
     assert_int_equal(hami_tasks(w, &mem0), 1);
     assert_int_equal(mem0, 3000);
@@ -894,7 +907,7 @@ static void test_hami_filter_then_bind(void **state)
     assert_int_equal(placement_filter(&w->p, c, names, 1, &ev), 0);
     expect_chosen(&ev, true);
     evaluation_free(&ev);
-    assert_string_equal(w->allocation, "GPU-a,NVIDIA,3000,30:;;");
+    assert_string_equal(w->allocation, "GPU-b,NVIDIA,3000,30:;;");
     int64_t mem0 = 0;
     assert_int_equal(hami_tasks(w, &mem0), 1);
     reset_steps(w);
@@ -906,8 +919,8 @@ static void test_hami_filter_then_bind(void **state)
 }
 
 /* The watch delivers the pod again while its decision is being written,
- * still with an earlier attempt's allocation (GPU-b) and without the
- * decision: the reservation keeps the devices this decision chose (GPU-a). */
+ * still with an earlier attempt's allocation (GPU-a) and without the
+ * decision: the reservation keeps the devices this decision chose (GPU-b). */
 static void redeliver_stale(struct world *w)
 {
     watch_apply(&w->cache, vgpu_pod_annotated("s", "uid-s", STALE_ALLOCATION));
@@ -925,11 +938,52 @@ static void test_hami_reservation_survives_update(void **state)
     assert_int_equal(placement_filter(&w->p, p, names, 1, &ev), 0);
     expect_chosen(&ev, true);
     evaluation_free(&ev);
-    assert_string_equal(w->allocation, "GPU-a,NVIDIA,3000,30:;;");
+    assert_string_equal(w->allocation, "GPU-b,NVIDIA,3000,30:;;");
     int64_t mem0 = 0;
     assert_int_equal(hami_tasks(w, &mem0), 1);
     assert_int_equal(mem0, 3000);
     pod_info_free(p);
+}
+
+/* A PodGroup member that finds the node lock held waits for it (bounded)
+ * instead of failing the bind; other pods fail at once. */
+static void test_hami_bind_gang_waits_for_lock(void **state)
+{
+    struct world *w = *state;
+    w->p.cfg.mode = PLACEMENT_BIND;
+    add_hami_node(&w->cache, "h1");
+    char *err = NULL;
+    struct pod_info *g = vgpu_pod_labelled(w, "g", "uid-g", "'scheduling.x-k8s.io/pod-group':'train'");
+    assert_true(g->pod_group);
+    w->lock_refusals = 2;
+    assert_int_equal(placement_bind(&w->p, "t", "g", "uid-g", "h1", &err), 0);
+    assert_null(err);
+    assert_string_equal(w->steps, "lock-refused lock-refused lock record allocating bind");
+    assert_true(w->locked);
+    pod_info_free(g);
+
+    /* Held for longer than the wait: the bind fails, nothing written. */
+    g = vgpu_pod_labelled(w, "g2", "uid-g2", "'pod-group.scheduling.sigs.k8s.io':'train'");
+    assert_true(g->pod_group);
+    reset_steps(w);
+    w->lock_refusals = 1000;
+    assert_int_equal(placement_bind(&w->p, "t", "g2", "uid-g2", "h1", &err), -1);
+    assert_non_null(strstr(err, "node is locked for HAMi"));
+    assert_true(w->lock_refusals < 1000 - 1 && w->lock_refusals > 1000 - 20);
+    assert_null(strstr(w->steps, "record"));
+    free(err);
+    err = NULL;
+    pod_info_free(g);
+
+    /* Not a member (an empty label value does not count): fails at once. */
+    g = vgpu_pod_labelled(w, "p", "uid-p", "'scheduling.x-k8s.io/pod-group':''");
+    assert_false(g->pod_group);
+    reset_steps(w);
+    w->lock_refusals = 1;
+    assert_int_equal(placement_bind(&w->p, "t", "p", "uid-p", "h1", &err), -1);
+    assert_string_equal(w->steps, "lock-refused");
+    free(err);
+    pod_info_free(g);
 }
 
 /* Cancelling a reservation of a pod the cache did not hold removes it; a
@@ -1107,6 +1161,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cancel_reservation_exact, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hami_bind, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hami_bind_failures, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hami_bind_gang_waits_for_lock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hami_filter_then_bind, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hami_reservation_survives_update, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resolved_names_follow_the_nodes, setup, teardown),

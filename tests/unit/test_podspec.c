@@ -267,7 +267,7 @@ static void test_slim_from_text(void **state)
     assert_non_null(slim);
     char *printed = cJSON_PrintUnformatted(slim);
     assert_string_equal(printed, "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p1\",\"namespace\":\"ns\",\"uid\":\"u\","
-                                 "\"resourceVersion\":\"7\",\"deletionTimestamp\":\"2026-11-25T09:00:00Z\",\"annotations\":{\"tencent.com/predicate-gpu-idx-0\":\"1\","
+                                 "\"resourceVersion\":\"7\",\"deletionTimestamp\":\"2026-11-25T09:00:00Z\",\"labels\":{},\"annotations\":{\"tencent.com/predicate-gpu-idx-0\":\"1\","
                                  "\"tencent.com/predicate-node\":\"n\"}},\"spec\":{\"nodeName\":\"n\",\"containers\":["
                                  "{\"name\":\"a\",\"resources\":{\"limits\":{\"tencent.com/vcuda-core\":\"30\","
                                  "\"tencent.com/vcuda-memory\":\"4\"}}},{\"name\":\"b\",\"resources\":{}}]},"

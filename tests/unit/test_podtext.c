@@ -210,6 +210,22 @@ static void test_init_containers_and_interest(void **state)
     pod_info_free(p);
 }
 
+/* PodGroup membership, from a label or an annotation, read alike by both
+ * ways (read_same compares them). */
+static void test_pod_group(void **state)
+{
+    (void)state;
+    struct pod_info *p = read_same("{'metadata':{'name':'p','labels':{'a':'b','scheduling.x-k8s.io/pod-group':'g'}}}", "");
+    assert_true(p->pod_group);
+    pod_info_free(p);
+    p = read_same("{'metadata':{'name':'p','annotations':{'pod-group.scheduling.sigs.k8s.io/name':'g'}}}", "");
+    assert_true(p->pod_group);
+    pod_info_free(p);
+    p = read_same("{'metadata':{'name':'p','labels':{'scheduling.x-k8s.io/pod-group':'','app':'x'}}}", "");
+    assert_false(p->pod_group);
+    pod_info_free(p);
+}
+
 /* ---- shapes it declines -------------------------------------------------- */
 
 static void test_declines(void **state)
@@ -258,6 +274,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_watched_vcuda_pod),
+        cmocka_unit_test(test_pod_group),
         cmocka_unit_test(test_hami_pod),
         cmocka_unit_test(test_requests_and_errors),
         cmocka_unit_test(test_declines),

@@ -367,7 +367,9 @@ class Server:
                 cmd += ["--tls-client-ca", self.tls.ca_cert]
         if self.threads:
             cmd += ["--threads", str(self.threads)]
-        return cmd + self.flags
+        # "{port}" in a flag is the port of this start: a retry after "cannot listen" (another test took
+        # the free port first) moves that flag too.
+        return cmd + [f.replace("{port}", str(self.port)) if isinstance(f, str) else f for f in self.flags]
 
     def start(self):
         last = None

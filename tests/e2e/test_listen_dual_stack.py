@@ -43,10 +43,10 @@ def one_listener_both_families(s):
     if why:
         print("  skip [one_listener_both_families] %s: nothing to test" % why)
         return
-    port = g.free_port()
     # The harness probes 127.0.0.1:PORT for readiness: an IPv6-only socket
     # would never become ready, which is exactly the failure to catch.
-    with g.Server(s, flags=["--placement", "bind", "--listen-http", "[::]:%d" % port], port=port) as srv:
+    with g.Server(s, flags=["--placement", "bind", "--listen-http", "[::]:{port}"]) as srv:
+        port = srv.port
         s.check_in("listening on http://[::]:%d" % port, srv.stderr(), "the log names the [::] listener")
         answers(s, "::1", port, "[::1]")
         answers(s, "127.0.0.1", port, "127.0.0.1")
@@ -68,10 +68,10 @@ def ipv6_loopback_only(s):
     if why:
         print("  skip [ipv6_loopback_only] %s: nothing to test" % why)
         return
-    port = g.free_port()
-    srv = g.Server(s, flags=["--listen-http", "[::1]:%d" % port], port=port)
-    srv.ready_probe = lambda: g.http_request("::1", port, "GET", "/readyz", timeout=2)
+    srv = g.Server(s, flags=["--listen-http", "[::1]:{port}"])
+    srv.ready_probe = lambda: g.http_request("::1", srv.port, "GET", "/readyz", timeout=2)
     with srv:
+        port = srv.port
         answers(s, "::1", port, "[::1]")
         try:
             g.http_request("127.0.0.1", port, "GET", "/healthz", timeout=5)

@@ -73,16 +73,25 @@ void metrics_count_answer(enum metric_verb verb, enum answer_outcome outcome)
         atomic_fetch_add_explicit(&answers[verb][outcome], 1, memory_order_relaxed);
 }
 
+/* A counter with two labels, one series per pair: cells[a * nb + b]. */
+static void render_grid(struct strbuf *out, const char *name, const char *help, const char *label_a,
+                        const char *const *names_a, size_t na, const char *label_b, const char *const *names_b,
+                        size_t nb, atomic_uint_fast64_t *cells)
+{
+    strbuf_printf(out, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
+    for (size_t a = 0; a < na; a++)
+        for (size_t b = 0; b < nb; b++)
+            strbuf_printf(out, "%s{%s=\"%s\",%s=\"%s\"} %llu\n", name, label_a, names_a[a], label_b, names_b[b],
+                          (unsigned long long)atomic_load_explicit(&cells[a * nb + b], memory_order_relaxed));
+}
+
 static void render_answers(struct strbuf *out)
 {
     static const char *const names[ANSWER_OUTCOMES] = {"fit", "unschedulable", "error"};
-    strbuf_puts(out, "# HELP gqa_extender_answers_total Extender answers by verb and outcome: fit, unschedulable (a "
-                     "filter that kept no node), error (Error set in a 200 answer, or an error status).\n"
-                     "# TYPE gqa_extender_answers_total counter\n");
-    for (int v = 0; v < ANSWER_VERBS; v++)
-        for (int o = 0; o < ANSWER_OUTCOMES; o++)
-            strbuf_printf(out, "gqa_extender_answers_total{verb=\"%s\",outcome=\"%s\"} %llu\n", verb_names[v], names[o],
-                          (unsigned long long)atomic_load_explicit(&answers[v][o], memory_order_relaxed));
+    render_grid(out, "gqa_extender_answers_total",
+                "Extender answers by verb and outcome: fit, unschedulable (a filter that kept no node), error (Error "
+                "set in a 200 answer, or an error status).",
+                "verb", verb_names, ANSWER_VERBS, "outcome", names, ANSWER_OUTCOMES, &answers[0][0]);
 }
 
 static atomic_uint_fast64_t api_writes[API_WRITES][API_WRITE_RESULTS];
@@ -125,13 +134,10 @@ static void render_api_writes(struct strbuf *out)
                                                    "hami_lock",      "hami_handshake", "leader_label"};
     static const char *const results[API_WRITE_RESULTS] = {"ok",      "conflict", "forbidden", "not_found",
                                                            "invalid", "timeout",  "error"};
-    strbuf_puts(out, "# HELP gqa_api_writes_total Writes to the API server, by what they write and how they ended "
-                     "(ok, conflict, forbidden, not_found, invalid, timeout, error).\n"
-                     "# TYPE gqa_api_writes_total counter\n");
-    for (int w = 0; w < API_WRITES; w++)
-        for (int r = 0; r < API_WRITE_RESULTS; r++)
-            strbuf_printf(out, "gqa_api_writes_total{write=\"%s\",result=\"%s\"} %llu\n", writes[w], results[r],
-                          (unsigned long long)atomic_load_explicit(&api_writes[w][r], memory_order_relaxed));
+    render_grid(out, "gqa_api_writes_total",
+                "Writes to the API server, by what they write and how they ended (ok, conflict, forbidden, "
+                "not_found, invalid, timeout, error).",
+                "write", writes, API_WRITES, "result", results, API_WRITE_RESULTS, &api_writes[0][0]);
 }
 
 static void render_build_info(struct strbuf *out)

@@ -136,6 +136,22 @@ def start_all(calls):
     return results, threads
 
 
+def run_gated(s, c, srv, gate, calls, what):
+    """Run the calls at once while the gate holds their writes: all of them must wait there together and
+    /livez must answer meanwhile; then open the gate and return the answers."""
+    t0 = time.monotonic()
+    results, threads = start_all(calls)
+    try:
+        gated_together(s, c, gate, len(calls), what + " writes")
+        check_livez(s, srv, "%d %s wait on the API server" % (len(calls), what))
+    finally:
+        c.sim.open_gate(gate)
+        for t in threads:
+            t.join(60)
+    print("  %d %s written together: %.2fs in total" % (len(calls), what, time.monotonic() - t0))
+    return results
+
+
 def decided(c, name):
     return (c.annotations(name).get("gpu-admission.io/node"), c.get_pod(name)["spec"].get("nodeName"))
 
@@ -151,16 +167,8 @@ def test_parallel_filter_decisions(s):
         with g.LiveServer(s, c.kubeconfig()) as srv:
             pods = [c.get_pod(n) for n in names]
             gate = c.sim.gate(path=POD_PATCH, method="PATCH")
-            t0 = time.monotonic()
-            results, threads = start_all([lambda p=p: srv.filter(p, ["n1", "n2"]) for p in pods])
-            try:
-                gated_together(s, c, gate, NPODS, "filter-mode decision writes")
-                check_livez(s, srv, "8 decisions wait on the API server")
-            finally:
-                c.sim.open_gate(gate)
-                for t in threads:
-                    t.join(60)
-            print("  %d filter-mode decisions written together: %.2fs in total" % (NPODS, time.monotonic() - t0))
+            results = run_gated(s, c, srv, gate, [lambda p=p: srv.filter(p, ["n1", "n2"]) for p in pods],
+                                "filter-mode decisions")
             s.check_eq([r for r in results if not (isinstance(r, dict) and len(r.get("NodeNames") or []) == 1
                                                    and not r.get("Error"))], [],
                        "every filter answers one node and no Error")
@@ -180,19 +188,10 @@ def test_parallel_binds(s):
             # Whichever write a bind starts with (a PATCH of the annotations, or a Binding that
             # carries them), all 8 must wait on the API server together.
             gate = c.sim.gate(path=POD_PATCH + "|" + BINDING, method=["PATCH", "POST"])
-            t0 = time.monotonic()
-            results, threads = start_all([
+            results = run_gated(s, c, srv, gate, [
                 lambda n=n, i=i: srv.post_json("/scheduler/bind", {"PodName": n, "PodNamespace": "default",
                                                                    "PodUID": uids[n], "Node": "n%d" % (i % 2 + 1)})
-                for i, n in enumerate(names)])
-            try:
-                gated_together(s, c, gate, NPODS, "bind writes")
-                check_livez(s, srv, "8 binds wait on the API server")
-            finally:
-                c.sim.open_gate(gate)
-                for t in threads:
-                    t.join(60)
-            print("  %d binds written together: %.2fs in total" % (NPODS, time.monotonic() - t0))
+                for i, n in enumerate(names)], "binds")
             s.check_eq([r for r in results if not isinstance(r, dict) or r.get("Error")], [],
                        "every bind succeeds")
             for i, n in enumerate(names):

@@ -7,22 +7,32 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster/family.h"
 #include "cluster/podspec.h"
 #include "lib/strbuf.h"
 
 /* The managedResources of scheduler-config/<version>/recommended.yaml and of
- * manifests/components/own-scheduler: kube-scheduler calls the extender for
- * exactly these, so these are the pods that must reach that scheduler. */
-static const char *const managed[] = {RES_VCUDA_CORE, RES_VCUDA_MEMORY, RES_MPS_CORE, RES_MPS_MEMORY, RES_NVIDIA_GPU};
+ * manifests/components/own-scheduler are the families' node resources
+ * (cluster/family.h): kube-scheduler calls the extender for exactly these,
+ * so these are the pods that must reach that scheduler. */
+static bool is_managed(const char *name)
+{
+    for (size_t i = 0; i < gpu_family_count(); i++) {
+        const struct gpu_family *f = gpu_family_at(i);
+        if ((f->node_core_resource && strcmp(name, f->node_core_resource) == 0) ||
+            (f->node_memory_resource && strcmp(name, f->node_memory_resource) == 0))
+            return true;
+    }
+    return false;
+}
 
 static bool names_managed(const cJSON *list)
 {
     if (!cJSON_IsObject(list))
         return false;
     for (const cJSON *r = list->child; r; r = r->next)
-        for (size_t i = 0; i < sizeof(managed) / sizeof(managed[0]); i++)
-            if (r->string && strcmp(r->string, managed[i]) == 0)
-                return true;
+        if (r->string && is_managed(r->string))
+            return true;
     return false;
 }
 

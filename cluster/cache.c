@@ -108,6 +108,14 @@ struct pod_entry *cache_find_pod(const struct cluster_cache *c, const char *key)
 
 /* ---- charges -------------------------------------------------------------- */
 
+static void add_usage(struct node_usage *to, const struct node_usage *u, int sign)
+{
+    to->cores += sign * u->cores;
+    for (int p = 0; p < GPU_MEMORY_POOLS; p++)
+        to->mem[p] += sign * u->mem[p];
+    to->pods += sign * u->pods;
+}
+
 #ifndef NDEBUG
 /* Debug builds check the accounting after every change of a node's charges:
  * each counter is exactly the sum of the charges of the pods on the node's
@@ -115,18 +123,20 @@ struct pod_entry *cache_find_pod(const struct cluster_cache *c, const char *key)
  * not as a wrong placement later. */
 static void check_gpu_charges(const struct node_state *n, int slot)
 {
-    int64_t cores = 0, vmem = 0, mmem = 0;
+    int64_t cores = 0, mem[GPU_MEMORY_POOLS] = {0};
     int pods = 0;
     for (const struct pod_entry *e = n->charged; e; e = e->node_next)
         for (int i = 0; i < e->nslots; i++)
             if (e->slots[i].slot == slot) {
                 cores += e->slots[i].cores;
-                vmem += e->slots[i].vmem;
-                mmem += e->slots[i].mmem;
+                for (int p = 0; p < GPU_MEMORY_POOLS; p++)
+                    mem[p] += e->slots[i].mem[p];
                 pods++;
             }
     const struct gpu_state *g = &n->gpus[slot];
-    assert(g->core_used == cores && g->vmem_used == vmem && g->mmem_used == mmem && g->pods == pods);
+    assert(g->core_used == cores && g->pods == pods);
+    for (int p = 0; p < GPU_MEMORY_POOLS; p++)
+        assert(g->mem_used[p] == mem[p]);
 }
 
 static void check_node_charges(const struct node_state *n)
@@ -136,15 +146,13 @@ static void check_node_charges(const struct node_state *n)
     for (const struct pod_entry *e = n->charged; e; e = e->node_next) {
         assert(e->node == n);
         assert(!e->node_next || e->node_next->node_prev == e);
-        sum.cores += e->unattributed.cores;
-        sum.vmem += e->unattributed.vmem;
-        sum.mmem += e->unattributed.mmem;
-        sum.pods += e->unattributed.pods;
+        add_usage(&sum, &e->unattributed, 1);
         count++;
     }
     assert(count == n->charged_count);
-    assert(sum.cores == n->unattributed.cores && sum.vmem == n->unattributed.vmem && sum.mmem == n->unattributed.mmem &&
-           sum.pods == n->unattributed.pods);
+    assert(sum.cores == n->unattributed.cores && sum.pods == n->unattributed.pods);
+    for (int p = 0; p < GPU_MEMORY_POOLS; p++)
+        assert(sum.mem[p] == n->unattributed.mem[p]);
     for (int s = 0; s < n->gpu_count; s++)
         check_gpu_charges(n, s);
     hami_occupancy_check(n);
@@ -156,22 +164,14 @@ static void check_node_charges(const struct node_state *n)
 #define CHECK_NODE_CHARGES(n) ((void)0)
 #endif
 
-static void add_usage(struct node_usage *to, const struct node_usage *u, int sign)
-{
-    to->cores += sign * u->cores;
-    to->vmem += sign * u->vmem;
-    to->mmem += sign * u->mmem;
-    to->pods += sign * u->pods;
-}
-
 static void apply_slots(struct node_state *n, const struct pod_entry *e, int sign)
 {
     for (int i = 0; i < e->nslots; i++) {
         const struct slot_charge *sc = &e->slots[i];
         struct gpu_state *g = &n->gpus[sc->slot];
         g->core_used += sign * sc->cores;
-        g->vmem_used += sign * sc->vmem;
-        g->mmem_used += sign * sc->mmem;
+        for (int p = 0; p < GPU_MEMORY_POOLS; p++)
+            g->mem_used[p] += sign * sc->mem[p];
         g->pods += sign;
     }
     add_usage(&n->unattributed, &e->unattributed, sign);
@@ -216,7 +216,7 @@ int64_t pod_total_cores(const struct pod_info *p)
 {
     int64_t cores = 0;
     for (int i = 0; i < p->ncontainers; i++)
-        if (p->containers[i].family != GPU_FAMILY_NONE)
+        if (p->containers[i].family)
             cores += p->containers[i].whole_gpus > 0 ? 100LL * p->containers[i].whole_gpus : p->containers[i].cores;
     return cores;
 }
@@ -228,7 +228,7 @@ int64_t pod_quota_cores(const struct pod_info *p, const struct node_state *n)
     int64_t cores = hami_quota_cores(p, n);
     for (int i = 0; i < p->ncontainers; i++) {
         const struct container_request *r = &p->containers[i];
-        if (r->family != GPU_FAMILY_NONE && !hami_container_on(r, n))
+        if (r->family && !hami_container_on(r, n))
             cores += r->whole_gpus > 0 ? 100LL * r->whole_gpus : r->cores;
     }
     return cores;
@@ -341,7 +341,7 @@ static const char *charge_target(const struct cluster_cache *c, const struct pod
  * by the node's HAMi devices. */
 static bool classic_container(const struct container_request *r, const struct node_state *n)
 {
-    return r->family != GPU_FAMILY_NONE && r->family != GPU_FAMILY_HAMI && !hami_container_on(r, n);
+    return r->family && r->family->placement == GPU_PLACE_SHARES_OR_WHOLE && !hami_container_on(r, n);
 }
 
 static bool has_classic(const struct pod_info *p, const struct node_state *n)
@@ -401,8 +401,10 @@ static void slot_share(const struct container_request *r, const struct gpu_state
 {
     bool whole = r->whole_gpus > 0;
     sc->cores = whole ? 100 : r->cores;
-    sc->vmem = r->family == GPU_FAMILY_VCUDA ? (whole ? g->vmem_total : r->memory) : 0;
-    sc->mmem = r->family == GPU_FAMILY_MPS ? (whole ? g->mmem_total : r->memory) : 0;
+    memset(sc->mem, 0, sizeof(sc->mem));
+    int pool = r->family->memory_pool;
+    if (pool >= 0)
+        sc->mem[pool] = whole ? g->mem_total[pool] : r->memory;
 }
 
 static int attribute(struct pod_entry *e, const struct node_state *n)
@@ -431,18 +433,17 @@ static void unattribute(struct pod_entry *e, const struct node_state *n)
 {
     const struct pod_info *p = e->info;
     struct node_usage *u = &e->unattributed;
-    int64_t avg_vmem = n->spec && n->gpu_count ? n->spec->vcuda_memory / n->gpu_count : 0;
-    int64_t avg_mmem = n->spec && n->gpu_count ? n->spec->mps_memory / n->gpu_count : 0;
     for (int i = 0; i < p->ncontainers; i++) {
         const struct container_request *r = &p->containers[i];
         if (!classic_container(r, n))
             continue;
         bool whole = r->whole_gpus > 0;
         u->cores += whole ? 100LL * r->whole_gpus : r->cores;
-        if (r->family == GPU_FAMILY_VCUDA)
-            u->vmem += whole ? avg_vmem * r->whole_gpus : r->memory;
-        if (r->family == GPU_FAMILY_MPS)
-            u->mmem += whole ? avg_mmem * r->whole_gpus : r->memory;
+        int pool = r->family->memory_pool;
+        if (pool < 0)
+            continue;
+        int64_t avg = n->spec && n->gpu_count ? node_spec_memory_offer(n->spec, pool) / n->gpu_count : 0;
+        u->mem[pool] += whole ? avg * r->whole_gpus : r->memory;
     }
     u->pods = 1;
 }
@@ -556,8 +557,7 @@ static int rebuild_gpus(struct node_state *n)
     for (int i = 0; i < count; i++) {
         gpus[i].minor = s->gpus[i].minor;
         gpus[i].numa = s->gpus[i].numa;
-        gpus[i].vmem_total = s->gpus[i].vcuda_memory;
-        gpus[i].mmem_total = s->gpus[i].mps_memory;
+        memcpy(gpus[i].mem_total, s->gpus[i].memory, sizeof(gpus[i].mem_total));
     }
     if (hami_occupancy_reset(n) != 0) {
         free(gpus);

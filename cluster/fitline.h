@@ -10,19 +10,16 @@
 #include <stdint.h>
 
 #define NODE_FIT_SLOTS 8
+/* GPU_MEMORY_POOLS (cluster/family.h), restated so this header stays a
+ * type only; family.h checks the two agree. */
+#define FIT_LINE_MEMORY_POOLS 2
 #define NODE_FIT_BEST1_UNKNOWN UINT8_MAX
-
-enum {
-    NODE_FIT_OFFERS_VCUDA = 1, /* tencent.com/vcuda-core capacity */
-    NODE_FIT_OFFERS_MPS = 2,   /* nvidia.com/mps-core capacity */
-    NODE_FIT_OFFERS_PGPU = 4,  /* nvidia.com/gpu capacity */
-};
 
 struct node_fit {
     uint8_t usable;      /* every field below is exact */
     uint8_t count;       /* GPUs (1..NODE_FIT_SLOTS when usable) */
-    uint8_t offers;      /* NODE_FIT_OFFERS_* */
-    uint8_t idle;        /* bit s: GPU s completely free (cores and both memories) */
+    uint8_t offers;      /* the node spec's offers: bit gpu_family_bit(f) for each family offered */
+    uint8_t idle;        /* bit s: GPU s completely free (cores and every memory pool) */
     uint16_t cores_used; /* sum of the GPUs' core_used (at most 8 x 100) */
     /* One whole GPU on this node's topology (topology/select.h), for the
      * line to score it without reading the shape: best1 is the best score
@@ -35,8 +32,9 @@ struct node_fit {
     uint8_t cores_free[NODE_FIT_SLOTS]; /* 100 - core_used */
     uint8_t pods[NODE_FIT_SLOTS];       /* container charges on the GPU */
     uint8_t minor[NODE_FIT_SLOTS];      /* device minor */
-    uint16_t vmem_free[NODE_FIT_SLOTS]; /* vcuda-memory blocks free */
-    uint16_t mmem_free[NODE_FIT_SLOTS]; /* mps-memory units free */
+    /* Units free in each memory pool (cluster/family.h: vcuda-memory blocks,
+     * mps-memory units). */
+    uint16_t mem_free[FIT_LINE_MEMORY_POOLS][NODE_FIT_SLOTS];
 } __attribute__((aligned(64)));
 
 _Static_assert(sizeof(struct node_fit) == 64, "the node's summary is one cache line");

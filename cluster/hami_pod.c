@@ -1,5 +1,6 @@
 /* hami_pod.c - HAMi requests, pod annotations, allocation format. See hami_pod.h. */
 #include "cluster/hami_pod.h"
+#include "cluster/resnames.h"
 
 #include <ctype.h>
 #include <inttypes.h>
@@ -44,6 +45,14 @@ static int request_memory(const struct hami_amounts *a, const char *c, struct ha
         req->memory_percent = 100; /* HAMi's default: the whole GPU's memory */
     }
     return 0;
+}
+
+void hami_amounts_read(const struct gpu_amounts *a, struct hami_amounts *h)
+{
+    h->gpus = gpu_amount(a, RES_NVIDIA_GPU, &h->has_gpus);
+    h->memory = gpu_amount(a, RES_HAMI_MEMORY, &h->has_memory);
+    h->percent = gpu_amount(a, RES_HAMI_MEMORY_PERCENT, &h->has_percent);
+    h->cores = gpu_amount(a, RES_HAMI_CORES, &h->has_cores);
 }
 
 int hami_request_from_amounts(const struct hami_amounts *a, const char *c, struct hami_request *req, struct strbuf *err)

@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cluster/family.h"
 #include "cluster/hami_node.h"
 #include "lib/strbuf.h"
 
@@ -84,6 +85,9 @@ static inline bool hami_amounts_whole_gpus(const struct hami_amounts *a)
 {
     return a->has_gpus && a->gpus > 0 && a->has_cores && a->cores >= 100 && !a->has_memory && !a->has_percent;
 }
+
+/* The container's amounts (cluster/family.h) as HAMi reads them. */
+void hami_amounts_read(const struct gpu_amounts *a, struct hami_amounts *h);
 
 /* The request, with HAMi's defaults for what is missing (memory: the
  * configured default, else 100% of the GPU; cores: the configured default).

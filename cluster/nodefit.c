@@ -4,32 +4,32 @@
 
 #include <string.h>
 
-static uint8_t offered_families(const struct node_spec *s)
-{
-    if (!s)
-        return 0;
-    return (uint8_t)((s->vcuda_core > 0 ? NODE_FIT_OFFERS_VCUDA : 0) | (s->mps_core > 0 ? NODE_FIT_OFFERS_MPS : 0) |
-                     (s->nvidia_gpu > 0 ? NODE_FIT_OFFERS_PGPU : 0));
-}
-
 static bool unattributed_none(const struct node_usage *u)
 {
-    return u->cores == 0 && u->vmem == 0 && u->mmem == 0 && u->pods == 0;
+    for (int p = 0; p < GPU_MEMORY_POOLS; p++)
+        if (u->mem[p] != 0)
+            return false;
+    return u->cores == 0 && u->pods == 0;
 }
 
 /* Fill slot s; false when a value does not fit its field. */
 static bool fill_slot(struct node_fit *f, int s, const struct gpu_state *g)
 {
-    int64_t cores = 100 - g->core_used, vmem = g->vmem_total - g->vmem_used, mmem = g->mmem_total - g->mmem_used;
-    if (cores < 0 || cores > 100 || vmem < 0 || vmem > UINT16_MAX || mmem < 0 || mmem > UINT16_MAX || g->pods < 0 ||
-        g->pods > UINT8_MAX || g->minor < 0 || g->minor > UINT8_MAX)
+    int64_t cores = 100 - g->core_used;
+    if (cores < 0 || cores > 100 || g->pods < 0 || g->pods > UINT8_MAX || g->minor < 0 || g->minor > UINT8_MAX)
         return false;
+    bool memory_idle = true;
+    for (int p = 0; p < GPU_MEMORY_POOLS; p++) {
+        int64_t free = g->mem_total[p] - g->mem_used[p];
+        if (free < 0 || free > UINT16_MAX)
+            return false;
+        f->mem_free[p][s] = (uint16_t)free;
+        memory_idle &= g->mem_used[p] == 0;
+    }
     f->cores_free[s] = (uint8_t)cores;
-    f->vmem_free[s] = (uint16_t)vmem;
-    f->mmem_free[s] = (uint16_t)mmem;
     f->pods[s] = (uint8_t)g->pods;
     f->minor[s] = (uint8_t)g->minor;
-    if (cores == 100 && g->vmem_used == 0 && g->mmem_used == 0)
+    if (cores == 100 && memory_idle)
         f->idle |= (uint8_t)(1u << s);
     f->cores_used = (uint16_t)(f->cores_used + g->core_used);
     return true;
@@ -57,7 +57,7 @@ void node_fit_refresh(struct node_state *n)
         !unattributed_none(&n->unattributed))
         return;
     f->count = (uint8_t)n->gpu_count;
-    f->offers = offered_families(n->spec);
+    f->offers = (n->spec ? n->spec->offers : 0);
     for (int s = 0; s < n->gpu_count; s++)
         if (!fill_slot(f, s, &n->gpus[s])) {
             memset(f, 0, sizeof(*f));

@@ -12,8 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define VCUDA_BLOCK_MIB 256
-
 static const char *model_label = DEFAULT_GPU_MODEL_LABEL;
 static const char *pool_label = DEFAULT_GPU_POOL_LABEL;
 
@@ -145,17 +143,18 @@ static void read_topology(struct node_spec *spec, const cJSON *meta)
 }
 
 /* design.md section 3, in int64: a count read from the API is never narrowed
- * to int before it is known to fit (2^32 + 1 GPUs must not become 1). */
+ * to int before it is known to fit (2^32 + 1 GPUs must not become 1). The
+ * first family in the registry that counts GPUs on the node counts them. */
 static int64_t advertised_gpus(const struct node_spec *s)
 {
-    if (s->vcuda_core >= 100)
-        return s->vcuda_core / 100;
-    if (s->mps_core >= 100)
-        return s->mps_core / 100;
+    for (size_t f = 0; f < gpu_family_count(); f++) {
+        const struct gpu_family *fam = gpu_family_at(f);
+        int64_t n = fam->gpus_counted ? fam->gpus_counted(s) : 0;
+        if (n > 0)
+            return n;
+    }
     if (s->hami)
-        return 0; /* nvidia.com/gpu counts vGPUs; the HAMi devices are counted apart */
-    if (s->nvidia_gpu > 0)
-        return s->nvidia_gpu;
+        return 0; /* the HAMi devices are counted apart */
     return s->topology ? s->topology->count : 0;
 }
 
@@ -232,10 +231,13 @@ static void fill_gpus(struct node_spec *s)
         const struct topo_gpu *t = s->topology ? &s->topology->gpus[i] : NULL;
         g->minor = t ? t->minor : i;
         g->numa = t ? t->numa : -1;
-        g->vcuda_memory = s->vcuda_memory / n;
-        if (t && t->memory_mib > 0 && s->vcuda_core > 0)
-            g->vcuda_memory = t->memory_mib / VCUDA_BLOCK_MIB;
-        g->mps_memory = s->mps_memory / n;
+        for (size_t f = 0; f < gpu_family_count(); f++) {
+            const struct gpu_family *fam = gpu_family_at(f);
+            if (fam->memory_pool < 0)
+                continue;
+            g->memory[fam->memory_pool] =
+                fam->gpu_memory ? fam->gpu_memory(s, n, t ? t->memory_mib : 0) : s->memory_offer[fam->memory_pool] / n;
+        }
     }
 }
 
@@ -277,6 +279,30 @@ static int hami_model(struct node_spec *s)
     return (s->model = strdup(s->hami->devices[0].type)) ? 0 : -1;
 }
 
+/* Each family's node resources (a name two families share is read once
+ * per family: the same figure). */
+static void read_offers(struct node_spec *s, const cJSON *offered)
+{
+    for (size_t f = 0; f < gpu_family_count(); f++) {
+        const struct gpu_family *fam = gpu_family_at(f);
+        if (fam->node_core_resource)
+            s->offer[f] = amount(offered, fam->node_core_resource, s->name, false);
+        if (fam->node_memory_resource && fam->memory_pool >= 0)
+            s->memory_offer[fam->memory_pool] = amount(offered, fam->node_memory_resource, s->name, true);
+    }
+}
+
+/* The offer of the node core resource `name`, as read_offers read it. */
+static int64_t offer_named(const struct node_spec *s, const char *name)
+{
+    for (size_t f = 0; f < gpu_family_count(); f++) {
+        const char *res = gpu_family_at(f)->node_core_resource;
+        if (res && strcmp(res, name) == 0)
+            return s->offer[f];
+    }
+    return 0;
+}
+
 struct node_spec *node_spec_from_json(const cJSON *obj, char **err)
 {
     if (err)
@@ -292,18 +318,17 @@ struct node_spec *node_spec_from_json(const cJSON *obj, char **err)
     if (!s || !(s->name = strdup(name->valuestring)))
         goto oom;
     const cJSON *offered = offered_amounts(cJSON_GetObjectItemCaseSensitive(obj, "status"));
-    s->vcuda_core = amount(offered, RES_VCUDA_CORE, s->name, false);
-    s->vcuda_memory = amount(offered, RES_VCUDA_MEMORY, s->name, true);
-    s->mps_core = amount(offered, RES_MPS_CORE, s->name, false);
-    s->mps_memory = amount(offered, RES_MPS_MEMORY, s->name, true);
-    s->nvidia_gpu = amount(offered, RES_NVIDIA_GPU, s->name, false);
+    read_offers(s, offered);
     if (read_labels(s, meta) != 0)
         goto oom;
     read_topology(s, meta);
-    if (hami_node_from_annotations(cJSON_GetObjectItemCaseSensitive(meta, "annotations"), s->nvidia_gpu, s->name,
-                                   &s->hami) != 0 ||
+    if (hami_node_from_annotations(cJSON_GetObjectItemCaseSensitive(meta, "annotations"),
+                                   offer_named(s, RES_NVIDIA_GPU), s->name, &s->hami) != 0 ||
         hami_model(s) != 0)
         goto oom;
+    for (size_t f = 0; f < gpu_family_count(); f++)
+        if (gpu_family_at(f)->offered(s))
+            s->offers |= (uint8_t)(1u << f);
     s->gpu_count = count_gpus(s);
     check_topology_fits(s);
     map_hami_topology(s);

@@ -14,22 +14,27 @@
 #include <cjson/cJSON.h>
 #include <stdint.h>
 
-#include "cluster/hami_node.h"
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "cluster/family.h"
+#include "cluster/hami_node.h"
 
 #include "topology/annotation.h"
 
 struct node_gpu_spec {
     int minor;
     int numa;
-    int64_t vcuda_memory; /* vcuda-memory blocks (256 MiB) of this GPU */
-    int64_t mps_memory;   /* mps-memory units of this GPU */
+    int64_t memory[GPU_MEMORY_POOLS]; /* units of each family's memory pool on this GPU (cluster/family.h) */
 };
 
 struct node_spec {
     char *name;
-    int64_t vcuda_core, vcuda_memory, mps_core, mps_memory, nvidia_gpu; /* allocatable (else capacity) */
+    /* Allocatable (else capacity) of each family's node core resource, by
+     * family index, and of each memory pool (cluster/family.h). */
+    int64_t offer[GPU_FAMILY_MAX];
+    int64_t memory_offer[GPU_MEMORY_POOLS];
+    uint8_t offers; /* bit gpu_family_bit(f): the node offers family f */
     int gpu_count;
     struct node_gpu_spec *gpus;    /* gpu_count entries */
     struct gpu_topology *topology; /* NULL when absent or unusable */
@@ -66,6 +71,18 @@ void nodespec_set_labels(const char *model_label, const char *pool_label);
  * counts as zero (with a warning). */
 struct node_spec *node_spec_from_json(const cJSON *node, char **err);
 void node_spec_free(struct node_spec *spec);
+
+/* What the node offers of family f's node core resource (0: none). */
+static inline int64_t node_spec_offer(const struct node_spec *s, const struct gpu_family *f)
+{
+    return s->offer[gpu_family_index(f)];
+}
+
+/* What the node offers of memory pool `pool` (0 for no pool, -1). */
+static inline int64_t node_spec_memory_offer(const struct node_spec *s, int pool)
+{
+    return pool >= 0 && pool < GPU_MEMORY_POOLS ? s->memory_offer[pool] : 0;
+}
 
 /* The value of the node's label key, or NULL (for label selectors). */
 const char *node_spec_label(const struct node_spec *spec, const char *key);

@@ -30,17 +30,17 @@ struct hami_pod_charge; /* hami_occupancy.h */
 struct gpu_state {
     int minor;
     int numa;
-    int64_t core_used;             /* percent of this GPU in use (100 = whole GPU) */
-    int64_t vmem_total, vmem_used; /* tencent.com/vcuda-memory blocks */
-    int64_t mmem_total, mmem_used; /* nvidia.com/mps-memory units */
-    int pods;                      /* container charges on this GPU (a pod with two shares here counts twice) */
+    int64_t core_used; /* percent of this GPU in use (100 = whole GPU) */
+    /* Units of each family's memory pool (cluster/family.h): vcuda-memory
+     * blocks, mps-memory units. */
+    int64_t mem_total[GPU_MEMORY_POOLS], mem_used[GPU_MEMORY_POOLS];
+    int pods; /* container charges on this GPU (a pod with two shares here counts twice) */
 };
 
 /* GPU usage the cache cannot place on a particular GPU. */
 struct node_usage {
     int64_t cores;
-    int64_t vmem;
-    int64_t mmem;
+    int64_t mem[GPU_MEMORY_POOLS];
     int pods;
 };
 
@@ -64,7 +64,8 @@ struct node_state {
 /* One GPU's share of a pod's charge. */
 struct slot_charge {
     int slot;
-    int64_t cores, vmem, mmem;
+    int64_t cores;
+    int64_t mem[GPU_MEMORY_POOLS];
 };
 
 struct pod_entry {
@@ -105,11 +106,11 @@ static inline bool hami_node_is(const struct node_state *n)
     return n->hami != NULL;
 }
 
-/* Is container r served by n's HAMi devices (n is a HAMi node and r a HAMi
- * request, or nvidia.com/gpu alone)? */
+/* Is container r served by n's HAMi devices (n is a HAMi node and r's
+ * family is served by them there: HAMi's vGPUs, or nvidia.com/gpu alone)? */
 static inline bool hami_container_on(const struct container_request *r, const struct node_state *n)
 {
-    return r->hami.nums > 0 && n->hami != NULL && (r->family == GPU_FAMILY_HAMI || r->family == GPU_FAMILY_PGPU);
+    return r->hami.nums > 0 && n->hami != NULL && r->family && (r->family->flags & GPU_FAMILY_ON_HAMI);
 }
 
 #endif

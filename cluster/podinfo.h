@@ -15,13 +15,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cluster/family.h"
 #include "cluster/hami_pod.h"
-
-#define RES_VCUDA_CORE "tencent.com/vcuda-core"
-#define RES_VCUDA_MEMORY "tencent.com/vcuda-memory"
-#define RES_MPS_CORE "nvidia.com/mps-core"
-#define RES_MPS_MEMORY "nvidia.com/mps-memory"
-#define RES_NVIDIA_GPU "nvidia.com/gpu"
+#include "cluster/resnames.h"
 
 /* The largest amount of a GPU resource the model takes, for a container and
  * for a node's memory: 2^40 (a trillion 256 MiB blocks, a terabyte in
@@ -42,27 +38,20 @@
 #define ANN_GQA_TIME "gpu-admission.io/time"
 #define ANN_GQA_PROOF "gpu-admission.io/proof"
 
-/* Which device family a container uses (one per container). */
-enum gpu_family {
-    GPU_FAMILY_NONE = 0,
-    GPU_FAMILY_VCUDA, /* tencent.com/vcuda-core / vcuda-memory */
-    GPU_FAMILY_MPS,   /* nvidia.com/mps-core / mps-memory */
-    GPU_FAMILY_PGPU,  /* nvidia.com/gpu */
-    GPU_FAMILY_HAMI   /* nvidia.com/gpu with gpumem, gpumem-percentage or gpucores: HAMi nodes only */
-};
-
 /* One container's GPU request. cores is in per-GPU percent (100 = one whole
  * GPU) for every family: nvidia.com/gpu: 2 is cores = 200. */
 struct container_request {
     char *name;
-    enum gpu_family family;
+    /* The device family it asks for (cluster/family.h), NULL: no GPU. */
+    const struct gpu_family *family;
+    uint8_t family_bit; /* gpu_family_bit(family), 0 without one */
     int64_t cores;
-    int64_t memory;    /* vcuda-memory blocks or mps-memory units; 0 if not asked */
+    int64_t memory; /* units of the family's memory resource (vcuda-memory blocks, mps-memory units); 0 if not asked */
     bool memory_given; /* the container named the memory resource */
     int whole_gpus;    /* > 0: exclusive, that many completely free GPUs */
     /* What the container asks of a HAMi node (hami.nums > 0): set for
-     * GPU_FAMILY_HAMI, and for GPU_FAMILY_PGPU, which a HAMi node serves
-     * as vGPUs with HAMi's defaults (nvidia.com/gpu counts vGPUs there). */
+     * HAMi's family, and for whole GPUs, which a HAMi node serves as
+     * vGPUs with HAMi's defaults (nvidia.com/gpu counts vGPUs there). */
     struct hami_request hami;
     /* 0: an app container (containers[i] is spec.containers[i]); j + 1:
      * spec.initContainers[j], an init container placed with the pod (they

@@ -8,140 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- GPU requests ------------------------------------------------------- */
-
-const char *const gpu_amount_keys[GPU_AMOUNT_KEYS] = {[GPU_AMOUNT_VCUDA_CORE] = RES_VCUDA_CORE,
-                                                      [GPU_AMOUNT_VCUDA_MEMORY] = RES_VCUDA_MEMORY,
-                                                      [GPU_AMOUNT_MPS_CORE] = RES_MPS_CORE,
-                                                      [GPU_AMOUNT_MPS_MEMORY] = RES_MPS_MEMORY,
-                                                      [GPU_AMOUNT_GPU] = RES_NVIDIA_GPU,
-                                                      [GPU_AMOUNT_HAMI_MEMORY] = RES_HAMI_MEMORY,
-                                                      [GPU_AMOUNT_HAMI_PERCENT] = RES_HAMI_MEMORY_PERCENT,
-                                                      [GPU_AMOUNT_HAMI_CORES] = RES_HAMI_CORES};
-
-void gpu_amounts_set(struct gpu_amounts *a, enum gpu_amount_key k, int64_t value)
-{
-    struct hami_amounts *h = &a->hami;
-    int64_t *values[GPU_AMOUNT_KEYS] = {&a->vcore, &a->vmem,   &a->mcore,   &a->mmem,
-                                        &a->gpu,   &h->memory, &h->percent, &h->cores};
-    bool *present[GPU_AMOUNT_KEYS] = {&a->has_vcore, &a->has_vmem,   &a->has_mcore,   &a->has_mmem,
-                                      &a->has_gpu,   &h->has_memory, &h->has_percent, &h->has_cores};
-    *values[k] = value;
-    /* gpumem-percentage: 0 reads as not given, as HAMi reads it. */
-    *present[k] = k == GPU_AMOUNT_HAMI_PERCENT ? value > 0 : k >= GPU_AMOUNT_HAMI_MEMORY || value > 0;
-}
-
-void gpu_amounts_finish(struct gpu_amounts *a)
-{
-    a->hami.gpus = a->gpu;
-    a->hami.has_gpus = a->has_gpu;
-}
-
-static int classify_vcuda(const struct gpu_amounts *a, struct container_request *c, struct strbuf *err)
-{
-    if (!a->has_vcore) {
-        strbuf_printf(err, "container \"%s\" asks for %s without %s", c->name, RES_VCUDA_MEMORY, RES_VCUDA_CORE);
-        return -1;
-    }
-    c->family = GPU_FAMILY_VCUDA;
-    c->cores = a->vcore;
-    c->memory = a->vmem;
-    c->memory_given = a->has_vmem;
-    if (a->vcore >= 100) {
-        if (a->vcore % 100 != 0) {
-            strbuf_printf(err,
-                          "container \"%s\": %s %" PRId64 " is neither below 100 (a share of one GPU) "
-                          "nor a multiple of 100 (whole GPUs)",
-                          c->name, RES_VCUDA_CORE, a->vcore);
-            return -1;
-        }
-        c->whole_gpus = (int)(a->vcore / 100 > MAX_GPUS_PER_CONTAINER ? MAX_GPUS_PER_CONTAINER + 1 : a->vcore / 100);
-        return 0;
-    }
-    if (!a->has_vmem) {
-        strbuf_printf(err,
-                      "container \"%s\" asks for %s %" PRId64 " (a share of one GPU) without %s; "
-                      "GPU-Manager needs both (or a CustomResourceLimitation default)",
-                      c->name, RES_VCUDA_CORE, a->vcore, RES_VCUDA_MEMORY);
-        return -1;
-    }
-    return 0;
-}
-
-static int classify_mps(const struct gpu_amounts *a, struct container_request *c, struct strbuf *err)
-{
-    if (!a->has_mcore) {
-        strbuf_printf(err, "container \"%s\" asks for %s without %s", c->name, RES_MPS_MEMORY, RES_MPS_CORE);
-        return -1;
-    }
-    if (a->mcore > 100) {
-        strbuf_printf(err, "container \"%s\": %s %" PRId64 " is above 100 (MPS shares one GPU, 1..100)", c->name,
-                      RES_MPS_CORE, a->mcore);
-        return -1;
-    }
-    c->family = GPU_FAMILY_MPS;
-    c->cores = a->mcore;
-    c->memory = a->mmem;
-    c->memory_given = a->has_mmem;
-    return 0;
-}
-
-/* nvidia.com/gpu alone: whole GPUs, or on a HAMi node as many vGPUs with
- * HAMi's defaults (which cannot fail within the whole-GPU limit). */
-static int classify_pgpu(const struct gpu_amounts *a, struct container_request *c, struct strbuf *err)
-{
-    c->family = GPU_FAMILY_PGPU;
-    int64_t n = a->gpu > MAX_GPUS_PER_CONTAINER ? MAX_GPUS_PER_CONTAINER + 1 : a->gpu;
-    c->whole_gpus = (int)n;
-    c->cores = n * 100;
-    if (n <= HAMI_MAX_VGPUS)
-        return hami_request_from_amounts(&a->hami, c->name, &c->hami, err);
-    return 0;
-}
-
-static int classify_hami(const struct gpu_amounts *a, struct container_request *c, struct strbuf *err)
-{
-    if (hami_request_from_amounts(&a->hami, c->name, &c->hami, err) != 0)
-        return -1;
-    c->family = GPU_FAMILY_HAMI;
-    c->cores = (int64_t)c->hami.nums * c->hami.cores;
-    return 0;
-}
-
-int gpu_amounts_classify(const struct gpu_amounts *a, struct container_request *c, struct strbuf *err)
-{
-    bool hami = hami_amounts_explicit(&a->hami) && !hami_amounts_whole_gpus(&a->hami);
-    int families = (a->has_vcore || a->has_vmem) + (a->has_mcore || a->has_mmem) + (a->has_gpu || hami);
-    if (families > 1) {
-        strbuf_printf(err,
-                      "container \"%s\" mixes GPU resources of different kinds (%s, %s, %s); "
-                      "a container uses one kind",
-                      c->name, RES_VCUDA_CORE, RES_MPS_CORE, RES_NVIDIA_GPU);
-        return -1;
-    }
-    if (a->has_vcore || a->has_vmem)
-        return classify_vcuda(a, c, err);
-    if (a->has_mcore || a->has_mmem)
-        return classify_mps(a, c, err);
-    if (hami)
-        return classify_hami(a, c, err);
-    if (a->has_gpu)
-        return classify_pgpu(a, c, err);
-    return 0;
-}
-
-bool gpu_resource_named(const char *key, size_t len)
-{
-    for (int k = 0; k < GPU_AMOUNT_KEYS; k++)
-        if (strlen(gpu_amount_keys[k]) == len && memcmp(gpu_amount_keys[k], key, len) == 0)
-            return true;
-    return strlen(RES_HAMI_PRIORITY) == len && memcmp(RES_HAMI_PRIORITY, key, len) == 0;
-}
-
 static bool any_gpu(const struct container_request *c, int n, bool sidecars_only)
 {
     for (int i = 0; i < n; i++)
-        if (c[i].family != GPU_FAMILY_NONE && (!sidecars_only || c[i].sidecar))
+        if (c[i].family && (!sidecars_only || c[i].sidecar))
             return true;
     return false;
 }
@@ -151,7 +21,7 @@ int pod_place_init_containers(struct pod_info *pod, struct container_request *in
     bool running = any_gpu(pod->containers, pod->ncontainers, false) || any_gpu(init, ninit, true);
     int placed = 0;
     for (int j = 0; j < ninit; j++) {
-        bool place = init[j].family != GPU_FAMILY_NONE && (init[j].sidecar || !running);
+        bool place = init[j].family && (init[j].sidecar || !running);
         init[j].init_slot = place ? j + 1 : 0;
         placed += place;
     }

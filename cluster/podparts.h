@@ -17,51 +17,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cluster/family.h"
 #include "cluster/podinfo.h"
 #include "lib/strbuf.h"
 
 #define MAX_GPUS_PER_CONTAINER 64
-
-/* The GPU amounts one container names, already range-checked (each at
- * most GPU_AMOUNT_MAX). has_* of the first five: the amount is above 0;
- * the HAMi ones: the key is there, whatever its value. */
-struct gpu_amounts {
-    int64_t vcore, vmem, mcore, mmem, gpu;
-    bool has_vcore, has_vmem, has_mcore, has_mmem, has_gpu;
-    struct hami_amounts hami;
-};
-
-/* The GPU resources a container's amounts are read for, in the order they
- * are read and their errors reported. */
-enum gpu_amount_key {
-    GPU_AMOUNT_VCUDA_CORE,
-    GPU_AMOUNT_VCUDA_MEMORY,
-    GPU_AMOUNT_MPS_CORE,
-    GPU_AMOUNT_MPS_MEMORY,
-    GPU_AMOUNT_GPU,
-    GPU_AMOUNT_HAMI_MEMORY, /* HAMi's keys, from here on */
-    GPU_AMOUNT_HAMI_PERCENT,
-    GPU_AMOUNT_HAMI_CORES,
-    GPU_AMOUNT_KEYS
-};
-
-extern const char *const gpu_amount_keys[GPU_AMOUNT_KEYS]; /* their resource names */
-
-/* Record the amount of key k a container names (range-checked by the
- * reader). HAMi's keys count when present, whatever the value (gpucores: 0
- * is a HAMi request for no reserved cores), except gpumem-percentage,
- * which HAMi reads as not given at 0; the others when above 0. */
-void gpu_amounts_set(struct gpu_amounts *a, enum gpu_amount_key k, int64_t value);
-/* After the keys: HAMi's view of nvidia.com/gpu. */
-void gpu_amounts_finish(struct gpu_amounts *a);
-
-/* Set c's family and request from a (c->name already set). -1 with the
- * reason in err when the request is invalid. */
-int gpu_amounts_classify(const struct gpu_amounts *a, struct container_request *c, struct strbuf *err);
-
-/* Is key (len bytes) a resource name kube-scheduler sends to the extender
- * for: one of gpu_amount_keys, or HAMi's nvidia.com/priority? */
-bool gpu_resource_named(const char *key, size_t len);
 
 /* After the app containers were read into pod->containers: the init
  * containers (init[j] is spec.initContainers[j], classified, with sidecar

@@ -13,35 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *gpu_family_resource(enum gpu_family family)
-{
-    switch (family) {
-    case GPU_FAMILY_VCUDA:
-        return RES_VCUDA_CORE;
-    case GPU_FAMILY_MPS:
-        return RES_MPS_CORE;
-    case GPU_FAMILY_PGPU:
-    case GPU_FAMILY_HAMI:
-        return RES_NVIDIA_GPU;
-    default:
-        return "none";
-    }
-}
-
-const char *gpu_family_memory_resource(enum gpu_family family)
-{
-    switch (family) {
-    case GPU_FAMILY_VCUDA:
-        return RES_VCUDA_MEMORY;
-    case GPU_FAMILY_MPS:
-        return RES_MPS_MEMORY;
-    case GPU_FAMILY_HAMI:
-        return RES_HAMI_MEMORY;
-    default:
-        return "none";
-    }
-}
-
 static char *dup_or_null(const char *s)
 {
     return s ? strdup(s) : NULL;
@@ -106,16 +77,15 @@ static int read_amount(const cJSON *v, const char *resource, int64_t *value, con
 static int read_raw_amounts(const cJSON *amounts, const char *cname, struct gpu_amounts *a, struct strbuf *err)
 {
     memset(a, 0, sizeof(*a));
-    for (int k = 0; amounts && k < GPU_AMOUNT_KEYS; k++) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(amounts, gpu_amount_keys[k]);
+    for (int k = 0; amounts && k < gpu_amount_key_count(); k++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(amounts, gpu_amount_key_name(k));
         int64_t value;
         if (!v)
             continue;
-        if (read_amount(v, gpu_amount_keys[k], &value, cname, err) != 0)
+        if (read_amount(v, gpu_amount_key_name(k), &value, cname, err) != 0)
             return -1;
-        gpu_amounts_set(a, (enum gpu_amount_key)k, value);
+        gpu_amounts_set(a, k, value);
     }
-    gpu_amounts_finish(a);
     return 0;
 }
 
@@ -166,7 +136,7 @@ static bool names_gpu_resource(const cJSON *container)
                             cJSON_GetObjectItemCaseSensitive(res, "requests")};
     for (int k = 0; k < 2; k++)
         for (const cJSON *v = cJSON_IsObject(sets[k]) ? sets[k]->child : NULL; v; v = v->next)
-            if (v->string && gpu_resource_named(v->string, strlen(v->string)))
+            if (v->string && gpu_family_names_resource(v->string, strlen(v->string)))
                 return true;
     return false;
 }
@@ -176,7 +146,7 @@ static int classify_container(const cJSON *container, struct container_request *
     struct gpu_amounts a;
     if (read_raw_amounts(container_amounts(container), c->name, &a, err) != 0)
         return -1;
-    return gpu_amounts_classify(&a, c, err);
+    return gpu_family_classify(&a, c, err);
 }
 
 /* Read the containers of list into reqs (n of them): names, and requests
@@ -200,7 +170,7 @@ static int read_container_list(const cJSON *list, struct container_request *reqs
             if (!pod->request_error)
                 goto oom;
         }
-        if (!init && req->family != GPU_FAMILY_NONE)
+        if (!init && req->family)
             pod->uses_gpu = true;
     }
     strbuf_free(&err);

@@ -60,7 +60,4 @@ int decision_annotations(cJSON *annotations, const char *node, int64_t time_ns, 
  * never under a tencent.com key. 0 or -1 on allocation failure. */
 int pod_decision_annotations(cJSON *annotations, const struct pod_info *d, bool vcuda);
 
-const char *gpu_family_resource(enum gpu_family family); /* the core resource name */
-const char *gpu_family_memory_resource(enum gpu_family family);
-
 #endif

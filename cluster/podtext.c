@@ -25,7 +25,7 @@ struct field {
 struct amounts_text {
     bool seen;   /* the object was there */
     int members; /* of any key: an empty limits object falls back to requests */
-    struct field v[GPU_AMOUNT_KEYS];
+    struct field v[GPU_AMOUNT_KEYS_MAX];
 };
 
 struct container_text {
@@ -101,12 +101,13 @@ static bool amount_member(struct jscan *s, const struct jscan_str *key, struct p
 {
     struct amounts_text *a = at;
     a->members++;
-    for (int i = 0; i < GPU_AMOUNT_KEYS; i++)
-        if (jscan_key_is(key, gpu_amount_keys[i])) {
+    for (int i = 0; i < gpu_amount_key_count(); i++)
+        if (jscan_key_is(key, gpu_amount_key_name(i))) {
             t->names_gpu = true;
             return take_string(s, &a->v[i]);
         }
-    t->names_gpu |= jscan_key_is(key, RES_HAMI_PRIORITY); /* managed, never an amount read */
+    for (int i = 0; gpu_interest_only_name(i); i++) /* managed, never an amount read */
+        t->names_gpu |= jscan_key_is(key, gpu_interest_only_name(i));
     return skip(s);
 }
 
@@ -294,16 +295,15 @@ static bool field_is(const struct field *f, const char *literal)
 static bool read_amounts(const struct amounts_text *set, struct gpu_amounts *a)
 {
     memset(a, 0, sizeof(*a));
-    for (int k = 0; set && k < GPU_AMOUNT_KEYS; k++) {
+    for (int k = 0; set && k < gpu_amount_key_count(); k++) {
         const struct field *f = &set->v[k];
         int64_t value;
         if (!f->set)
             continue;
         if (quantity_parse_int(f->ptr, f->len, &value) != QTY_OK || value > GPU_AMOUNT_MAX)
             return false;
-        gpu_amounts_set(a, (enum gpu_amount_key)k, value);
+        gpu_amounts_set(a, k, value);
     }
-    gpu_amounts_finish(a);
     return true;
 }
 
@@ -337,9 +337,9 @@ static int read_list(const struct pod_text *t, bool init, struct container_reque
             continue;
         else if (!read_amounts(container_amounts(c), &a))
             rc = 0;
-        else if (gpu_amounts_classify(&a, req, &err) != 0 && !(pod->request_error = strbuf_detach(&err, NULL)))
+        else if (gpu_family_classify(&a, req, &err) != 0 && !(pod->request_error = strbuf_detach(&err, NULL)))
             rc = -1;
-        if (!init && req->family != GPU_FAMILY_NONE)
+        if (!init && req->family)
             pod->uses_gpu = true;
     }
     strbuf_free(&err);

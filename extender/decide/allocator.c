@@ -8,11 +8,13 @@
 #include <stdio.h>
 #include <string.h>
 
-bool pod_has_vcuda_share(const struct pod_info *pod)
+bool pod_has_binpack_only_share(const struct pod_info *pod)
 {
-    for (int i = 0; i < pod->ncontainers; i++)
-        if (pod->containers[i].family == GPU_FAMILY_VCUDA && pod->containers[i].whole_gpus == 0)
+    for (int i = 0; i < pod->ncontainers; i++) {
+        const struct container_request *r = &pod->containers[i];
+        if (r->family && (r->family->flags & GPU_FAMILY_BINPACK_ONLY) && r->whole_gpus == 0)
             return true;
+    }
     return false;
 }
 
@@ -28,8 +30,8 @@ static inline enum pack_policy node_policy_of(const struct pod_info *pod, const 
 
 /* Free amounts of each GPU while the pod's containers are placed one by one. */
 struct free_gpu {
-    int64_t cores, vmem, mmem;
-    int64_t vmem_total, mmem_total;
+    int64_t cores;
+    int64_t mem[GPU_MEMORY_POOLS], mem_total[GPU_MEMORY_POOLS]; /* per memory pool (cluster/family.h) */
     int pods; /* container charges on the GPU: the stand-in for GPU-Manager's process count */
     int minor;
 };
@@ -41,8 +43,14 @@ struct fit_state {
     struct fit_result *fit;
     struct free_gpu gpus[TOPOLOGY_MAX_GPUS];
     struct node_usage unattributed;
-    int64_t cores_placed, vmem_placed, mmem_placed;
 };
+
+/* The amount a whole-GPU request names: a count for a family that counts
+ * GPUs (nvidia.com/gpu: 2), else cores (vcuda-core: 200). */
+static int64_t whole_amount(const struct container_request *r)
+{
+    return (r->family->flags & GPU_FAMILY_COUNTS_GPUS) ? (int64_t)r->whole_gpus : r->cores;
+}
 
 /* Give back what an excluded pod holds on this node. */
 static void release(struct fit_state *st, const struct pod_entry *self)
@@ -52,13 +60,13 @@ static void release(struct fit_state *st, const struct pod_entry *self)
     for (int i = 0; i < self->nslots; i++) {
         const struct slot_charge *sc = &self->slots[i];
         st->gpus[sc->slot].cores += sc->cores;
-        st->gpus[sc->slot].vmem += sc->vmem;
-        st->gpus[sc->slot].mmem += sc->mmem;
+        for (int p = 0; p < GPU_MEMORY_POOLS; p++)
+            st->gpus[sc->slot].mem[p] += sc->mem[p];
         st->gpus[sc->slot].pods--;
     }
     st->unattributed.cores -= self->unattributed.cores;
-    st->unattributed.vmem -= self->unattributed.vmem;
-    st->unattributed.mmem -= self->unattributed.mmem;
+    for (int p = 0; p < GPU_MEMORY_POOLS; p++)
+        st->unattributed.mem[p] -= self->unattributed.mem[p];
     st->unattributed.pods -= self->unattributed.pods;
 }
 
@@ -67,27 +75,32 @@ static void load_free(struct fit_state *st, const struct pod_entry *const *exclu
     const struct node_state *n = st->node;
     for (int s = 0; s < n->gpu_count; s++) {
         const struct gpu_state *g = &n->gpus[s];
-        st->gpus[s] = (struct free_gpu){100 - g->core_used,
-                                        g->vmem_total - g->vmem_used,
-                                        g->mmem_total - g->mmem_used,
-                                        g->vmem_total,
-                                        g->mmem_total,
-                                        g->pods,
-                                        g->minor};
+        struct free_gpu *f = &st->gpus[s];
+        f->cores = 100 - g->core_used;
+        for (int p = 0; p < GPU_MEMORY_POOLS; p++) {
+            f->mem[p] = g->mem_total[p] - g->mem_used[p];
+            f->mem_total[p] = g->mem_total[p];
+        }
+        f->pods = g->pods;
+        f->minor = g->minor;
     }
     st->unattributed = n->unattributed;
     for (size_t i = 0; i < nexcluded; i++)
         release(st, excluded[i]);
 }
 
-static int64_t mem_free(const struct free_gpu *g, enum gpu_family f)
+/* Free units of the family's memory pool on the GPU (0 for a family without one). */
+static int64_t mem_free(const struct free_gpu *g, const struct gpu_family *f)
 {
-    return f == GPU_FAMILY_VCUDA ? g->vmem : f == GPU_FAMILY_MPS ? g->mmem : 0;
+    return f->memory_pool >= 0 ? g->mem[f->memory_pool] : 0;
 }
 
 static bool gpu_idle(const struct free_gpu *g)
 {
-    return g->cores == 100 && g->vmem == g->vmem_total && g->mmem == g->mmem_total;
+    for (int p = 0; p < GPU_MEMORY_POOLS; p++)
+        if (g->mem[p] != g->mem_total[p])
+            return false;
+    return g->cores == 100;
 }
 
 /* "GPU 3" or, when the device minor differs from the position, "GPU 3 (/dev/nvidia5)". */
@@ -120,28 +133,13 @@ static bool fail(struct fit_state *st, bool unresolvable, const char *fmt, ...)
     return false;
 }
 
-static bool node_offers(const struct fit_state *st, enum gpu_family f)
-{
-    const struct node_spec *s = st->node->spec;
-    switch (f) {
-    case GPU_FAMILY_VCUDA:
-        return s->vcuda_core > 0;
-    case GPU_FAMILY_MPS:
-        return s->mps_core > 0;
-    case GPU_FAMILY_PGPU:
-        return s->nvidia_gpu > 0;
-    default:
-        return true;
-    }
-}
-
 /* Is GPU a a better pick than GPU b for a shared request? Binpack follows
  * GPU-Manager's order as far as the extender can see it, because GPU-Manager
  * re-checks shared placements on the node: fewest free cores, then fewest
  * free memory, then (GPU-Manager: fewest processes running on the GPU,
  * which the extender cannot see) fewest pods charged on it, then lowest
  * minor. Spread turns the first two around; fewer pods first either way. */
-static bool better_shared(const struct fit_state *st, enum gpu_family f, int a, int b)
+static bool better_shared(const struct fit_state *st, const struct gpu_family *f, int a, int b)
 {
     const struct free_gpu *ga = &st->gpus[a], *gb = &st->gpus[b];
     int64_t ma = mem_free(ga, f), mb = mem_free(gb, f);
@@ -158,8 +156,8 @@ static bool better_shared(const struct fit_state *st, enum gpu_family f, int a, 
 static bool explain_shared_misfit(struct fit_state *st, int ci)
 {
     const struct container_request *r = &st->pod->containers[ci];
-    const char *core_res = gpu_family_resource(r->family);
-    const char *mem_res = gpu_family_memory_resource(r->family);
+    const char *core_res = r->family->core_resource;
+    const char *mem_res = r->family->memory_resource ? r->family->memory_resource : "memory";
     int freest = 0, roomiest = -1;
     for (int s = 0; s < st->node->gpu_count; s++) {
         if (st->gpus[s].cores > st->gpus[freest].cores)
@@ -184,16 +182,21 @@ static bool explain_shared_misfit(struct fit_state *st, int ci)
                 mem_free(&st->gpus[roomiest], r->family), mem_res);
 }
 
-static void take(struct fit_state *st, int ci, int slot, int64_t cores, int64_t vmem, int64_t mmem)
+/* Take cores and `memory` units of memory pool `pool` (-1: none) of a GPU. */
+static void take(struct fit_state *st, int ci, int slot, int64_t cores, int pool, int64_t memory)
 {
     struct free_gpu *g = &st->gpus[slot];
     g->cores -= cores;
-    g->vmem -= vmem;
-    g->mmem -= mmem;
-    st->cores_placed += cores;
-    st->vmem_placed += vmem;
-    st->mmem_placed += mmem;
+    if (pool >= 0)
+        g->mem[pool] -= memory;
     st->fit->masks[ci] |= 1ULL << slot;
+}
+
+/* Take a GPU whole: its cores and every memory pool. */
+static void take_whole(struct fit_state *st, int ci, int slot)
+{
+    take(st, ci, slot, 100, -1, 0);
+    memset(st->gpus[slot].mem, 0, sizeof(st->gpus[slot].mem));
 }
 
 static bool place_shared(struct fit_state *st, int ci)
@@ -208,8 +211,7 @@ static bool place_shared(struct fit_state *st, int ci)
     }
     if (best < 0)
         return explain_shared_misfit(st, ci);
-    take(st, ci, best, r->cores, r->family == GPU_FAMILY_VCUDA ? r->memory : 0,
-         r->family == GPU_FAMILY_MPS ? r->memory : 0);
+    take(st, ci, best, r->cores, r->family->memory_pool, r->memory);
     return true;
 }
 
@@ -243,7 +245,7 @@ static void choose_whole(struct fit_state *st, int ci, int want)
     }
     for (int s = 0; s < st->node->gpu_count; s++)
         if (set >> s & 1)
-            take(st, ci, s, 100, st->gpus[s].vmem_total, st->gpus[s].mmem_total);
+            take_whole(st, ci, s);
 }
 
 static bool place_whole(struct fit_state *st, int ci)
@@ -271,33 +273,50 @@ static bool place_whole(struct fit_state *st, int ci)
                  held == 1 ? "is" : "are", st->unattributed.cores);
     return fail(st, r->whole_gpus > st->node->gpu_count,
                 "container \"%s\" needs %d whole GPUs (%s %" PRId64 "); %d %s completely free%s%s%s%s", r->name,
-                r->whole_gpus, gpu_family_resource(r->family),
-                r->family == GPU_FAMILY_PGPU ? (int64_t)r->whole_gpus : r->cores, idle, idle == 1 ? "is" : "are",
+                r->whole_gpus, r->family->core_resource, whole_amount(r), idle, idle == 1 ? "is" : "are",
                 idle ? " (GPUs " : "", list, idle ? ")" : "", held_note);
 }
 
 /* Usage without a GPU is charged against the node's totals: the pod fits
  * only if what stays free across all GPUs still covers it. */
+/* "a cores, b vcuda-memory and c mps-memory": the cores and every memory pool. */
+static void put_usage(struct strbuf *sb, int64_t cores, const int64_t mem[GPU_MEMORY_POOLS])
+{
+    strbuf_printf(sb, "%" PRId64 " cores", cores);
+    for (int p = 0; p < GPU_MEMORY_POOLS; p++)
+        strbuf_printf(sb, "%s%" PRId64 " %s", p + 1 == GPU_MEMORY_POOLS ? " and " : ", ", mem[p],
+                      gpu_memory_pool_name(p));
+}
+
 static bool check_unattributed(struct fit_state *st)
 {
     const struct node_usage *u = &st->unattributed;
     if (u->pods <= 0)
         return true;
-    int64_t cores_left = 0, vmem_left = 0, mmem_left = 0;
+    int64_t cores_left = 0, mem_left[GPU_MEMORY_POOLS] = {0};
+    bool enough = true;
     for (int s = 0; s < st->node->gpu_count; s++) {
         cores_left += st->gpus[s].cores;
-        vmem_left += st->gpus[s].vmem;
-        mmem_left += st->gpus[s].mmem;
+        for (int p = 0; p < GPU_MEMORY_POOLS; p++)
+            mem_left[p] += st->gpus[s].mem[p];
     }
-    if (cores_left >= u->cores && vmem_left >= u->vmem && mmem_left >= u->mmem)
+    for (int p = 0; p < GPU_MEMORY_POOLS; p++)
+        enough &= mem_left[p] >= u->mem[p];
+    if (cores_left >= u->cores && enough)
         return true;
     classify(st, REASON_UNATTRIBUTED, -1, -1, u->cores > cores_left ? u->cores - cores_left : 0);
-    return fail(st, false,
-                "%d pod%s without GPU assignment %s %" PRId64 " cores, %" PRId64 " vcuda-memory and %" PRId64
-                " mps-memory on this node; with this pod placed only %" PRId64 " cores, %" PRId64
-                " vcuda-memory and %" PRId64 " mps-memory would be left for them",
-                u->pods, u->pods == 1 ? "" : "s", u->pods == 1 ? "uses" : "use", u->cores, u->vmem, u->mmem, cores_left,
-                vmem_left, mmem_left);
+    struct strbuf used, left;
+    strbuf_init(&used);
+    strbuf_init(&left);
+    put_usage(&used, u->cores, u->mem);
+    put_usage(&left, cores_left, mem_left);
+    fail(st, false,
+         "%d pod%s without GPU assignment %s %s on this node; with this pod placed only %s would be left for them",
+         u->pods, u->pods == 1 ? "" : "s", u->pods == 1 ? "uses" : "use", used.data ? used.data : "?",
+         left.data ? left.data : "?");
+    strbuf_free(&used);
+    strbuf_free(&left);
+    return false;
 }
 
 /* Weight of an NVSwitch A100 pair (NV12): the yardstick of a well-connected
@@ -354,31 +373,41 @@ static int score_node(const struct fit_state *st, const struct hami_fit_score *h
     return combine_score(policy, pairs, st->fit);
 }
 
+/* Why a container's family is not on this node: the family's own words, or
+ * "node has no <resource> capacity". */
+static bool refuse_not_offered(struct fit_state *st, int ci)
+{
+    const struct container_request *r = &st->pod->containers[ci];
+    classify(st, REASON_NO_CAPACITY, ci, -1, 0);
+    if (!r->family->explain_not_offered)
+        return fail(st, true, "node has no %s capacity (container \"%s\" asks for it)", r->family->core_resource,
+                    r->name);
+    struct strbuf why;
+    strbuf_init(&why);
+    r->family->explain_not_offered(r->name, &why);
+    fail(st, true, "%s", why.data ? why.data : "node does not offer the container's GPU family");
+    strbuf_free(&why);
+    return false;
+}
+
 static bool check_node_kind(struct fit_state *st)
 {
-    bool hami = hami_node_is(st->node);
-    if (st->node->gpu_count == 0 && !hami) {
+    if (st->node->gpu_count == 0 && !hami_node_is(st->node)) {
+        struct strbuf names;
+        strbuf_init(&names);
+        gpu_family_list_core_resources(&names, true);
         classify(st, REASON_NO_GPU, -1, -1, 0);
-        return fail(st, true, "node advertises no GPUs (no %s, %s or %s capacity and no %s annotation)", RES_VCUDA_CORE,
-                    RES_MPS_CORE, RES_NVIDIA_GPU, TOPOLOGY_ANNOTATION);
+        fail(st, true, "node advertises no GPUs (no %s capacity and no %s annotation)", names.data ? names.data : "GPU",
+             TOPOLOGY_ANNOTATION);
+        strbuf_free(&names);
+        return false;
     }
     for (int i = 0; i < st->pod->ncontainers; i++) {
-        enum gpu_family f = st->pod->containers[i].family;
-        if (hami_container_on(&st->pod->containers[i], st->node))
+        const struct container_request *r = &st->pod->containers[i];
+        if (!r->family || hami_container_on(r, st->node))
             continue;
-        if (f == GPU_FAMILY_HAMI) {
-            classify(st, REASON_NO_CAPACITY, i, -1, 0);
-            return fail(st, true,
-                        "node is not a HAMi node (no %s annotation); container \"%s\" asks for HAMi vGPUs (%s, "
-                        "%s or %s)",
-                        HAMI_REGISTER_ANNOTATION, st->pod->containers[i].name, RES_HAMI_MEMORY, RES_HAMI_MEMORY_PERCENT,
-                        RES_HAMI_CORES);
-        }
-        if (!node_offers(st, f)) {
-            classify(st, REASON_NO_CAPACITY, i, -1, 0);
-            return fail(st, true, "node has no %s capacity (container \"%s\" asks for it)", gpu_family_resource(f),
-                        st->pod->containers[i].name);
-        }
+        if (!(st->node->spec->offers & r->family_bit))
+            return refuse_not_offered(st, i);
     }
     return true;
 }
@@ -392,20 +421,6 @@ bool allocator_fit(const struct node_state *n, const struct pod_info *pod, const
 /* ---- the summary-line shortcut (cluster/nodefit.h) ---------------------- */
 
 enum line_outcome { LINE_UNDECIDED = 0, LINE_DECIDED };
-
-static bool line_offers(const struct node_fit *f, enum gpu_family fam)
-{
-    switch (fam) {
-    case GPU_FAMILY_VCUDA:
-        return f->offers & NODE_FIT_OFFERS_VCUDA;
-    case GPU_FAMILY_MPS:
-        return f->offers & NODE_FIT_OFFERS_MPS;
-    case GPU_FAMILY_PGPU:
-        return f->offers & NODE_FIT_OFFERS_PGPU;
-    default:
-        return false;
-    }
-}
 
 /* policy_score, on the line, with `placed` more cores in use. */
 static int line_policy_score(const struct node_fit *f, int64_t placed, enum pack_policy node_policy)
@@ -515,7 +530,7 @@ static enum line_outcome line_shared(const struct node_fit *f, const struct cont
                                      const struct alloc_policy *policy, enum pack_policy node_policy,
                                      struct fit_result *fit)
 {
-    const uint16_t *mem = r->family == GPU_FAMILY_VCUDA ? f->vmem_free : f->mmem_free; /* line_applies: one of two */
+    const uint16_t *mem = f->mem_free[r->family->memory_pool]; /* line_applies: a family with a pool */
     int best = line_choose(f, mem, r->cores, r->memory, policy->gpu == POLICY_SPREAD);
     if (best < 0)
         return LINE_UNDECIDED;
@@ -559,8 +574,7 @@ static enum line_outcome line_whole_refused(const struct node_fit *f, const stru
     if (fit->memo_request != r) {
         int len = snprintf(fit->memo, sizeof(fit->memo),
                            "container \"%s\" needs %d whole GPUs (%s %" PRId64 "); 0 are completely free", r->name,
-                           r->whole_gpus, gpu_family_resource(r->family),
-                           r->family == GPU_FAMILY_PGPU ? (int64_t)r->whole_gpus : r->cores);
+                           r->whole_gpus, r->family->core_resource, whole_amount(r));
         fit->memo_len = len < 0 ? 0 : (size_t)len < sizeof(fit->memo) ? (size_t)len : sizeof(fit->memo) - 1;
         fit->memo_request = r;
     }
@@ -587,8 +601,10 @@ static bool line_applies(const struct node_state *n, const struct pod_info *pod,
     if (!n->fit.usable || pod->ncontainers != 1)
         return false;
     const struct container_request *r = &pod->containers[0];
-    bool shared = r->whole_gpus == 0 && (r->family == GPU_FAMILY_VCUDA || r->family == GPU_FAMILY_MPS);
-    if (!(shared || r->whole_gpus > 0) || !line_offers(&n->fit, r->family))
+    if (!r->family || r->family->placement != GPU_PLACE_SHARES_OR_WHOLE)
+        return false;
+    bool shared = r->whole_gpus == 0 && (r->family->flags & GPU_FAMILY_SHARES) && r->family->memory_pool >= 0;
+    if (!(shared || r->whole_gpus > 0) || !(n->fit.offers & r->family_bit))
         return false;
     for (size_t i = 0; i < nexcluded; i++)
         if (excluded[i] && excluded[i]->node == n)
@@ -642,7 +658,6 @@ bool allocator_fit_full(const struct node_state *n, const struct pod_info *pod, 
     st.pod = pod;
     st.policy = policy;
     st.fit = fit;
-    st.cores_placed = st.vmem_placed = st.mmem_placed = 0;
     memset(&st.unattributed, 0, sizeof(st.unattributed));
     fit->reason[0] = '\0';
     fit->reason_len = 0;
@@ -671,7 +686,7 @@ bool allocator_fit_full(const struct node_state *n, const struct pod_info *pod, 
     load_free(&st, excluded, nexcluded);
     for (int i = 0; i < pod->ncontainers; i++) {
         const struct container_request *r = &pod->containers[i];
-        if (r->family == GPU_FAMILY_NONE || hami_container_on(r, n))
+        if (!r->family || hami_container_on(r, n))
             continue;
         if (!(r->whole_gpus > 0 ? place_whole(&st, i) : place_shared(&st, i)))
             return false;

@@ -43,7 +43,8 @@ bool allocator_fit_excluding(const struct node_state *n, const struct pod_info *
 bool allocator_fit_full(const struct node_state *n, const struct pod_info *pod, const struct pod_entry *const *excluded,
                         size_t nexcluded, const struct alloc_policy *policy, struct fit_result *fit);
 
-/* Does the pod use vcuda shared containers (GPU-Manager's binpack order is then mandatory)? */
-bool pod_has_vcuda_share(const struct pod_info *pod);
+/* Does the pod ask for a share of a family that must be packed
+ * (GPU_FAMILY_BINPACK_ONLY: GPU-Manager's binpack order is then mandatory)? */
+bool pod_has_binpack_only_share(const struct pod_info *pod);
 
 #endif

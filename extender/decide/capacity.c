@@ -11,22 +11,41 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum res_index { R_VCUDA_CORE, R_VCUDA_MEMORY, R_MPS_CORE, R_MPS_MEMORY, R_NVIDIA_GPU, R_COUNT };
+/* The resources of the figures: two per registered family (cluster/family.h),
+ * r = 2 x its index for its node core resource and 2 x its index + 1 for
+ * its node memory resource; a family without one leaves the slot unnamed
+ * (and its allocatable 0, so no series is written for it). */
+#define R_COUNT (2 * GPU_FAMILY_MAX)
 
-static const char *const res_names[R_COUNT] = {RES_VCUDA_CORE, RES_VCUDA_MEMORY, RES_MPS_CORE, RES_MPS_MEMORY,
-                                               RES_NVIDIA_GPU};
+static const struct gpu_family *family_of(int r)
+{
+    return gpu_family_at((size_t)r / 2);
+}
 
-/* The unit each resource counts in, and its size in the metric's base unit:
- * a vcuda-memory block is 256 MiB; an mps-memory unit is taken as 1 GiB
- * (the unit of the reference MPS device plugin: docs/reference.md). */
+static bool is_memory(int r)
+{
+    return r % 2 == 1;
+}
+
+static const char *res_name(int r)
+{
+    const struct gpu_family *f = family_of(r);
+    if (!f)
+        return NULL;
+    return is_memory(r) ? (f->memory_pool >= 0 ? f->node_memory_resource : NULL) : f->node_core_resource;
+}
+
+/* The unit each resource counts in, and its size in the metric's base unit
+ * (a vcuda-memory block is 256 MiB; an mps-memory unit is taken as 1 GiB,
+ * the unit of the reference MPS device plugin: docs/reference.md). */
 enum res_unit { UNIT_CORES, UNIT_BYTES, UNIT_GPUS };
 
-static const enum res_unit res_units[R_COUNT] = {UNIT_CORES, UNIT_BYTES, UNIT_CORES, UNIT_BYTES, UNIT_GPUS};
-
-#define VCUDA_BLOCK_BYTES (256LL << 20)
-#define MPS_UNIT_BYTES (1LL << 30)
-
-static const int64_t res_scale[R_COUNT] = {1, VCUDA_BLOCK_BYTES, 1, MPS_UNIT_BYTES, 1};
+static enum res_unit res_unit(int r)
+{
+    if (is_memory(r))
+        return UNIT_BYTES;
+    return family_of(r) && (family_of(r)->flags & GPU_FAMILY_COUNTS_GPUS) ? UNIT_GPUS : UNIT_CORES;
+}
 
 /* v times scale, saturating at INT64_MAX (amounts are capped at
  * GPU_AMOUNT_MAX blocks, which in bytes would pass int64's end). */
@@ -40,7 +59,7 @@ static int64_t scaled(int64_t v, int64_t scale)
 
 static int64_t in_base_unit(int r, int64_t v)
 {
-    return scaled(v, res_scale[r]);
+    return scaled(v, is_memory(r) && family_of(r) ? family_of(r)->memory_unit_bytes : 1);
 }
 
 enum gpu_use { USE_IDLE, USE_PARTIAL, USE_FULL, USE_COUNT };
@@ -93,29 +112,31 @@ static enum gpu_use use_of(const struct gpu_state *g)
 {
     if (g->core_used >= 100)
         return USE_FULL;
-    return g->core_used == 0 && g->vmem_used == 0 && g->mmem_used == 0 ? USE_IDLE : USE_PARTIAL;
+    for (int p = 0; p < GPU_MEMORY_POOLS; p++)
+        if (g->mem_used[p] != 0)
+            return USE_PARTIAL;
+    return g->core_used == 0 ? USE_IDLE : USE_PARTIAL;
 }
 
-/* Which core resource a node's GPUs are shared by (its pods' cores land in core_used). */
-static enum res_index core_resource(const struct node_spec *s)
+/* The family a node's GPUs are shared by (its pods' cores land in core_used). */
+static const struct gpu_family *core_family(const struct node_spec *s)
 {
-    return s->vcuda_core > 0 ? R_VCUDA_CORE : s->mps_core > 0 ? R_MPS_CORE : R_NVIDIA_GPU;
+    return gpu_family_primary(s);
 }
 
-static void stranded_on_gpu(const struct gpu_state *g, enum res_index core, struct figures *f)
+/* Free cores on a GPU whose memory (in the core family's pool) is all
+ * taken, and free memory on one whose cores are. */
+static void stranded_on_gpu(const struct gpu_state *g, const struct gpu_family *core, struct figures *f)
 {
+    int pool = core ? core->memory_pool : -1;
+    if (pool < 0 || g->mem_total[pool] <= 0)
+        return;
+    int r = 2 * (int)gpu_family_index(core);
     int64_t cores_free = 100 - g->core_used;
-    if (core == R_VCUDA_CORE && g->vmem_total > 0) {
-        if (g->vmem_used >= g->vmem_total && cores_free > 0)
-            add_to(&f->stranded[R_VCUDA_CORE], cores_free);
-        if (cores_free <= 0 && g->vmem_total > g->vmem_used)
-            add_to(&f->stranded[R_VCUDA_MEMORY], g->vmem_total - g->vmem_used);
-    } else if (core == R_MPS_CORE && g->mmem_total > 0) {
-        if (g->mmem_used >= g->mmem_total && cores_free > 0)
-            add_to(&f->stranded[R_MPS_CORE], cores_free);
-        if (cores_free <= 0 && g->mmem_total > g->mmem_used)
-            add_to(&f->stranded[R_MPS_MEMORY], g->mmem_total - g->mmem_used);
-    }
+    if (g->mem_used[pool] >= g->mem_total[pool] && cores_free > 0)
+        add_to(&f->stranded[r], cores_free);
+    if (cores_free <= 0 && g->mem_total[pool] > g->mem_used[pool])
+        add_to(&f->stranded[r + 1], g->mem_total[pool] - g->mem_used[pool]);
 }
 
 /* Add one node's figures to f. */
@@ -125,11 +146,16 @@ static void add_node(const struct node_state *n, struct figures *f)
     if (!s)
         return;
     f->nodes++;
-    int64_t amounts[R_COUNT] = {s->vcuda_core, s->vcuda_memory, s->mps_core, s->mps_memory, s->nvidia_gpu};
-    for (int r = 0; r < R_COUNT; r++)
-        add_to(&f->allocatable[r], amounts[r]);
-    enum res_index core = core_resource(s);
-    int64_t cores = n->unattributed.cores, vmem = n->unattributed.vmem, mmem = n->unattributed.mmem;
+    for (size_t i = 0; i < gpu_family_count(); i++) {
+        const struct gpu_family *fam = gpu_family_at(i);
+        if (fam->node_core_resource)
+            add_to(&f->allocatable[2 * i], node_spec_offer(s, fam));
+        if (fam->node_memory_resource)
+            add_to(&f->allocatable[2 * i + 1], node_spec_memory_offer(s, fam->memory_pool));
+    }
+    const struct gpu_family *core = core_family(s);
+    int64_t cores = n->unattributed.cores, mem[GPU_MEMORY_POOLS];
+    memcpy(mem, n->unattributed.mem, sizeof(mem));
     for (int i = 0; i < n->gpu_count; i++) {
         const struct gpu_state *g = &n->gpus[i];
         enum gpu_use use = use_of(g);
@@ -137,15 +163,20 @@ static void add_node(const struct node_state *n, struct figures *f)
         if (use != USE_FULL)
             add_to(&f->free_cores[use], 100 - g->core_used);
         add_to(&cores, g->core_used);
-        add_to(&vmem, g->vmem_used);
-        add_to(&mmem, g->mmem_used);
+        for (int p = 0; p < GPU_MEMORY_POOLS; p++)
+            add_to(&mem[p], g->mem_used[p]);
         stranded_on_gpu(g, core, f);
     }
-    if (n->gpu_count == 0)
+    if (n->gpu_count == 0 || !core)
         return;
-    add_to(&f->allocated[core], core == R_NVIDIA_GPU ? cores / 100 + (cores % 100 > 0) : cores);
-    add_to(&f->allocated[R_VCUDA_MEMORY], s->vcuda_memory > 0 ? vmem : 0);
-    add_to(&f->allocated[R_MPS_MEMORY], s->mps_memory > 0 ? mmem : 0);
+    bool counts_gpus = core->flags & GPU_FAMILY_COUNTS_GPUS;
+    add_to(&f->allocated[2 * gpu_family_index(core)], counts_gpus ? cores / 100 + (cores % 100 > 0) : cores);
+    for (size_t i = 0; i < gpu_family_count(); i++) {
+        const struct gpu_family *fam = gpu_family_at(i);
+        if (fam->node_memory_resource && fam->memory_pool >= 0)
+            add_to(&f->allocated[2 * i + 1],
+                   node_spec_memory_offer(s, fam->memory_pool) > 0 ? mem[fam->memory_pool] : 0);
+    }
 }
 
 static void add_figures(struct figures *to, const struct figures *from)
@@ -239,9 +270,10 @@ static void render_resource_family(struct strbuf *out, const struct group *group
     for (size_t i = 0; i < n; i++) {
         const int64_t *v = get(&groups[i].f);
         for (int r = 0; r < R_COUNT; r++) {
-            if (!groups[i].f.allocatable[r] || (shared_only && r == R_NVIDIA_GPU))
+            const char *resource = res_name(r);
+            if (!groups[i].f.allocatable[r] || (shared_only && res_unit(r) == UNIT_GPUS) || !resource)
                 continue;
-            strbuf_printf(out, "%s{resource=\"%s\",", name, res_names[r]);
+            strbuf_printf(out, "%s{resource=\"%s\",", name, resource);
             put_group_labels(out, &groups[i]);
             strbuf_printf(out, "} %" PRId64 "\n", v[r]);
         }
@@ -284,9 +316,10 @@ static void render_unit_family(struct strbuf *out, const struct group *groups, s
     for (size_t i = 0; i < n; i++) {
         const int64_t *v = get(&groups[i].f);
         for (int r = 0; r < R_COUNT; r++) {
-            if (!groups[i].f.allocatable[r] || res_units[r] != unit)
+            const char *resource = res_name(r);
+            if (!groups[i].f.allocatable[r] || res_unit(r) != unit || !resource)
                 continue;
-            strbuf_printf(out, "%s{resource=\"%s\",", name, res_names[r]);
+            strbuf_printf(out, "%s{resource=\"%s\",", name, resource);
             put_group_labels(out, &groups[i]);
             strbuf_printf(out, "} %" PRId64 "\n", in_base_unit(r, v[r]));
         }
@@ -377,8 +410,8 @@ static void render_node_metrics(struct cluster_cache *cache, struct strbuf *out)
             for (int k = 0; k < (m == 0 ? USE_COUNT : R_COUNT); k++) {
                 if (m == 0)
                     put_node_series(out, names[m], n, "state", use_names[k], f.gpus[k]);
-                else if (f.allocatable[k] && !(m == 3 && k == R_NVIDIA_GPU))
-                    put_node_series(out, names[m], n, "resource", res_names[k],
+                else if (f.allocatable[k] && res_name(k) && !(m == 3 && res_unit(k) == UNIT_GPUS))
+                    put_node_series(out, names[m], n, "resource", res_name(k),
                                     m == 1   ? f.allocatable[k]
                                     : m == 2 ? f.allocated[k]
                                              : f.stranded[k]);
@@ -422,11 +455,34 @@ static int64_t gpu_figure(const struct gpu_series *g, enum gpu_figure which)
 }
 
 /* The series of a node's GPUs (gqa GPU table, or a HAMi node's devices), each handed to put. */
+/* Bytes of one unit of memory pool `pool`. */
+static int64_t pool_unit_bytes(int pool)
+{
+    for (size_t i = 0; i < gpu_family_count(); i++)
+        if (gpu_family_at(i)->memory_pool == pool)
+            return gpu_family_at(i)->memory_unit_bytes;
+    return 1;
+}
+
+/* The memory pool a node's per-GPU series show: the core family's, else
+ * the first pool with memory on the node's GPUs, else -1 (whole GPUs). */
+static int shown_pool(const struct node_state *n)
+{
+    const struct gpu_family *core = core_family(n->spec);
+    if (core && core->memory_pool >= 0 && node_spec_offer(n->spec, core) > 0)
+        return core->memory_pool;
+    for (int p = 0; p < GPU_MEMORY_POOLS; p++)
+        for (int i = 0; i < n->gpu_count; i++)
+            if (n->gpus[i].mem_total[p] > 0)
+                return p;
+    return -1;
+}
+
 static void each_gpu(const struct node_state *n, void (*put)(void *ctx, const struct gpu_series *g), void *ctx)
 {
     const struct node_spec *s = n->spec;
     const char *fallback_model = model_of(n);
-    enum res_index core = core_resource(s);
+    int pool = shown_pool(n);
     for (int i = 0; i < n->gpu_count; i++) {
         const struct gpu_state *g = &n->gpus[i];
         const struct topo_gpu *t = s->topology && i < s->topology->count ? &s->topology->gpus[i] : NULL;
@@ -437,12 +493,10 @@ static void each_gpu(const struct node_state *n, void (*put)(void *ctx, const st
                                 .minor = g->minor,
                                 .cores = g->core_used,
                                 .pods = g->pods};
-        if (core == R_VCUDA_CORE || (core != R_MPS_CORE && g->vmem_total > 0)) {
-            gs.memory_bytes = scaled(g->vmem_used, VCUDA_BLOCK_BYTES);
-            gs.capacity_bytes = scaled(g->vmem_total, VCUDA_BLOCK_BYTES);
-        } else if (core == R_MPS_CORE) {
-            gs.memory_bytes = scaled(g->mmem_used, MPS_UNIT_BYTES);
-            gs.capacity_bytes = scaled(g->mmem_total, MPS_UNIT_BYTES);
+        if (pool >= 0) {
+            int64_t unit = pool_unit_bytes(pool);
+            gs.memory_bytes = scaled(g->mem_used[pool], unit);
+            gs.capacity_bytes = scaled(g->mem_total[pool], unit);
         } else if (t && t->memory_mib > 0) { /* whole GPUs: all of its memory goes with it */
             gs.capacity_bytes = scaled(t->memory_mib, 1LL << 20);
             gs.memory_bytes = g->core_used > 0 ? gs.capacity_bytes : 0;
@@ -542,6 +596,15 @@ static void put_pod_series(struct strbuf *out, const char *name, const struct po
     strbuf_printf(out, ",state=\"%s\"} %" PRId64 "\n", p->pod->bound ? "bound" : "assumed", v);
 }
 
+/* Units of every memory pool, in bytes. */
+static int64_t pools_in_bytes(const int64_t mem[GPU_MEMORY_POOLS])
+{
+    int64_t bytes = 0;
+    for (int p = 0; p < GPU_MEMORY_POOLS; p++)
+        bytes = sum2(bytes, scaled(mem[p], pool_unit_bytes(p)));
+    return bytes;
+}
+
 /* Each GPU share of pod e (and its use placed on no GPU), handed to put. */
 static void each_pod_share(const struct pod_entry *e, void (*put)(void *ctx, const struct pod_gpu_series *p), void *ctx)
 {
@@ -557,18 +620,13 @@ static void each_pod_share(const struct pod_entry *e, void (*put)(void *ctx, con
                                    .gpu = index,
                                    .uuid = t && t->uuid ? t->uuid : "",
                                    .cores = c->cores,
-                                   .memory_bytes =
-                                       sum2(scaled(c->vmem, VCUDA_BLOCK_BYTES), scaled(c->mmem, MPS_UNIT_BYTES))};
+                                   .memory_bytes = pools_in_bytes(c->mem)};
         put(ctx, &p);
     }
     const struct node_usage *u = &e->unattributed;
-    if (u->cores || u->vmem || u->mmem) {
-        struct pod_gpu_series p = {.pod = e,
-                                   .gpu = "",
-                                   .uuid = "",
-                                   .cores = u->cores,
-                                   .memory_bytes =
-                                       sum2(scaled(u->vmem, VCUDA_BLOCK_BYTES), scaled(u->mmem, MPS_UNIT_BYTES))};
+    if (u->cores || pools_in_bytes(u->mem)) {
+        struct pod_gpu_series p = {
+            .pod = e, .gpu = "", .uuid = "", .cores = u->cores, .memory_bytes = pools_in_bytes(u->mem)};
         put(ctx, &p);
     }
     const struct hami_pod_charge *h = e->hami_charge;
@@ -644,7 +702,7 @@ static void put_json_figures(struct strbuf *out, const struct figures *f)
         if (!f->allocatable[r])
             continue;
         strbuf_printf(out, "%s\"%s\":{\"allocatable\":%" PRId64 ",\"allocated\":%" PRId64 ",\"stranded\":%" PRId64 "}",
-                      first ? "" : ",", res_names[r], f->allocatable[r], f->allocated[r], f->stranded[r]);
+                      first ? "" : ",", res_name(r), f->allocatable[r], f->allocated[r], f->stranded[r]);
         first = false;
     }
     strbuf_putc(out, '}');

@@ -29,7 +29,7 @@ static int gpu_containers(const struct pod_info *pod)
 {
     int n = 0;
     for (int i = 0; i < pod->ncontainers; i++)
-        n += pod->containers[i].family != GPU_FAMILY_NONE;
+        n += pod->containers[i].family != NULL;
     return n;
 }
 
@@ -50,20 +50,20 @@ static void group_message(const struct evaluation *ev, const struct pod_info *po
         return;
     case REASON_NO_CAPACITY:
         if (c) {
-            snprintf(buf, size, "no %s capacity%s", gpu_family_resource(c->family), who);
+            snprintf(buf, size, "no %s capacity%s", gpu_family_core_name(c->family), who);
             return;
         }
         break;
     case REASON_GPU_CORES:
         if (c) {
-            snprintf(buf, size, "no GPU with %" PRId64 " %s free%s", c->cores, gpu_family_resource(c->family), who);
+            snprintf(buf, size, "no GPU with %" PRId64 " %s free%s", c->cores, gpu_family_core_name(c->family), who);
             return;
         }
         break;
     case REASON_GPU_MEMORY:
         if (c) {
             snprintf(buf, size, "no GPU with both %" PRId64 " %s and %" PRId64 " %s free%s", c->cores,
-                     gpu_family_resource(c->family), c->memory, gpu_family_memory_resource(c->family), who);
+                     gpu_family_core_name(c->family), c->memory, gpu_family_memory_name(c->family), who);
             return;
         }
         break;
@@ -245,12 +245,12 @@ static void hint(const struct pod_info *pod, const struct verdict *v, int64_t le
     switch ((enum reason_class)v->why) {
     case REASON_GPU_CORES:
         snprintf(free_text, sizeof(free_text), "free %" PRId64 " more %s on GPU %d of %s", v->short_by,
-                 gpu_family_resource(c->family), gpu, v->name);
+                 gpu_family_core_name(c->family), gpu, v->name);
         free_or_ask(pod, c, left, free_text, c->cores - v->short_by, 1, "at most ", buf, size);
         return;
     case REASON_GPU_MEMORY:
         snprintf(buf, size, "free %" PRId64 " more %s on GPU %d of %s, or ask for at most %" PRId64, v->short_by,
-                 gpu_family_memory_resource(c->family), gpu, v->name, c->memory - v->short_by);
+                 gpu_family_memory_name(c->family), gpu, v->name, c->memory - v->short_by);
         return;
     case REASON_WHOLE_GPUS:
         snprintf(free_text, sizeof(free_text), "free %" PRId64 " more whole GPU%s on %s", v->short_by,

@@ -493,7 +493,7 @@ static int precheck(struct placement *p, const struct pod_info *pod, struct eval
         pass_all(ev);
         return 1;
     }
-    if (p->cfg.policy.gpu == POLICY_SPREAD && pod_has_vcuda_share(pod)) {
+    if (p->cfg.policy.gpu == POLICY_SPREAD && pod_has_binpack_only_share(pod)) {
         ev->error = strdup("--gpu-policy spread is refused for tencent.com/vcuda-core shares: GPU-Manager re-checks "
                            "shared placements in its binpack order and would fail the pod with \"Nvidia node "
                            "mismatch\"; run with --gpu-policy binpack");
@@ -557,8 +557,11 @@ static bool assumption_sound(const struct pod_entry *e)
     const struct node_state *n = e->node;
     for (int i = 0; i < e->nslots; i++) {
         const struct gpu_state *g = &n->gpus[e->slots[i].slot];
-        if (g->core_used > 100 || g->vmem_used > g->vmem_total || g->mmem_used > g->mmem_total)
+        if (g->core_used > 100)
             return false;
+        for (int p = 0; p < GPU_MEMORY_POOLS; p++)
+            if (g->mem_used[p] > g->mem_total[p])
+                return false;
     }
     return true;
 }

@@ -47,11 +47,14 @@ static void give_client(struct recorder *r, struct kube_client *c)
         kube_client_free(c);
 }
 
+/* Does a container's family want GPU-Manager's tencent.com keys written too? */
 static bool uses_vcuda(const struct pod_info *pod)
 {
-    for (int i = 0; i < pod->ncontainers; i++)
-        if (pod->containers[i].family == GPU_FAMILY_VCUDA)
+    for (int i = 0; i < pod->ncontainers; i++) {
+        const struct gpu_family *f = pod->containers[i].family;
+        if (f && (f->flags & GPU_FAMILY_GPU_MANAGER_KEYS))
             return true;
+    }
     return false;
 }
 

@@ -209,7 +209,7 @@ static void put_explain_node(struct strbuf *sb, const struct evaluation *ev, con
         bool first = true;
         for (int i = 0; i < ev->ncontainers; i++) {
             int count = *g++;
-            if (pod->containers[i].family != GPU_FAMILY_NONE) {
+            if (pod->containers[i].family != NULL) {
                 if (!first)
                     strbuf_putc(sb, ',');
                 first = false;
@@ -360,9 +360,21 @@ void handle_explain(struct app *app, const struct http_request *req, struct http
 
 /* ---- inspect -------------------------------------------------------------- */
 
-static bool primary_is_mps(const struct node_state *n)
+/* The family whose memory a node's GPUs show: the first with a memory
+ * pool the node offers, else the first with a memory pool. */
+static const struct gpu_family *memory_family(const struct node_state *n)
 {
-    return n->spec && n->spec->vcuda_core == 0 && n->spec->mps_core > 0;
+    const struct gpu_family *first = NULL;
+    for (size_t i = 0; i < gpu_family_count(); i++) {
+        const struct gpu_family *f = gpu_family_at(i);
+        if (f->memory_pool < 0 || !f->node_memory_resource)
+            continue;
+        if (n->spec && node_spec_offer(n->spec, f) > 0)
+            return f;
+        if (!first)
+            first = f;
+    }
+    return first;
 }
 
 /* Does the pod hold GPU slot (-1: unattributed use)? */
@@ -384,29 +396,48 @@ static void put_pod_list(struct strbuf *sb, const struct node_state *n, int slot
 static void put_resources(struct strbuf *sb, const struct node_spec *s)
 {
     strbuf_puts(sb, "\"resources\":{");
-    if (s)
-        strbuf_printf(sb, "\"%s\":%lld,\"%s\":%lld,\"%s\":%lld,\"%s\":%lld,\"%s\":%lld", RES_VCUDA_CORE,
-                      (long long)s->vcuda_core, RES_VCUDA_MEMORY, (long long)s->vcuda_memory, RES_MPS_CORE,
-                      (long long)s->mps_core, RES_MPS_MEMORY, (long long)s->mps_memory, RES_NVIDIA_GPU,
-                      (long long)s->nvidia_gpu);
+    for (size_t i = 0, put = 0; s && i < gpu_family_count(); i++) {
+        const struct gpu_family *f = gpu_family_at(i);
+        if (f->node_core_resource)
+            strbuf_printf(sb, "%s\"%s\":%lld", put++ ? "," : "", f->node_core_resource,
+                          (long long)node_spec_offer(s, f));
+        if (f->node_memory_resource && f->memory_pool >= 0)
+            strbuf_printf(sb, ",\"%s\":%lld", f->node_memory_resource,
+                          (long long)node_spec_memory_offer(s, f->memory_pool));
+    }
     strbuf_puts(sb, "},");
 }
 
 static void put_gpus(struct strbuf *sb, const struct node_state *n)
 {
-    bool mps = primary_is_mps(n);
+    int pool = memory_family(n)->memory_pool;
     strbuf_puts(sb, "\"gpus\":[");
     for (int s = 0; s < n->gpu_count; s++) {
         const struct gpu_state *g = &n->gpus[s];
         strbuf_printf(sb,
                       "%s{\"index\":%d,\"minor\":%d,\"numa\":%d,\"coreUsed\":%lld,\"coreTotal\":100,"
                       "\"memoryUsed\":%lld,\"memoryTotal\":%lld,\"pods\":",
-                      s ? "," : "", s, g->minor, g->numa, (long long)g->core_used,
-                      (long long)(mps ? g->mmem_used : g->vmem_used), (long long)(mps ? g->mmem_total : g->vmem_total));
+                      s ? "," : "", s, g->minor, g->numa, (long long)g->core_used, (long long)g->mem_used[pool],
+                      (long long)g->mem_total[pool]);
         put_pod_list(sb, n, s);
         strbuf_putc(sb, '}');
     }
     strbuf_puts(sb, "],");
+}
+
+/* A JSON key in camel case: "vcuda-memory" is "vcudaMemory". */
+static void put_camel_key(struct strbuf *sb, const char *name)
+{
+    strbuf_putc(sb, '"');
+    for (bool up = false; *name; name++) {
+        if (*name == '-') {
+            up = true;
+            continue;
+        }
+        strbuf_putc(sb, up && *name >= 'a' && *name <= 'z' ? (char)(*name - 'a' + 'A') : *name);
+        up = false;
+    }
+    strbuf_putc(sb, '"');
 }
 
 static void put_node(struct strbuf *sb, const struct node_state *n, bool with_topology)
@@ -418,11 +449,15 @@ static void put_node(struct strbuf *sb, const struct node_state *n, bool with_to
     strbuf_puts(sb, ",\"pool\":");
     strbuf_json_string(sb, n->spec && n->spec->pool ? n->spec->pool : "");
     strbuf_printf(sb, ",\"gpuCount\":%d,\"memoryResource\":\"%s\",", n->gpu_count,
-                  primary_is_mps(n) ? RES_MPS_MEMORY : RES_VCUDA_MEMORY);
+                  memory_family(n)->node_memory_resource);
     put_resources(sb, n->spec);
     put_gpus(sb, n);
-    strbuf_printf(sb, "\"unattributed\":{\"cores\":%lld,\"vcudaMemory\":%lld,\"mpsMemory\":%lld,\"pods\":",
-                  (long long)n->unattributed.cores, (long long)n->unattributed.vmem, (long long)n->unattributed.mmem);
+    strbuf_printf(sb, "\"unattributed\":{\"cores\":%lld,", (long long)n->unattributed.cores);
+    for (int p = 0; p < GPU_MEMORY_POOLS; p++) {
+        put_camel_key(sb, gpu_memory_pool_name(p));
+        strbuf_printf(sb, ":%lld,", (long long)n->unattributed.mem[p]);
+    }
+    strbuf_puts(sb, "\"pods\":");
     put_pod_list(sb, n, -1);
     strbuf_putc(sb, '}');
     if (!with_topology) {

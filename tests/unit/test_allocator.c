@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "family_names.h"
 #include "extender/decide/allocator.h"
 #include "tests/unit/support.h"
 
@@ -500,7 +501,7 @@ static void test_minors_differ_from_indices(void **state)
     assert_int_equal(n->gpus[0].minor, 3);
     assert_int_equal(n->gpus[1].minor, 5);
     assert_int_equal(n->gpus[2].minor, 0);
-    assert_int_equal(n->gpus[0].vmem_total, 40);   /* 10240 MiB / 256 */
+    assert_int_equal(n->gpus[0].mem_total[POOL_VCUDA], 40);   /* 10240 MiB / 256 */
     assert_int_equal(node_slot_of_minor(n, 5), 1);
     assert_int_equal(node_slot_of_minor(n, 1), -1);
     cache_unlock(c);
@@ -541,7 +542,7 @@ static void test_unattributed_blocks_share(void **state)
     cache_read_lock(c);
     const struct node_state *n = cache_find_node(c, "n");
     assert_int_equal(n->unattributed.cores, 60);
-    assert_int_equal(n->unattributed.vmem, 10);
+    assert_int_equal(n->unattributed.mem[POOL_VCUDA], 10);
     assert_int_equal(n->unattributed.pods, 1);
     assert_int_equal(n->gpus[0].core_used, 0);
     cache_unlock(c);
@@ -740,16 +741,16 @@ static void test_non_gpu_and_helpers(void **state)
     assert_true(binpack(c, "n", p, &out));
     assert_int_equal(out.masks[0], 0);
     assert_int_equal(out.r.score, 0);
-    assert_false(pod_has_vcuda_share(p));
+    assert_false(pod_has_binpack_only_share(p));
     pod_info_free(p);
 
     p = pod_with("[{'name':'a','resources':{'limits':" VCW(100) "}},{'name':'b','resources':{'limits':"
                  MPS(10, 1) "}}]");
-    assert_false(pod_has_vcuda_share(p));
+    assert_false(pod_has_binpack_only_share(p));
     pod_info_free(p);
     p = pod_with("[{'name':'a','resources':{'limits':" VCW(100) "}},{'name':'b','resources':{'limits':"
                  VC(10, 1) "}}]");
-    assert_true(pod_has_vcuda_share(p));
+    assert_true(pod_has_binpack_only_share(p));
     pod_info_free(p);
 
     enum pack_policy pol = POLICY_BINPACK;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "family_names.h"
 #include "cluster/cache.h"
 #include "tests/unit/support.h"
 
@@ -68,9 +69,9 @@ static void expect_gpu(struct cluster_cache *c, const char *node, int slot, int6
     const struct node_state *n = node_of(c, node);
     assert_true(slot < n->gpu_count);
     const struct gpu_state *g = &n->gpus[slot];
-    if (g->core_used != cores || g->vmem_used != vmem || g->pods != pods)
+    if (g->core_used != cores || g->mem_used[POOL_VCUDA] != vmem || g->pods != pods)
         fail_msg("%s GPU %d: cores %" PRId64 " vmem %" PRId64 " pods %d, expected %" PRId64 " %" PRId64 " %d", node,
-                 slot, g->core_used, g->vmem_used, g->pods, cores, vmem, pods);
+                 slot, g->core_used, g->mem_used[POOL_VCUDA], g->pods, cores, vmem, pods);
 }
 
 /* Every GPU of the node: cores[i]/vmem[i]/pods[i]. */
@@ -88,8 +89,8 @@ static void expect_idle(struct cluster_cache *c, const char *node)
     for (int i = 0; i < n->gpu_count; i++)
         expect_gpu(c, node, i, 0, 0, 0);
     assert_int_equal(n->unattributed.cores, 0);
-    assert_int_equal(n->unattributed.vmem, 0);
-    assert_int_equal(n->unattributed.mmem, 0);
+    assert_int_equal(n->unattributed.mem[POOL_VCUDA], 0);
+    assert_int_equal(n->unattributed.mem[POOL_MPS], 0);
     assert_int_equal(n->unattributed.pods, 0);
     assert_null(n->charged);
     assert_int_equal(n->charged_count, 0);
@@ -99,10 +100,10 @@ static void expect_unattributed(struct cluster_cache *c, const char *node, int64
                                 int64_t mmem, int pods)
 {
     const struct node_state *n = node_of(c, node);
-    if (n->unattributed.cores != cores || n->unattributed.vmem != vmem || n->unattributed.mmem != mmem ||
+    if (n->unattributed.cores != cores || n->unattributed.mem[POOL_VCUDA] != vmem || n->unattributed.mem[POOL_MPS] != mmem ||
         n->unattributed.pods != pods)
         fail_msg("%s unattributed: %" PRId64 " %" PRId64 " %" PRId64 " %d, expected %" PRId64 " %" PRId64 " %" PRId64
-                 " %d", node, n->unattributed.cores, n->unattributed.vmem, n->unattributed.mmem, n->unattributed.pods,
+                 " %d", node, n->unattributed.cores, n->unattributed.mem[POOL_VCUDA], n->unattributed.mem[POOL_MPS], n->unattributed.pods,
                  cores, vmem, mmem, pods);
 }
 
@@ -165,12 +166,12 @@ static void test_pod_families(void **state)
     bound(c, "mpsfull", "m", "0", "{'nvidia.com/mps-core':'100'}");
     const struct node_state *m = node_of(c, "m");
     assert_int_equal(m->gpus[1].core_used, 25);
-    assert_int_equal(m->gpus[1].mmem_used, 6);
-    assert_int_equal(m->gpus[1].mmem_total, 15);
-    assert_int_equal(m->gpus[1].vmem_used, 0);
+    assert_int_equal(m->gpus[1].mem_used[POOL_MPS], 6);
+    assert_int_equal(m->gpus[1].mem_total[POOL_MPS], 15);
+    assert_int_equal(m->gpus[1].mem_used[POOL_VCUDA], 0);
     /* mps-core 100 is a share: no memory asked, none charged. */
     assert_int_equal(m->gpus[0].core_used, 100);
-    assert_int_equal(m->gpus[0].mmem_used, 0);
+    assert_int_equal(m->gpus[0].mem_used[POOL_MPS], 0);
 
     bound(c, "whole", "v", "1,2", "{'nvidia.com/gpu':'2'}");
     expect_gpus(c, "v", 4, (int64_t[]){0, 100, 100, 0}, (int64_t[]){0, 0, 0, 0}, (int[]){0, 1, 1, 0});
@@ -334,7 +335,7 @@ static void test_node_update_recharges(void **state)
     add_vcuda_node(c, "n", 4, 64);
     expect_gpus(c, "n", 4, (int64_t[]){0, 30, 0, 20}, (int64_t[]){0, 10, 0, 5}, (int[]){0, 1, 0, 1});
     expect_unattributed(c, "n", 0, 0, 0, 0);
-    assert_int_equal(node_of(c, "n")->gpus[0].vmem_total, 64);
+    assert_int_equal(node_of(c, "n")->gpus[0].mem_total[POOL_VCUDA], 64);
 
     /* Shrunk to one GPU: both pods are held against the node. */
     add_vcuda_node(c, "n", 1, 40);
@@ -714,13 +715,13 @@ static void test_node_memory_range(void **state)
     struct node_spec *spec = spec_of("{'metadata':{'name':'m'},'status':{'capacity':{'tencent.com/vcuda-core':'400',"
                                      "'tencent.com/vcuda-memory':'4398046511104','nvidia.com/mps-memory':'1e30'}}}");
     assert_int_equal(spec->gpu_count, 4);
-    assert_int_equal(spec->vcuda_memory, 0);
-    assert_int_equal(spec->mps_memory, 0);
+    assert_int_equal(spec->memory_offer[POOL_VCUDA], 0);
+    assert_int_equal(spec->memory_offer[POOL_MPS], 0);
     node_spec_free(spec);
     spec = spec_of("{'metadata':{'name':'m'},'status':{'capacity':{'tencent.com/vcuda-core':'400',"
                    "'tencent.com/vcuda-memory':'1099511627776'}}}");
-    assert_int_equal(spec->vcuda_memory, GPU_AMOUNT_MAX);
-    assert_int_equal(spec->gpus[0].vcuda_memory, GPU_AMOUNT_MAX / 4);
+    assert_int_equal(spec->memory_offer[POOL_VCUDA], GPU_AMOUNT_MAX);
+    assert_int_equal(spec->gpus[0].memory[POOL_VCUDA], GPU_AMOUNT_MAX / 4);
     assert_int_equal(cache_apply_node(c, spec), 0);
 }
 

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "family_names.h"
 #include "admission/policy.h"
 #include "cluster/hami_decision.h"
 #include "extender/decide/allocator.h"
@@ -459,7 +460,7 @@ static void test_request_defaults(void **state)
     (void)state;
     struct pod_info *p = vgpu_pod("", "{'nvidia.com/gpu':'1'}");
     const struct container_request *r = &p->containers[0];
-    assert_int_equal(r->family, GPU_FAMILY_PGPU);
+    assert_ptr_equal(r->family, GPU_FAMILY_PGPU);
     assert_int_equal(r->whole_gpus, 1);
     assert_int_equal(r->hami.nums, 1);
     assert_int_equal(r->hami.memory_mib, 0);
@@ -475,14 +476,14 @@ static void test_request_defaults(void **state)
     hami_set_config(&cfg);
     p = vgpu_pod("", "{'nvidia.com/gpu':'2','nvidia.com/gpumem-percentage':'25'}");
     r = &p->containers[0];
-    assert_int_equal(r->family, GPU_FAMILY_HAMI);
+    assert_ptr_equal(r->family, GPU_FAMILY_HAMI);
     assert_int_equal(r->hami.nums, 2);
     assert_int_equal(r->hami.memory_percent, 25);
     assert_int_equal(r->hami.cores, 20);
     assert_int_equal(r->cores, 40);
     pod_info_free(p);
     p = vgpu_pod("", "{'nvidia.com/gpu':'1','nvidia.com/gpucores':'0'}");
-    assert_int_equal(p->containers[0].family, GPU_FAMILY_HAMI); /* gpucores: 0 is still a HAMi request */
+    assert_ptr_equal(p->containers[0].family, GPU_FAMILY_HAMI); /* gpucores: 0 is still a HAMi request */
     assert_int_equal(p->containers[0].hami.memory_mib, 4000);
     assert_int_equal(p->containers[0].hami.cores, 0);
     pod_info_free(p);
@@ -506,7 +507,7 @@ static void test_request_memory_factor(void **state)
     cfg.default_memory_mib = 500;
     hami_set_config(&cfg);
     struct pod_info *p = vgpu_pod("", "{'nvidia.com/gpu':1,'nvidia.com/gpumem':3}");
-    assert_int_equal(p->containers[0].family, GPU_FAMILY_HAMI);
+    assert_ptr_equal(p->containers[0].family, GPU_FAMILY_HAMI);
     assert_int_equal(p->containers[0].hami.memory_mib, 3072);
     pod_info_free(p);
     p = vgpu_pod("", "{'nvidia.com/gpu':1,'nvidia.com/gpumem-percentage':30}");
@@ -529,10 +530,10 @@ static void test_request_explicit(void **state)
 {
     (void)state;
     struct pod_info *p = vgpu_pod("", "{'nvidia.com/gpu':1,'nvidia.com/gpumem':3000,'nvidia.com/gpucores':30}");
-    assert_int_equal(p->containers[0].family, GPU_FAMILY_HAMI);
+    assert_ptr_equal(p->containers[0].family, GPU_FAMILY_HAMI);
     assert_int_equal(p->containers[0].hami.memory_mib, 3000);
     assert_int_equal(p->containers[0].hami.cores, 30);
-    assert_string_equal(gpu_family_memory_resource(GPU_FAMILY_HAMI), RES_HAMI_MEMORY);
+    assert_string_equal(GPU_FAMILY_HAMI->memory_resource, RES_HAMI_MEMORY);
     pod_info_free(p);
     /* gpumem wins over a percentage, as in HAMi. */
     p = vgpu_pod("", "{'nvidia.com/gpu':1,'nvidia.com/gpumem':'3k','nvidia.com/gpumem-percentage':50}");
@@ -554,7 +555,7 @@ static void test_requests_as_hami_reads_them(void **state)
     (void)state;
     struct pod_info *p = vgpu_pod("", "{'nvidia.com/gpu':1,'nvidia.com/gpumem':2000,'nvidia.com/gpucores':150}");
     assert_null(p->request_error);
-    assert_int_equal(p->containers[0].family, GPU_FAMILY_HAMI);
+    assert_ptr_equal(p->containers[0].family, GPU_FAMILY_HAMI);
     assert_int_equal(p->containers[0].hami.cores, 100);
     pod_info_free(p);
     p = vgpu_pod("", "{'nvidia.com/gpu':1,'nvidia.com/gpumem-percentage':0,'nvidia.com/gpucores':30}");
@@ -565,7 +566,7 @@ static void test_requests_as_hami_reads_them(void **state)
     /* Percentage 0 alone names no HAMi-only request: plain whole GPUs. */
     p = vgpu_pod("", "{'nvidia.com/gpu':2,'nvidia.com/gpumem-percentage':0}");
     assert_null(p->request_error);
-    assert_int_equal(p->containers[0].family, GPU_FAMILY_PGPU);
+    assert_ptr_equal(p->containers[0].family, GPU_FAMILY_PGPU);
     assert_int_equal(p->containers[0].whole_gpus, 2);
     pod_info_free(p);
     static const char *const marked[] = {"{'nvidia.com/gpu':2,'nvidia.com/gpucores':100}",
@@ -573,7 +574,7 @@ static void test_requests_as_hami_reads_them(void **state)
     for (size_t k = 0; k < sizeof(marked) / sizeof(marked[0]); k++) {
         p = vgpu_pod("", marked[k]);
         assert_null(p->request_error);
-        assert_int_equal(p->containers[0].family, GPU_FAMILY_PGPU);
+        assert_ptr_equal(p->containers[0].family, GPU_FAMILY_PGPU);
         assert_int_equal(p->containers[0].whole_gpus, 2);
         assert_int_equal(p->containers[0].hami.nums, 2);
         assert_int_equal(p->containers[0].hami.cores, 100);
@@ -582,7 +583,7 @@ static void test_requests_as_hami_reads_them(void **state)
     }
     /* With memory it stays a HAMi vGPU request. */
     p = vgpu_pod("", "{'nvidia.com/gpu':1,'nvidia.com/gpumem':1000,'nvidia.com/gpucores':100}");
-    assert_int_equal(p->containers[0].family, GPU_FAMILY_HAMI);
+    assert_ptr_equal(p->containers[0].family, GPU_FAMILY_HAMI);
     pod_info_free(p);
 }
 

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "family_names.h"
 #include "extender/decide/allocator.h"
 #include "topology/select.h"
 #include "tests/unit/support.h"
@@ -28,9 +29,9 @@ static void expect_line_matches(const struct cluster_cache *c, const char *name)
     int64_t used = 0;
     for (int s = 0; s < n->gpu_count; s++) {
         const struct gpu_state *g = &n->gpus[s];
-        exact = exact && g->core_used >= 0 && g->core_used <= 100 && g->vmem_used <= g->vmem_total &&
-                g->mmem_used <= g->mmem_total && g->vmem_total - g->vmem_used <= 65535 &&
-                g->mmem_total - g->mmem_used <= 65535 && g->pods <= 255 && g->minor >= 0 && g->minor <= 255;
+        exact = exact && g->core_used >= 0 && g->core_used <= 100 && g->mem_used[POOL_VCUDA] <= g->mem_total[POOL_VCUDA] &&
+                g->mem_used[POOL_MPS] <= g->mem_total[POOL_MPS] && g->mem_total[POOL_VCUDA] - g->mem_used[POOL_VCUDA] <= 65535 &&
+                g->mem_total[POOL_MPS] - g->mem_used[POOL_MPS] <= 65535 && g->pods <= 255 && g->minor >= 0 && g->minor <= 255;
         used += g->core_used;
     }
     assert_int_equal(f->usable, exact);
@@ -41,11 +42,11 @@ static void expect_line_matches(const struct cluster_cache *c, const char *name)
     for (int s = 0; s < n->gpu_count; s++) {
         const struct gpu_state *g = &n->gpus[s];
         assert_int_equal(f->cores_free[s], 100 - g->core_used);
-        assert_int_equal(f->vmem_free[s], g->vmem_total - g->vmem_used);
-        assert_int_equal(f->mmem_free[s], g->mmem_total - g->mmem_used);
+        assert_int_equal(f->mem_free[POOL_VCUDA][s], g->mem_total[POOL_VCUDA] - g->mem_used[POOL_VCUDA]);
+        assert_int_equal(f->mem_free[POOL_MPS][s], g->mem_total[POOL_MPS] - g->mem_used[POOL_MPS]);
         assert_int_equal(f->pods[s], g->pods);
         assert_int_equal(f->minor[s], g->minor);
-        bool idle = g->core_used == 0 && g->vmem_used == 0 && g->mmem_used == 0;
+        bool idle = g->core_used == 0 && g->mem_used[POOL_VCUDA] == 0 && g->mem_used[POOL_MPS] == 0;
         assert_int_equal(f->idle >> s & 1, idle);
     }
     /* One whole GPU's scores, from the topology itself. */

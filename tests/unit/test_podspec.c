@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "family_names.h"
 #include "cluster/podparts.h"
 #include "cluster/podspec.h"
 #include "tests/unit/support.h"
@@ -51,7 +52,7 @@ static void test_pod_identity(void **state)
     assert_false(p->terminal);
     assert_int_equal(p->ncontainers, 1);
     assert_string_equal(p->containers[0].name, "c");
-    assert_int_equal(p->containers[0].family, GPU_FAMILY_NONE);
+    assert_ptr_equal(p->containers[0].family, GPU_FAMILY_NONE);
     assert_false(p->uses_gpu);
     assert_null(p->request_error);
     assert_null(p->decision.node);
@@ -314,7 +315,7 @@ static void test_vcuda_shared(void **state)
     assert_null(p->request_error);
     assert_true(p->uses_gpu);
     const struct container_request *r = &p->containers[0];
-    assert_int_equal(r->family, GPU_FAMILY_VCUDA);
+    assert_ptr_equal(r->family, GPU_FAMILY_VCUDA);
     assert_int_equal(r->cores, 50);
     assert_int_equal(r->memory, 10);
     assert_true(r->memory_given);
@@ -328,7 +329,7 @@ static void test_vcuda_whole(void **state)
     /* Whole GPUs do not need vcuda-memory. */
     struct pod_info *p = pod_with_containers("[{'name':'t','resources':{'limits':{'tencent.com/vcuda-core':'200'}}}]");
     assert_null(p->request_error);
-    assert_int_equal(p->containers[0].family, GPU_FAMILY_VCUDA);
+    assert_ptr_equal(p->containers[0].family, GPU_FAMILY_VCUDA);
     assert_int_equal(p->containers[0].cores, 200);
     assert_int_equal(p->containers[0].whole_gpus, 2);
     assert_false(p->containers[0].memory_given);
@@ -348,7 +349,7 @@ static void test_requests_fallback(void **state)
     struct pod_info *p = pod_with_containers(
         "[{'name':'a','resources':{'requests':{'tencent.com/vcuda-core':'30','tencent.com/vcuda-memory':'4'}}}]");
     assert_null(p->request_error);
-    assert_int_equal(p->containers[0].family, GPU_FAMILY_VCUDA);
+    assert_ptr_equal(p->containers[0].family, GPU_FAMILY_VCUDA);
     assert_int_equal(p->containers[0].cores, 30);
     assert_int_equal(p->containers[0].memory, 4);
     pod_info_free(p);
@@ -356,7 +357,7 @@ static void test_requests_fallback(void **state)
     /* An empty limits object also falls back. */
     p = pod_with_containers("[{'name':'a','resources':{'limits':{},'requests':{'nvidia.com/gpu':'1'}}}]");
     assert_null(p->request_error);
-    assert_int_equal(p->containers[0].family, GPU_FAMILY_PGPU);
+    assert_ptr_equal(p->containers[0].family, GPU_FAMILY_PGPU);
     assert_int_equal(p->containers[0].whole_gpus, 1);
     pod_info_free(p);
 
@@ -372,8 +373,8 @@ static void test_requests_fallback(void **state)
     p = pod_with_containers("[{'name':'a'},{'name':'b','resources':{'limits':{'cpu':'2'}}}]");
     assert_false(p->uses_gpu);
     assert_null(p->request_error);
-    assert_int_equal(p->containers[0].family, GPU_FAMILY_NONE);
-    assert_int_equal(p->containers[1].family, GPU_FAMILY_NONE);
+    assert_ptr_equal(p->containers[0].family, GPU_FAMILY_NONE);
+    assert_ptr_equal(p->containers[1].family, GPU_FAMILY_NONE);
     pod_info_free(p);
 }
 
@@ -388,11 +389,11 @@ static void test_quantity_forms(void **state)
     assert_null(p->request_error);
     assert_int_equal(p->containers[0].cores, 25);
     assert_int_equal(p->containers[0].memory, 1000);
-    assert_int_equal(p->containers[1].family, GPU_FAMILY_MPS);
+    assert_ptr_equal(p->containers[1].family, GPU_FAMILY_MPS);
     assert_int_equal(p->containers[1].cores, 10);
     assert_int_equal(p->containers[1].memory, 3);
     assert_true(p->containers[1].memory_given);
-    assert_int_equal(p->containers[2].family, GPU_FAMILY_PGPU);
+    assert_ptr_equal(p->containers[2].family, GPU_FAMILY_PGPU);
     assert_int_equal(p->containers[2].whole_gpus, 2);
     assert_int_equal(p->containers[2].cores, 200);
     pod_info_free(p);
@@ -459,7 +460,7 @@ static void test_mps_rules(void **state)
     /* 100 is still one (whole) share; memory is optional for MPS. */
     struct pod_info *p = pod_with_containers("[{'name':'m','resources':{'limits':{'nvidia.com/mps-core':'100'}}}]");
     assert_null(p->request_error);
-    assert_int_equal(p->containers[0].family, GPU_FAMILY_MPS);
+    assert_ptr_equal(p->containers[0].family, GPU_FAMILY_MPS);
     assert_int_equal(p->containers[0].cores, 100);
     assert_int_equal(p->containers[0].whole_gpus, 0);
     assert_false(p->containers[0].memory_given);
@@ -480,8 +481,8 @@ static void test_mixed_families(void **state)
         "[{'name':'a','resources':{'limits':{'tencent.com/vcuda-core':'50','tencent.com/vcuda-memory':'1'}}},"
         "{'name':'b','resources':{'limits':{'nvidia.com/gpu':'1'}}}]");
     assert_null(p->request_error);
-    assert_int_equal(p->containers[0].family, GPU_FAMILY_VCUDA);
-    assert_int_equal(p->containers[1].family, GPU_FAMILY_PGPU);
+    assert_ptr_equal(p->containers[0].family, GPU_FAMILY_VCUDA);
+    assert_ptr_equal(p->containers[1].family, GPU_FAMILY_PGPU);
     pod_info_free(p);
 }
 
@@ -501,11 +502,11 @@ static void test_first_error_kept(void **state)
 static void test_family_names(void **state)
 {
     (void)state;
-    assert_string_equal(gpu_family_resource(GPU_FAMILY_VCUDA), "tencent.com/vcuda-core");
-    assert_string_equal(gpu_family_resource(GPU_FAMILY_MPS), "nvidia.com/mps-core");
-    assert_string_equal(gpu_family_resource(GPU_FAMILY_PGPU), "nvidia.com/gpu");
-    assert_string_equal(gpu_family_memory_resource(GPU_FAMILY_VCUDA), "tencent.com/vcuda-memory");
-    assert_string_equal(gpu_family_memory_resource(GPU_FAMILY_MPS), "nvidia.com/mps-memory");
+    assert_string_equal(GPU_FAMILY_VCUDA->core_resource, "tencent.com/vcuda-core");
+    assert_string_equal(GPU_FAMILY_MPS->core_resource, "nvidia.com/mps-core");
+    assert_string_equal(GPU_FAMILY_PGPU->core_resource, "nvidia.com/gpu");
+    assert_string_equal(GPU_FAMILY_VCUDA->memory_resource, "tencent.com/vcuda-memory");
+    assert_string_equal(GPU_FAMILY_MPS->memory_resource, "nvidia.com/mps-memory");
 }
 
 /* ---- decision annotations ------------------------------------------------- */
@@ -756,7 +757,7 @@ static void test_with_decision_deep_copy(void **state)
     assert_null(copy->request_error);
     assert_int_equal(copy->ncontainers, 2);
     assert_string_equal(copy->containers[0].name, "gpu");
-    assert_int_equal(copy->containers[0].family, GPU_FAMILY_VCUDA);
+    assert_ptr_equal(copy->containers[0].family, GPU_FAMILY_VCUDA);
     assert_int_equal(copy->containers[0].cores, 20);
     assert_int_equal(copy->containers[0].memory, 3);
     assert_string_equal(copy->containers[1].name, "side");

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "family_names.h"
 #include "cluster/podspec.h"
 #include "cluster/podtext.h"
 #include "tests/unit/podcompare.h"
@@ -77,7 +78,7 @@ static void test_watched_vcuda_pod(void **state)
     assert_string_equal(p->resource_version, "2001");
     assert_string_equal(p->node_name, "node-1");
     assert_int_equal(p->ncontainers, 1);
-    assert_int_equal(p->containers[0].family, GPU_FAMILY_VCUDA);
+    assert_ptr_equal(p->containers[0].family, GPU_FAMILY_VCUDA);
     assert_int_equal(p->containers[0].cores, 50);
     assert_int_equal(p->containers[0].memory, 40);
     assert_string_equal(p->decision.node, "node-1");
@@ -106,8 +107,8 @@ static void test_hami_pod(void **state)
     assert_int_equal(p->hami->gpu_policy, HAMI_PACK_SPREAD);
     assert_true(p->hami->has_alloc);
     assert_string_equal(p->decision.node, "gpu-3");
-    assert_int_equal(p->containers[0].family, GPU_FAMILY_HAMI);
-    assert_int_equal(p->containers[1].family, GPU_FAMILY_PGPU); /* empty limits: the requests count */
+    assert_ptr_equal(p->containers[0].family, GPU_FAMILY_HAMI);
+    assert_ptr_equal(p->containers[1].family, GPU_FAMILY_PGPU); /* empty limits: the requests count */
     assert_int_equal(p->containers[1].whole_gpus, 2);
     pod_info_free(p);
 
@@ -142,7 +143,7 @@ static void test_requests_and_errors(void **state)
     assert_int_equal(p->containers[0].memory, 2000);
     assert_non_null(p->request_error);
     assert_non_null(strstr(p->request_error, "\"side\""));
-    assert_int_equal(p->containers[2].family, GPU_FAMILY_NONE);
+    assert_ptr_equal(p->containers[2].family, GPU_FAMILY_NONE);
     assert_null(p->decision.idx[0]);
     assert_null(p->decision.idx[1]);
     pod_info_free(p);

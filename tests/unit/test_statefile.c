@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "family_names.h"
 #include "cluster/cache.h"
 #include "cluster/statefile.h"
 #include "lib/yamljson.h"
@@ -125,8 +126,8 @@ static void expect_gpu(struct cluster_cache *c, const char *node, int slot, int6
     const struct node_state *n = node_of(c, node);
     assert_true(slot < n->gpu_count);
     const struct gpu_state *g = &n->gpus[slot];
-    bool mps = n->spec->vcuda_core == 0 && n->spec->mps_core > 0;
-    int64_t used = mps ? g->mmem_used : g->vmem_used, total = mps ? g->mmem_total : g->vmem_total;
+    bool mps = node_spec_offer(n->spec, GPU_FAMILY_VCUDA) == 0 && node_spec_offer(n->spec, GPU_FAMILY_MPS) > 0;
+    int64_t used = mps ? g->mem_used[POOL_MPS] : g->mem_used[POOL_VCUDA], total = mps ? g->mem_total[POOL_MPS] : g->mem_total[POOL_VCUDA];
     char list[512];
     pods_on(n, slot, list, sizeof(list));
     if (g->core_used != cores || used != mem_used || total != mem_total || strcmp(list, pods) != 0)
@@ -154,8 +155,8 @@ static void expect_demo_occupancy(struct cluster_cache *c)
     for (int s = 4; s < 8; s++)   /* GPU 7 was finished-1's: Succeeded holds nothing */
         expect_gpu(c, "gpu-a100-0", s, 0, 0, 320, "");
     assert_int_equal(a100->unattributed.cores, 20);
-    assert_int_equal(a100->unattributed.vmem, 20);
-    assert_int_equal(a100->unattributed.mmem, 0);
+    assert_int_equal(a100->unattributed.mem[POOL_VCUDA], 20);
+    assert_int_equal(a100->unattributed.mem[POOL_MPS], 0);
     assert_int_equal(a100->unattributed.pods, 1);
     char list[256];
     pods_on(a100, -1, list, sizeof(list));

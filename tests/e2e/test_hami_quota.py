@@ -156,6 +156,33 @@ def memory_quota_in_filter_mode(_s):
 
 
 @suite.test
+def racing_pods_get_one_placement(_s):
+    """Two filters at once for two pods with room for one: the decision is
+    re-checked under the cache's write lock, so exactly one is placed."""
+    import threading
+    with Env(quotas=[quota("r", "gpu-quota", {MEM: 10240})]) as env:
+        pods = [env.create("r", "race-%d" % i, vgpu(6000)) for i in range(2)]
+        answers = [None, None]
+        start = threading.Barrier(2)
+
+        def run(i):
+            start.wait()
+            answers[i] = env.srv.filter(pods[i], NODES)
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        placed = [a for a in answers if a and a.get("NodeNames")]
+        suite.check_eq(len(placed), 1, "exactly one of the racing pods is placed", answers)
+        refused = [a for a in answers if a and not a.get("NodeNames")]
+        suite.check(refused and all("6000 used + 6000 asked > 10240" in r for r in
+                                    (refused[0].get("FailedNodes") or {}).values()),
+                    "the other is refused with the first one's 6000 MiB as used", answers)
+
+
+@suite.test
 def cores_and_explicit_zero(_s):
     quotas = [quota("c", "cores", {CORES: 60}), quota("z", "none", {MEM: 0})]
     with Env(quotas=quotas) as env:

@@ -48,15 +48,14 @@ static int read_limit(const cJSON *hard, const char *key, int64_t max, int64_t *
     if (!v)
         return 0;
     if (!cJSON_IsString(v))
-        return strbuf_set_error(err, "ResourceQuota %s/%s: spec.hard[\"%s\"] is not a quantity string", ns, name,
-                                key);
+        return strbuf_set_error(err, "ResourceQuota %s/%s: spec.hard[\"%s\"] is not a quantity string", ns, name, key);
     qty_status st = quantity_parse_int(v->valuestring, strlen(v->valuestring), out);
     if (st != QTY_OK)
         return strbuf_set_error(err, "ResourceQuota %s/%s: spec.hard[\"%s\"] = \"%.64s\": %s", ns, name, key,
                                 v->valuestring, quantity_status_text(st));
     if (*out > max)
-        return strbuf_set_error(err, "ResourceQuota %s/%s: spec.hard[\"%s\"] = %" PRId64 " is over %" PRId64, ns,
-                                name, key, *out, max);
+        return strbuf_set_error(err, "ResourceQuota %s/%s: spec.hard[\"%s\"] = %" PRId64 " is over %" PRId64, ns, name,
+                                key, *out, max);
     return 1;
 }
 
@@ -74,7 +73,8 @@ int hami_rq_parse(const cJSON *obj, struct hami_rq *out, char **err)
     if (hard && !cJSON_IsObject(hard) && !cJSON_IsNull(hard))
         return strbuf_set_error(err, "ResourceQuota %s/%s: spec.hard is not an object", ns, name);
     int memory = read_limit(hard, HAMI_QUOTA_MEMORY_KEY, HAMI_QUOTA_MEMORY_MAX, &out->memory, ns, name, err);
-    int cores = memory < 0 ? 0 : read_limit(hard, HAMI_QUOTA_CORES_KEY, HAMI_QUOTA_CORES_MAX, &out->cores, ns, name, err);
+    int cores =
+        memory < 0 ? 0 : read_limit(hard, HAMI_QUOTA_CORES_KEY, HAMI_QUOTA_CORES_MAX, &out->cores, ns, name, err);
     if (memory < 0 || cores < 0)
         return -1;
     if (memory == 0 && cores == 0)
@@ -249,8 +249,7 @@ static bool refuse(char *reason, size_t size, const struct hami_rq *q, const cha
 }
 
 bool hami_quota_check(const struct hami_quota_set *s, const char *ns, int memory_factor,
-                      const struct hami_quota_use *used, const struct hami_quota_use *asked, char *reason,
-                      size_t size)
+                      const struct hami_quota_use *used, const struct hami_quota_use *asked, char *reason, size_t size)
 {
     if (!s || (asked->memory_mib <= 0 && asked->cores <= 0))
         return true;
@@ -266,8 +265,7 @@ bool hami_quota_check(const struct hami_quota_set *s, const char *ns, int memory
             if (factor > 1)
                 snprintf(note, sizeof(note), " (MiB: %" PRId64 " x memoryFactor %" PRId64 ")", q->memory, factor);
             if (!within(used->memory_mib, asked->memory_mib, limit))
-                return refuse(reason, size, q, HAMI_QUOTA_MEMORY_KEY, used->memory_mib, asked->memory_mib, limit,
-                              note);
+                return refuse(reason, size, q, HAMI_QUOTA_MEMORY_KEY, used->memory_mib, asked->memory_mib, limit, note);
         }
         if (q->has_cores && !within(used->cores, asked->cores, q->cores))
             return refuse(reason, size, q, HAMI_QUOTA_CORES_KEY, used->cores, asked->cores, q->cores, "");

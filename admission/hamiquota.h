@@ -94,7 +94,6 @@ void hami_quota_asked(const struct pod_info *pod, const struct node_state *n, co
  * memoryFactor (>= 1): memory limits count units of that many MiB, and the
  * numbers in the reason are MiB. A pod that asks nothing passes. */
 bool hami_quota_check(const struct hami_quota_set *s, const char *ns, int memory_factor,
-                      const struct hami_quota_use *used, const struct hami_quota_use *asked, char *reason,
-                      size_t size);
+                      const struct hami_quota_use *used, const struct hami_quota_use *asked, char *reason, size_t size);
 
 #endif

@@ -441,8 +441,8 @@ static int judge(struct judging *j, const struct node_state *n, struct verdict *
     if (allocator_fit(n, j->pod, j->self, &j->p->cfg.policy, fit) &&
         !(quota = j->quota ? policy_check_quota(j->quota, j->p->cache, j->pod, j->self, n, &refusal) : NULL)) {
         char hami_reason[512];
-        if (j->hami_quota && !hami_quota_allows(j->p, j->pod, n, fit->hami_masks, &j->hami_used, hami_reason,
-                                                sizeof(hami_reason))) {
+        if (j->hami_quota &&
+            !hami_quota_allows(j->p, j->pod, n, fit->hami_masks, &j->hami_used, hami_reason, sizeof(hami_reason))) {
             set_why(v, REASON_HAMI_QUOTA, -1, -1, 0);
             set_reason(ev, v, hami_reason, strlen(hami_reason));
             return 0;
@@ -675,7 +675,7 @@ struct decide_step {
     int *count;
     char *quota; /* QUOTA_REFUSED: the reason (malloc'd, the caller frees) */
     enum quota_refusal refusal;
-    bool hami_quota; /* QUOTA_REFUSED by a HAMi ResourceQuota (else the quota ConfigMap) */
+    bool hami_quota;          /* QUOTA_REFUSED by a HAMi ResourceQuota (else the quota ConfigMap) */
     struct pod_info *decided; /* DECIDED: the decided pod (the caller frees) */
     uint64_t token;           /* DECIDED: its reservation */
 };

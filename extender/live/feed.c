@@ -16,8 +16,10 @@ struct feed {
     struct hami_quota_set *quotas; /* FEED_RESOURCEQUOTAS */
 };
 
-static const char *const kind_names[] = {[FEED_NODES] = "node", [FEED_PODS] = "pod", [FEED_CONFIGMAPS] = "configmap",
-                                          [FEED_RESOURCEQUOTAS] = "resourcequota"};
+static const char *const kind_names[] = {[FEED_NODES] = "node",
+                                         [FEED_PODS] = "pod",
+                                         [FEED_CONFIGMAPS] = "configmap",
+                                         [FEED_RESOURCEQUOTAS] = "resourcequota"};
 
 static void count_skipped(void *ctx, const char *reason)
 {

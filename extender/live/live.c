@@ -26,7 +26,7 @@ struct live {
     struct app *app;
     struct kube_config *kube;
     struct informer *informers[NINFORMERS];
-    int ninformers; /* started: the ResourceQuotas only with --hami-resource-quota on */
+    int ninformers;                 /* started: the ResourceQuotas only with --hami-resource-quota on */
     struct feed *feeds[NINFORMERS]; /* informers[i] feeds the cache through feeds[i] */
     struct recorder *recorder;
     struct leader_elector *leader;

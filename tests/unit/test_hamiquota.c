@@ -72,9 +72,9 @@ static void test_parse_hami_keys(void **state)
     assert_int_equal(q.cores, 300);
     hami_rq_clear(&q);
     /* One key alone. */
-    assert_int_equal(parse("{'metadata':{'name':'m','namespace':'n'},'spec':{'hard':{'limits.nvidia.com/gpucores':'0'}}}",
-                           &q, &err),
-                     1);
+    assert_int_equal(
+        parse("{'metadata':{'name':'m','namespace':'n'},'spec':{'hard':{'limits.nvidia.com/gpucores':'0'}}}", &q, &err),
+        1);
     assert_true(q.has_cores && !q.has_memory);
     assert_int_equal(q.cores, 0);
     hami_rq_clear(&q);
@@ -225,7 +225,8 @@ static void test_rule_explicit_zero_blocks(void **state)
     char reason[512] = "";
     /* Even a vGPU that asks 0 cores: the namespace may have none. */
     assert_false(check(&s, "z", 1, 0, 0, 1024, 0, reason));
-    assert_string_equal(reason, "namespace z quota \"none\" limits.nvidia.com/gpucores: 0 admits no HAMi vGPU (0 asked)");
+    assert_string_equal(reason,
+                        "namespace z quota \"none\" limits.nvidia.com/gpucores: 0 admits no HAMi vGPU (0 asked)");
     assert_true(check(&s, "z", 1, 0, 0, 0, 0, reason)); /* no vGPU asked: nothing to refuse */
     hami_quota_set_free(&s);
 }
@@ -275,8 +276,9 @@ static void add_vgpu_pod(struct cluster_cache *c, const char *ns, const char *na
 static void test_used_and_asked(void **state)
 {
     struct cluster_cache *c = *state;
-    add_node(c, "{'kind':'Node','metadata':{'name':'h','annotations':{'hami.io/node-nvidia-register':'" DEV(
-                    UUID0, 0, 16384) DEV(UUID1, 1, 32768) "'}},'status':{'allocatable':{'cpu':'8','nvidia.com/gpu':'20'}}}");
+    add_node(
+        c, "{'kind':'Node','metadata':{'name':'h','annotations':{'hami.io/node-nvidia-register':'" DEV(UUID0, 0, 16384)
+               DEV(UUID1, 1, 32768) "'}},'status':{'allocatable':{'cpu':'8','nvidia.com/gpu':'20'}}}");
     add_vgpu_pod(c, "t", "a", UUID0 ",NVIDIA,1000,10:;");
     add_vgpu_pod(c, "t", "b", UUID1 ",NVIDIA,1000,10:;");
     add_vgpu_pod(c, "u", "other", UUID1 ",NVIDIA,1000,10:;");

@@ -109,14 +109,26 @@ void hami_quota_set_free(struct hami_quota_set *s)
     memset(s, 0, sizeof(*s));
 }
 
-int hami_quota_set_replace(struct hami_quota_set *s, struct hami_rq *items, size_t n)
+/* Room for one more item: 0, or -1 when memory ran out or the set is full. */
+static int make_room(struct hami_quota_set *s)
 {
-    hami_quota_set_free(s);
-    int rc = 0;
-    for (size_t i = 0; i < n; i++)
-        if (hami_quota_set_put(s, &items[i]) != 0)
-            rc = -1;
-    return rc;
+    if (s->count >= HAMI_QUOTA_MAX_OBJECTS)
+        return -1;
+    if (s->count < s->cap)
+        return 0;
+    size_t cap = s->cap ? s->cap * 2 : 8;
+    struct hami_rq *grown = realloc(s->items, cap * sizeof(*grown));
+    if (!grown)
+        return -1;
+    s->items = grown;
+    s->cap = cap;
+    return 0;
+}
+
+static void append(struct hami_quota_set *s, struct hami_rq *item)
+{
+    s->items[s->count++] = *item;
+    memset(item, 0, sizeof(*item));
 }
 
 static ssize_t find(const struct hami_quota_set *s, const char *ns, const char *name)
@@ -125,6 +137,24 @@ static ssize_t find(const struct hami_quota_set *s, const char *ns, const char *
         if (strcmp(s->items[i].ns, ns) == 0 && strcmp(s->items[i].name, name) == 0)
             return (ssize_t)i;
     return -1;
+}
+
+/* A list names each object once (the API server's store is keyed by
+ * namespace/name), so a relist appends without looking: linear, not
+ * quadratic, in the number of quotas. */
+int hami_quota_set_replace(struct hami_quota_set *s, struct hami_rq *items, size_t n)
+{
+    hami_quota_set_free(s);
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (make_room(s) == 0) {
+            append(s, &items[i]);
+        } else {
+            hami_rq_clear(&items[i]);
+            rc = -1;
+        }
+    }
+    return rc;
 }
 
 int hami_quota_set_put(struct hami_quota_set *s, struct hami_rq *item)
@@ -136,18 +166,11 @@ int hami_quota_set_put(struct hami_quota_set *s, struct hami_rq *item)
         memset(item, 0, sizeof(*item));
         return 0;
     }
-    if (s->count == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 8;
-        struct hami_rq *grown = s->count < HAMI_QUOTA_MAX_OBJECTS ? realloc(s->items, cap * sizeof(*grown)) : NULL;
-        if (!grown) {
-            hami_rq_clear(item);
-            return -1;
-        }
-        s->items = grown;
-        s->cap = cap;
+    if (make_room(s) != 0) {
+        hami_rq_clear(item);
+        return -1;
     }
-    s->items[s->count++] = *item;
-    memset(item, 0, sizeof(*item));
+    append(s, item);
     return 0;
 }
 

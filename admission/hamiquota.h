@@ -32,9 +32,10 @@
  * a larger value is taken for a malformed quota, not for "unlimited". */
 #define HAMI_QUOTA_MEMORY_MAX (1LL << 40)
 #define HAMI_QUOTA_CORES_MAX 1000000000LL
-/* Bounds on what one namespace may hold, so a hostile object cannot grow
- * the set without end: quotas per namespace, and in all. */
-#define HAMI_QUOTA_MAX_OBJECTS 100000
+/* The most HAMi quotas held in all, so a flood of objects cannot grow the
+ * set (and the per-request scans over it) without end; past it, further
+ * quotas are not held (a relist logs it). */
+#define HAMI_QUOTA_MAX_OBJECTS 10000
 
 /* One ResourceQuota's HAMi limits. */
 struct hami_rq {
@@ -60,8 +61,9 @@ struct hami_quota_set {
 
 void hami_quota_set_init(struct hami_quota_set *s);
 void hami_quota_set_free(struct hami_quota_set *s);
-/* Hold exactly items[0..n) (a relist); ownership of each item passes, also
- * on failure (-1: out of memory, the set is then empty). */
+/* Hold exactly items[0..n) (a relist: each namespace/name once); ownership
+ * of each item passes, also on failure (-1: out of memory or more than
+ * HAMI_QUOTA_MAX_OBJECTS; the items that fitted are held). */
 int hami_quota_set_replace(struct hami_quota_set *s, struct hami_rq *items, size_t n);
 /* Add or replace ns/name (the item passes). 0, or -1 (out of memory, or the
  * set is full; the item is freed). */

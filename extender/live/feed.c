@@ -253,7 +253,9 @@ static int rq_replace(void *ctx, void **items, size_t n)
     cache_unlock(f->cache);
     free(held);
     if (rc != 0)
-        log_warn("relist of resourcequotas: out of memory; some quotas are not checked until the next relist");
+        log_warn("relist of resourcequotas: out of memory, or more than %d HAMi quotas; some quotas are not checked "
+                 "until the next relist",
+                 HAMI_QUOTA_MAX_OBJECTS);
     return 0;
 }
 
@@ -271,7 +273,7 @@ static int rq_apply(void *ctx, cJSON *obj, char **err)
     cache_unlock(f->cache);
     rq_free(q);
     if (rc != 0 && !*err)
-        *err = strdup("out of memory");
+        *err = strbuf_format("out of memory, or more than %d HAMi quotas held", HAMI_QUOTA_MAX_OBJECTS);
     return rc;
 }
 

@@ -181,6 +181,31 @@ static void test_set_put_replace_remove(void **state)
     assert_false(hami_quota_binds(NULL, "c"));
 }
 
+/* A flood of quotas is held up to the bound, no further. */
+static void test_set_bounded(void **state)
+{
+    (void)state;
+    size_t n = HAMI_QUOTA_MAX_OBJECTS + 1;
+    struct hami_rq *items = calloc(n, sizeof(*items));
+    assert_non_null(items);
+    for (size_t i = 0; i < n; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "q%zu", i);
+        items[i] = rq("flood", name, "{'limits.nvidia.com/gpumem':'1'}");
+    }
+    struct hami_quota_set s;
+    hami_quota_set_init(&s);
+    assert_int_equal(hami_quota_set_replace(&s, items, n), -1);
+    assert_int_equal(s.count, HAMI_QUOTA_MAX_OBJECTS);
+    struct hami_rq more = rq("flood", "more", "{'limits.nvidia.com/gpumem':'1'}");
+    assert_int_equal(hami_quota_set_put(&s, &more), -1);
+    assert_null(more.ns);
+    struct hami_rq again = rq("flood", "q0", "{'limits.nvidia.com/gpumem':'2'}"); /* a change still applies */
+    assert_int_equal(hami_quota_set_put(&s, &again), 0);
+    free(items);
+    hami_quota_set_free(&s);
+}
+
 /* ---- the rule -------------------------------------------------------------------- */
 
 static bool check(const struct hami_quota_set *s, const char *ns, int factor, int64_t used_mem, int64_t used_cores,
@@ -318,6 +343,7 @@ int main(void)
         cmocka_unit_test(test_parse_not_hamis),
         cmocka_unit_test(test_parse_malformed),
         cmocka_unit_test(test_set_put_replace_remove),
+        cmocka_unit_test(test_set_bounded),
         cmocka_unit_test(test_rule_smallest_counts),
         cmocka_unit_test(test_rule_explicit_zero_blocks),
         cmocka_unit_test(test_rule_memory_factor_and_saturation),

@@ -36,6 +36,9 @@ int app_init(struct app *app, const struct options *opts)
         return -1;
     }
     app->placement.policy = &app->policy;
+    hami_quota_set_init(&app->hami_quota);
+    if (opts->hami_resource_quota)
+        app->placement.hami_quota = &app->hami_quota;
     return 0;
 }
 
@@ -45,6 +48,7 @@ void app_destroy(struct app *app)
     placement_destroy(&app->placement);
     cache_destroy(&app->cache);
     policy_destroy(&app->policy);
+    hami_quota_set_free(&app->hami_quota);
 }
 
 struct pod_info *app_pod_from_json(struct app *app, cJSON *pod_json, char **err)

@@ -13,6 +13,7 @@
 #include <cjson/cJSON.h>
 #include <stdatomic.h>
 
+#include "admission/hamiquota.h"
 #include "admission/policy.h"
 #include "cluster/cache.h"
 #include "extender/decide/namelist.h"
@@ -27,6 +28,7 @@ struct app {
     struct placement placement;
     struct name_list_memo node_lists; /* the last NodeNames array (wire.c) */
     struct admission_policy policy;   /* CRLs and quota from ConfigMaps */
+    struct hami_quota_set hami_quota; /* HAMi's ResourceQuotas (live); guarded by the cache's lock */
     atomic_int ready;                 /* offline: the state is loaded; live: see live_ready() */
     atomic_int is_leader;             /* live with --leader-elect: set by the elector */
     struct live *live;                /* NULL offline */

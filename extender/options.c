@@ -237,6 +237,15 @@ static int set_hami_handshake_interval(void *target, const char *v)
     return 0;
 }
 
+static int set_hami_resource_quota(void *target, const char *v)
+{
+    struct options *o = target;
+    if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
+        return 1;
+    o->hami_resource_quota = strcmp(v, "on") == 0;
+    return 0;
+}
+
 static int set_assume_ttl(void *target, const char *v)
 {
     struct options *o = target;
@@ -461,6 +470,10 @@ static const struct flag_spec flags[] = {
      "how long a Requesting_ handshake may stay unanswered (default 60s)", BOTH},
     {"hami-handshake-interval", "DURATION", set_hami_handshake_interval,
      "with --hami-handshake write: how often requests are written, 100ms..1h (default 15s, as HAMi's scheduler)", BOTH},
+    {"hami-resource-quota", "on|off", set_hami_resource_quota,
+     "live mode: watch ResourceQuotas and refuse HAMi vGPUs over limits.nvidia.com/gpumem and gpucores as HAMi's "
+     "scheduler does (default on; needs list and watch on resourcequotas)",
+     SERVE},
     {"crl-namespace", "NAMESPACE", set_crl_namespace,
      "namespace of the CustomResourceLimitation ConfigMaps (default kube-public)", BOTH},
     {"quota-configmap", "NAMESPACE/NAME", set_quota_configmap,
@@ -523,6 +536,7 @@ static void set_defaults(struct options *o)
     o->policy.node = POLICY_BINPACK;
     o->policy.hami_gpu = POLICY_SPREAD;
     hami_config_defaults(&o->hami);
+    o->hami_resource_quota = 1;
     o->assume_ttl_ns = OPTIONS_ASSUME_TTL_NS;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     o->threads = cores > 0 ? (int)cores : 2;

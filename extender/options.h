@@ -36,6 +36,7 @@ struct options {
     enum placement_mode placement;
     struct alloc_policy policy;
     struct hami_config hami; /* the --hami-* flags */
+    int hami_resource_quota; /* live: watch ResourceQuotas and check HAMi's rule (admission/hamiquota.h) */
     int64_t assume_ttl_ns;   /* the most an unbound decision holds its GPUs (OPTIONS_ASSUME_TTL_NS) */
     int threads;
     int decision_workers, decision_queue; /* see workers.h */

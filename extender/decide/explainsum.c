@@ -156,6 +156,7 @@ static double distance(const struct pod_info *pod, const struct verdict *v)
     const struct container_request *c = why_container(pod, v);
     switch ((enum reason_class)v->why) {
     case REASON_QUOTA_EXHAUSTED:
+    case REASON_HAMI_QUOTA:
         return 0.0;
     case REASON_GPU_CORES:
         return c && c->cores > 0 ? (double)v->short_by / (double)c->cores : -1.0;
@@ -266,6 +267,11 @@ static void hint(const struct pod_info *pod, const struct verdict *v, int64_t le
     case REASON_QUOTA_EXHAUSTED:
         snprintf(buf, size, "raise namespace %s's GPU quota for the model of %s, or end pods of %s that use it",
                  pod->ns, v->name, pod->ns);
+        return;
+    case REASON_HAMI_QUOTA:
+        snprintf(buf, size,
+                 "raise namespace %s's ResourceQuota on limits.nvidia.com/gpumem or gpucores, or end HAMi pods of %s",
+                 pod->ns, pod->ns);
         return;
     default:
         buf[0] = '\0';

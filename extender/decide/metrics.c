@@ -27,7 +27,7 @@ struct verb_metrics {
 static struct verb_metrics verbs[VERB_COUNT];
 
 /* Objects dropped by the informers' feeds, by kind and reason (few, fixed). */
-static const char *const skip_kinds[] = {"node", "pod", "configmap"};
+static const char *const skip_kinds[] = {"node", "pod", "configmap", "resourcequota"};
 static const char *const skip_reasons[] = {"malformed", "invalid", "out_of_memory", "not_applied"};
 #define NSKIP_KINDS (sizeof(skip_kinds) / sizeof(skip_kinds[0]))
 #define NSKIP_REASONS (sizeof(skip_reasons) / sizeof(skip_reasons[0]))

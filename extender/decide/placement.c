@@ -1,5 +1,6 @@
 /* placement.c - evaluate a pod over nodes; filter-mode decisions. See placement.h. */
 #include "extender/decide/placement.h"
+#include "admission/hamiquota.h"
 #include "admission/policy.h"
 #include "extender/decide/hamibind.h"
 #include "extender/decide/metrics.h"
@@ -394,11 +395,30 @@ struct judging {
     const struct pod_info *pod;
     const struct pod_entry *self;
     const struct admission_policy *quota; /* NULL: no quota rule names the pod's namespace */
+    bool hami_quota;                      /* a HAMi ResourceQuota names the pod's namespace */
+    struct hami_quota_use hami_used;      /* ...and what the namespace holds (one snapshot) */
     struct evaluation *ev;
     struct fit_result fit;
     ssize_t unknown_first, last_refusal; /* verdicts whose reason the next may share */
     const void *last_memo;               /* last_refusal's fit_result.reason_memo */
 };
+
+/* Does HAMi's ResourceQuota let the pod have the vGPUs the fit chose on n
+ * (hami_masks), with `used` already held by its namespace? true, or false
+ * with the reason in reason. Under the cache's lock. */
+static bool hami_quota_allows(const struct placement *p, const struct pod_info *pod, const struct node_state *n,
+                              const uint64_t *hami_masks, const struct hami_quota_use *used, char *reason, size_t size)
+{
+    struct hami_quota_use asked;
+    hami_quota_asked(pod, n, hami_masks, &asked);
+    return hami_quota_check(p->hami_quota, pod->ns, hami_get_config()->memory_factor, used, &asked, reason, size);
+}
+
+/* Should the HAMi ResourceQuota rule judge this pod at all? */
+static bool hami_quota_applies(const struct placement *p, const struct pod_info *pod)
+{
+    return p->hami_quota && pod->hami && hami_quota_binds(p->hami_quota, pod->ns);
+}
 
 /* One node's verdict: unknown, fits (with its GPUs) or not (with the reason). */
 static int judge(struct judging *j, const struct node_state *n, struct verdict *v)
@@ -420,6 +440,13 @@ static int judge(struct judging *j, const struct node_state *n, struct verdict *
     enum quota_refusal refusal = QUOTA_ALLOWED;
     if (allocator_fit(n, j->pod, j->self, &j->p->cfg.policy, fit) &&
         !(quota = j->quota ? policy_check_quota(j->quota, j->p->cache, j->pod, j->self, n, &refusal) : NULL)) {
+        char hami_reason[512];
+        if (j->hami_quota &&
+            !hami_quota_allows(j->p, j->pod, n, fit->hami_masks, &j->hami_used, hami_reason, sizeof(hami_reason))) {
+            set_why(v, REASON_HAMI_QUOTA, -1, -1, 0);
+            set_reason(ev, v, hami_reason, strlen(hami_reason));
+            return 0;
+        }
         v->fits = true;
         ev->fitting++;
         v->score = (int16_t)fit->score; /* 0..FIT_SCORE_MAX */
@@ -444,19 +471,28 @@ static int evaluate_locked(struct placement *p, const struct pod_info *pod, stru
 {
     struct cluster_cache *c = p->cache;
     int rc = 0;
-    uint64_t masks_store[16];
-    uint64_t *masks = pod->ncontainers <= 16 ? masks_store : calloc((size_t)pod->ncontainers, sizeof(*masks));
+    uint64_t masks_store[16], hami_store[16];
+    bool hami_quota = hami_quota_applies(p, pod), small = pod->ncontainers <= 16;
+    uint64_t *masks = small ? masks_store : calloc((size_t)pod->ncontainers, sizeof(*masks));
+    /* The HAMi devices chosen: what HAMi's quota counts. */
+    uint64_t *hami_masks = !hami_quota ? NULL : small ? hami_store : calloc((size_t)pod->ncontainers, sizeof(*masks));
     const struct node_state *chunk[LOOKUP_CHUNK];
-    if (!masks)
+    if (!masks || (hami_quota && !hami_masks)) {
+        if (masks != masks_store)
+            free(masks);
         return -1;
+    }
     struct judging j = {.p = p,
                         .pod = pod,
                         .self = own_entry(c, pod),
                         .quota = p->policy && policy_quota_binds(p->policy, pod->ns) ? p->policy : NULL,
+                        .hami_quota = hami_quota,
                         .ev = ev,
-                        .fit = {.masks = masks},
+                        .fit = {.masks = masks, .hami_masks = hami_masks},
                         .unknown_first = -1,
                         .last_refusal = -1};
+    if (hami_quota)
+        hami_quota_used(c, pod->ns, &j.self, 1, &j.hami_used);
     /* One shared container: nodes with a usable summary line decide on it
      * (allocator.h); whole GPUs read the tables where they fit. */
     bool line_enough = pod->ncontainers == 1 && !pod->hami && pod->containers[0].whole_gpus == 0;
@@ -479,6 +515,8 @@ static int evaluate_locked(struct placement *p, const struct pod_info *pod, stru
     free(all);
     if (masks != masks_store)
         free(masks);
+    if (hami_masks != hami_store)
+        free(hami_masks);
     return rc || strbuf_failed(&ev->text) ? -1 : 0;
 }
 
@@ -640,9 +678,30 @@ struct decide_step {
     int *count;
     char *quota; /* QUOTA_REFUSED: the reason (malloc'd, the caller frees) */
     enum quota_refusal refusal;
+    bool hami_quota;          /* QUOTA_REFUSED by a HAMi ResourceQuota (else the quota ConfigMap) */
     struct pod_info *decided; /* DECIDED: the decided pod (the caller frees) */
     uint64_t token;           /* DECIDED: its reservation */
 };
+
+/* decide_on's HAMi ResourceQuota step, under the write lock: what the
+ * namespace holds now counts every decision reserved before this one, so
+ * of two pods racing for the quota's last room only the first passes. true
+ * when it refuses, with s->quota the reason (NULL: out of memory). */
+static bool hami_quota_refused(const struct placement *p, const struct pod_info *pod, const struct pod_entry *self,
+                               const struct node_state *n, struct decide_step *s)
+{
+    if (!hami_quota_applies(p, pod))
+        return false;
+    struct hami_quota_use used;
+    hami_quota_used(p->cache, pod->ns, &self, 1, &used);
+    char reason[512];
+    if (hami_quota_allows(p, pod, n, s->fit.hami_masks, &used, reason, sizeof(reason)))
+        return false;
+    s->quota = strdup(reason);
+    s->refusal = QUOTA_EXHAUSTED;
+    s->hami_quota = true;
+    return true;
+}
 
 /* The one sequence of every decision (filter mode's commit, bind mode's
  * assume_on): under the write lock, fit the pod on the node again (the
@@ -662,6 +721,8 @@ static enum decide_outcome decide_on(struct placement *p, const struct pod_info 
         out = DOES_NOT_FIT;
     } else if (p->policy && (s->quota = policy_check_quota(p->policy, p->cache, pod, self, n, &s->refusal))) {
         out = QUOTA_REFUSED;
+    } else if (hami_quota_refused(p, pod, self, n, s)) {
+        out = s->quota ? QUOTA_REFUSED : DECIDE_FAILED;
     } else if (s->minors(s->ctx, n, s->fit.masks, s->idx, s->count) != 0 ||
                !(s->decided = pod_info_with_decision(pod, s->node, clock_realtime_ns(), s->idx, s->count)) ||
                attach_hami(n, s->decided, s->fit.hami_masks) != 0 || sign(p, s->decided) != 0 ||
@@ -731,7 +792,7 @@ static int commit(struct placement *p, const struct pod_info *pod, struct evalua
         rc = 1;
         break;
     case QUOTA_REFUSED:
-        set_why(chosen, quota_class(s.refusal), -1, -1, 0);
+        set_why(chosen, s.hami_quota ? REASON_HAMI_QUOTA : quota_class(s.refusal), -1, -1, 0);
         set_reason(ev, chosen, s.quota, strlen(s.quota));
         unfit(ev, chosen);
         rc = 1;

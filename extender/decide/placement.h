@@ -101,6 +101,9 @@ struct placement {
     void *caught_up_ctx;
     const struct decision_key *key;        /* live mode: signs decisions (cluster/proof.h); NULL offline */
     const struct admission_policy *policy; /* quota per node; NULL = none */
+    /* HAMi's ResourceQuotas (admission/hamiquota.h), guarded by the cache's
+     * lock; NULL: not checked (offline, or --hami-resource-quota off). */
+    const struct hami_quota_set *hami_quota;
     struct name_memo memo;
 };
 

@@ -13,9 +13,13 @@ struct feed {
     struct cluster_cache *cache;
     enum feed_kind kind;
     char *cm_namespace, *cm_name;
+    struct hami_quota_set *quotas; /* FEED_RESOURCEQUOTAS */
 };
 
-static const char *const kind_names[] = {[FEED_NODES] = "node", [FEED_PODS] = "pod", [FEED_CONFIGMAPS] = "configmap"};
+static const char *const kind_names[] = {[FEED_NODES] = "node",
+                                         [FEED_PODS] = "pod",
+                                         [FEED_CONFIGMAPS] = "configmap",
+                                         [FEED_RESOURCEQUOTAS] = "resourcequota"};
 
 static void count_skipped(void *ctx, const char *reason)
 {
@@ -192,6 +196,99 @@ static int cm_remove(void *ctx, const cJSON *obj)
     return name ? cache_delete_configmap(f->cache, ns ? ns : "default", name) : -1;
 }
 
+/* ---- resourcequotas --------------------------------------------------------- */
+
+/* A ResourceQuota as HAMi reads it: an item with no limit when it is not
+ * HAMi's (replace and apply drop it), NULL with *err when malformed. */
+static struct hami_rq *rq_read(const cJSON *obj, char **err)
+{
+    struct hami_rq *q = malloc(sizeof(*q));
+    if (!q) {
+        *err = strdup("out of memory");
+        return NULL;
+    }
+    char *why = NULL;
+    int rc = hami_rq_parse(obj, q, &why);
+    if (rc < 0) {
+        free(q);
+        *err = why;
+        return NULL;
+    }
+    if (rc == 0 && why) /* scoped: said, so that a quota the rule leaves alone is not a surprise */
+        log_info("%s", why);
+    free(why);
+    return q;
+}
+
+static void *rq_convert(void *ctx, cJSON *obj, bool *taken, char **err)
+{
+    (void)ctx;
+    *taken = false;
+    return rq_read(obj, err);
+}
+
+static void rq_free(void *item)
+{
+    hami_rq_clear(item);
+    free(item);
+}
+
+static int rq_replace(void *ctx, void **items, size_t n)
+{
+    struct feed *f = ctx;
+    struct hami_rq *held = calloc(n ? n : 1, sizeof(*held));
+    size_t count = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct hami_rq *q = items[i];
+        if (held && (q->has_memory || q->has_cores)) {
+            held[count++] = *q;
+            memset(q, 0, sizeof(*q));
+        }
+        rq_free(q);
+    }
+    if (!held)
+        return -1;
+    cache_write_lock(f->cache);
+    int rc = hami_quota_set_replace(f->quotas, held, count);
+    cache_unlock(f->cache);
+    free(held);
+    if (rc != 0)
+        log_warn("relist of resourcequotas: out of memory, or more than %d HAMi quotas; some quotas are not checked "
+                 "until the next relist",
+                 HAMI_QUOTA_MAX_OBJECTS);
+    return 0;
+}
+
+static int rq_apply(void *ctx, cJSON *obj, char **err)
+{
+    struct feed *f = ctx;
+    struct hami_rq *q = rq_read(obj, err);
+    const char *name = meta_string(obj, "name"), *ns = meta_string(obj, "namespace");
+    int rc = q ? 0 : -1;
+    cache_write_lock(f->cache);
+    if (q && (q->has_memory || q->has_cores))
+        rc = hami_quota_set_put(f->quotas, q);
+    else if (name && ns) /* no longer HAMi's, or unreadable now: as a relist would, it is not held */
+        hami_quota_set_remove(f->quotas, ns, name);
+    cache_unlock(f->cache);
+    rq_free(q);
+    if (rc != 0 && !*err)
+        *err = strbuf_format("out of memory, or more than %d HAMi quotas held", HAMI_QUOTA_MAX_OBJECTS);
+    return rc;
+}
+
+static int rq_remove(void *ctx, const cJSON *obj)
+{
+    struct feed *f = ctx;
+    const char *name = meta_string(obj, "name"), *ns = meta_string(obj, "namespace");
+    if (!name || !ns)
+        return -1;
+    cache_write_lock(f->cache);
+    hami_quota_set_remove(f->quotas, ns, name);
+    cache_unlock(f->cache);
+    return 0;
+}
+
 /* ---- the feed -------------------------------------------------------------- */
 
 static const struct informer_sink sinks[] = {
@@ -219,6 +316,12 @@ static const struct informer_sink sinks[] = {
                          .apply = cm_apply,
                          .remove = cm_remove,
                          .skipped = count_skipped},
+    [FEED_RESOURCEQUOTAS] = {.convert = rq_convert,
+                             .free_item = rq_free,
+                             .replace = rq_replace,
+                             .apply = rq_apply,
+                             .remove = rq_remove,
+                             .skipped = count_skipped},
 };
 
 struct feed *feed_new(enum feed_kind kind, struct cluster_cache *cache, const char *cm_namespace, const char *cm_name)
@@ -236,6 +339,14 @@ struct feed *feed_new(enum feed_kind kind, struct cluster_cache *cache, const ch
         feed_free(f);
         return NULL;
     }
+    return f;
+}
+
+struct feed *feed_new_resourcequotas(struct cluster_cache *cache, struct hami_quota_set *quotas)
+{
+    struct feed *f = feed_new(FEED_RESOURCEQUOTAS, cache, NULL, NULL);
+    if (f)
+        f->quotas = quotas;
     return f;
 }
 

@@ -20,12 +20,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#define NINFORMERS 4
+#define NINFORMERS 5 /* nodes, pods, CRL ConfigMaps, the quota ConfigMap, ResourceQuotas (HAMi) */
 
 struct live {
     struct app *app;
     struct kube_config *kube;
     struct informer *informers[NINFORMERS];
+    int ninformers;                 /* started: the ResourceQuotas only with --hami-resource-quota on */
     struct feed *feeds[NINFORMERS]; /* informers[i] feeds the cache through feeds[i] */
     struct recorder *recorder;
     struct leader_elector *leader;
@@ -92,10 +93,18 @@ static int make_informers(struct live *l, const struct options *o)
         NULL, NULL);
     l->informers[2] = configmap_informer(l, 2, o->crl_namespace, NULL);
     l->informers[3] = configmap_informer(l, 3, quota_ns, quota_name + 1);
+    l->ninformers = 4;
+    if (o->hami_resource_quota) {
+        l->feeds[4] = feed_new_resourcequotas(&l->app->cache, &l->app->hami_quota);
+        l->informers[4] =
+            l->feeds[4] ? informer_new("resourcequotas", "/api/v1/resourcequotas", feed_sink(l->feeds[4]), l->kube)
+                        : NULL;
+        l->ninformers = 5;
+    }
     /* Pods are charged with CRL defaults: list them after the CRLs. */
     if (l->informers[1])
         informer_after(l->informers[1], &l->informers[2], 2);
-    for (int i = 0; i < NINFORMERS; i++)
+    for (int i = 0; i < l->ninformers; i++)
         if (!l->informers[i] || informer_start(l->informers[i]) != 0)
             return -1;
     return 0;
@@ -351,7 +360,7 @@ void live_stop(struct live *l)
 
 int live_ready(struct live *l, char *reason, size_t size)
 {
-    for (int i = 0; i < NINFORMERS; i++) {
+    for (int i = 0; i < l->ninformers; i++) {
         struct informer_status st;
         informer_status(l->informers[i], &st);
         if (!st.synced) {
@@ -373,7 +382,7 @@ int live_ready(struct live *l, char *reason, size_t size)
 void live_render_informers(struct live *l, struct strbuf *out)
 {
     strbuf_putc(out, '[');
-    for (int i = 0; i < NINFORMERS; i++) {
+    for (int i = 0; i < l->ninformers; i++) {
         struct informer *inf = l->informers[i];
         struct informer_status st;
         informer_status(inf, &st);
@@ -394,7 +403,7 @@ void live_render_informers(struct live *l, struct strbuf *out)
 static void metric_family(struct strbuf *out, struct live *l, const char *name, const char *help, size_t offset)
 {
     strbuf_printf(out, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
-    for (int i = 0; i < NINFORMERS; i++) {
+    for (int i = 0; i < l->ninformers; i++) {
         atomic_uint_fast64_t *v = (atomic_uint_fast64_t *)((char *)l->informers[i] + offset);
         strbuf_printf(out, "%s{informer=\"%s\"} %llu\n", name, l->informers[i]->name,
                       (unsigned long long)atomic_load(v));
@@ -414,7 +423,7 @@ void live_render_metrics(struct live *l, struct strbuf *out)
     metric_family(out, l, "gqa_informer_errors_total", "Failed lists and watches.", offsetof(struct informer, errors));
     strbuf_puts(out, "# HELP gqa_informer_synced 1 once the informer's first list is in the cache.\n"
                      "# TYPE gqa_informer_synced gauge\n");
-    for (int i = 0; i < NINFORMERS; i++)
+    for (int i = 0; i < l->ninformers; i++)
         strbuf_printf(out, "gqa_informer_synced{informer=\"%s\"} %d\n", l->informers[i]->name,
                       atomic_load(&l->informers[i]->synced));
     strbuf_printf(out,

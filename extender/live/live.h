@@ -4,7 +4,8 @@
  * Owns live mode's parts and their lifecycle: the cluster connection
  * (kubeconfig or in-cluster), the informers that feed the cache (nodes; pods
  * that are not finished; ConfigMaps of the CRL namespace; the quota
- * ConfigMap), the recorder through which decisions reach the pods, and
+ * ConfigMap; with --hami-resource-quota on, ResourceQuotas, which feed
+ * HAMi's quota rule), the recorder through which decisions reach the pods, and
  * leader election with the leader label (leaderlabel.h). Also owns what
  * live mode means for readiness: ready when every informer has synced and
  * none has been failing for longer than LIVE_FAILING_BOUND_S, on every

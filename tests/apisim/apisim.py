@@ -2,8 +2,8 @@
 """apisim: a Kubernetes API server simulator for tests (Python 3 standard library only).
 
 It serves the part of the kube-apiserver API that a scheduler extender uses:
-core/v1 nodes, pods (+ pods/binding, pods/status), configmaps, namespaces and
-coordination.k8s.io/v1 leases, with a global resourceVersion counter, list with
+core/v1 nodes, pods (+ pods/binding, pods/status), configmaps, resourcequotas
+(stored, no usage accounting), namespaces and coordination.k8s.io/v1 leases, with a global resourceVersion counter, list with
 label/field selectors and limit/continue, watch with replay from a bounded
 history, bookmarks, 410 Expired after compaction, merge / strategic-merge /
 JSON patches with resourceVersion preconditions, bearer-token and client
@@ -170,6 +170,8 @@ RESOURCE_TYPES = [
                          "spec.serviceAccountName", "spec.hostNetwork", "status.phase",
                          "status.podIP", "status.nominatedNodeName"), short_names=("po",)),
     ResourceType("configmaps", "configmap", "ConfigMap", namespaced=True, short_names=("cm",)),
+    ResourceType("resourcequotas", "resourcequota", "ResourceQuota", namespaced=True, status_sub=True,
+                 short_names=("quota",)),
     ResourceType("namespaces", "namespace", "Namespace", namespaced=False, status_sub=True,
                  fields=("status.phase",), short_names=("ns",)),
     ResourceType("leases", "lease", "Lease", group="coordination.k8s.io", namespaced=True,

@@ -106,8 +106,8 @@ def test_occupancy_follows_pods(s):
             expect_state(srv, model, "the initial list is in the cache")
             inf = srv.informers()
             s.check_eq(sorted(inf), sorted(["nodes", "pods", "configmaps/kube-public",
-                                            "configmaps/kube-system/gpu-quota"]),
-                       "/inspect/informers names the four informers")
+                                            "configmaps/kube-system/gpu-quota", "resourcequotas"]),
+                       "/inspect/informers names the five informers")
             s.check(all(i["synced"] for i in inf.values()), "every informer is synced", inf)
 
             bound_pod(c, model, "added", "n1", 1, 50)

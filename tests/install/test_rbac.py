@@ -12,7 +12,8 @@ Expected (namespaces and names follow the Deployment's flags and the server's
 defaults):
   gpu-quota-admission: nodes get/list/watch/patch (HAMi's node lock);
     pods get/list/watch/patch;
-    pods/binding create (cluster-wide); configmaps get/list/watch in the CRL
+    pods/binding create (cluster-wide); resourcequotas list/watch
+    (cluster-wide, HAMi's quota); configmaps get/list/watch in the CRL
     namespace; the quota ConfigMap get/list/watch in the quota namespace;
     leases create, and get/update of its Lease, in the lease namespace.
   gpu-topology: nodes get, patch.
@@ -67,6 +68,8 @@ def expected(cfg):
     for v in ("get", "list", "watch", "patch"):
         out.add((sa, CLUSTER, "", "pods", v, ANY))
     out.add((sa, CLUSTER, "", "pods/binding", "create", ANY))
+    for v in ("list", "watch"):
+        out.add((sa, CLUSTER, "", "resourcequotas", v, ANY))
     for v in ("get", "list", "watch"):
         out.add((sa, cfg["crl_ns"], "", "configmaps", v, ANY))
         out.add((sa, cfg["quota_ns"], "", "configmaps", v, cfg["quota_name"]))

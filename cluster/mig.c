@@ -14,6 +14,14 @@
 #define MAX_LABEL_MIB 16777216LL /* 16 TiB, as HAMi's MiB fields */
 #define MAX_LABEL_SMALL 1024     /* multiprocessors, slices, engines */
 
+/* Reasons quote input: keep them to one line of printable ASCII. */
+static void printable(char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
+            *s = '?';
+}
+
 static int fail(char *why, size_t why_size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 static int fail(char *why, size_t why_size, const char *fmt, ...)
@@ -23,6 +31,7 @@ static int fail(char *why, size_t why_size, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(why, why_size, fmt, ap);
         va_end(ap);
+        printable(why);
     }
     return -1;
 }
@@ -186,6 +195,7 @@ static void skip(struct mig_node *node, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(node->skipped[node->nskipped], MIG_REASON_MAX, fmt, ap);
         va_end(ap);
+        printable(node->skipped[node->nskipped]);
     }
     if (node->nskipped < 1000000)
         node->nskipped++;

@@ -300,6 +300,11 @@ static void test_node_hostile(void **state)
     assert_int_equal(n.nskipped, 10);
     for (int i = 0; i < MIG_MAX_REASONS; i++)
         assert_true(strlen(n.skipped[i]) > 0);
+    /* reasons quote input as printable text */
+    read_node_text("{'capacity':{'nvidia.com/mig-1g\\u001b[2J.5gb':'1'}}", &n);
+    assert_int_equal(n.nskipped, 1);
+    assert_null(strchr(n.skipped[0], 0x1b));
+    assert_non_null(strchr(n.skipped[0], '?'));
     /* NULL everywhere */
     mig_node_read(NULL, NULL, NULL, &n);
     assert_int_equal(n.nprofiles, 0);

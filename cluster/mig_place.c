@@ -268,7 +268,7 @@ static int choose_placement(const struct mig_gpu *gpu, const struct mig_template
     int order[MIG_MAX_PLACEMENTS];
     int n = hami_order(tp, order);
     int first = -1, best = -1;
-    struct leftover best_left, left;
+    struct leftover best_left = {{0}}, left;
     for (int i = 0; i < n; i++) {
         struct mig_placement p = tp->placements[order[i]];
         if (!fits(p, used))

@@ -283,6 +283,30 @@ int mig_hami_decode_allocations(const char *text, struct mig_hami_allocation **o
     return 0;
 }
 
+int mig_hami_charge(struct mig_hami_device *devs, int ndevs, const struct mig_hami_allocation *a, int n, char *why,
+                    size_t why_size)
+{
+    int charged = 0;
+    bool reported = false;
+    if (why && why_size)
+        why[0] = '\0';
+    for (int i = 0; i < n; i++)
+        for (int d = 0; d < ndevs; d++) {
+            if (strcmp(devs[d].uuid, a[i].gpu_uuid) != 0)
+                continue;
+            char reason[128];
+            if (mig_gpu_add_inuse(&devs[d].gpu, a[i].profile, a[i].placement, reason, sizeof(reason)) == 0)
+                charged++;
+            else if (!reported && why && why_size) {
+                snprintf(why, why_size, "%s on %s (container %d, device %d): %s", a[i].profile, a[i].gpu_uuid,
+                         a[i].container_index, a[i].device_index, reason);
+                reported = true;
+            }
+            break;
+        }
+    return charged;
+}
+
 /* A string as Go's json.Marshal writes printable ASCII: \" \\ and the HTML
  * characters as \u003c \u003e \u0026. */
 static void go_string(struct strbuf *sb, const char *s)

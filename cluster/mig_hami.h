@@ -76,6 +76,14 @@ struct mig_hami_allocation {
  * refused too. *out is malloc'd (NULL when 0 entries). 0, or -1 with *err. */
 int mig_hami_decode_allocations(const char *text, struct mig_hami_allocation **out, int *count, char **err);
 
+/* Charge decoded allocations to the devices they name (by gpuUUID) as
+ * instances in use: what pods HAMi placed, read back. Allocations on GPUs
+ * not in devs are skipped (another node's, or a device gone); one that does
+ * not fit its GPU (overlap, full) is skipped with its reason in why (the
+ * first such). Returns how many were charged. */
+int mig_hami_charge(struct mig_hami_device *devs, int ndevs, const struct mig_hami_allocation *a, int n, char *why,
+                    size_t why_size);
+
 /* Encode entries as HAMi's scheduler writes them (runtime fields omitted,
  * compact JSON, Go's key order and escaping). NULL when n is 0 (HAMi then
  * writes no annotation) or memory ran out; *err says which (NULL for n 0). */

@@ -845,6 +845,42 @@ static void test_hami_allocations_hostile(void **state)
 #undef OK_ENTRY
 }
 
+/* Pods HAMi placed are read back as instances in use on their GPUs. */
+static void test_hami_charge(void **state)
+{
+    (void)state;
+    cJSON *node = fixture("node-hami-mig.json");
+    const cJSON *reg = cJSON_GetObjectItemCaseSensitive(at(at(node, "metadata", NULL), "annotations", NULL),
+                                                        "hami.io/node-nvidia-register");
+    struct mig_hami_device *devs = NULL;
+    int n = 0;
+    char *err = NULL;
+    assert_int_equal(mig_hami_parse_register(reg->valuestring, &devs, &n, &err), 0);
+    cJSON_Delete(node);
+    cJSON *pod = fixture("pod-hami-mig-realised.json");
+    const cJSON *ann = cJSON_GetObjectItemCaseSensitive(at(at(pod, "metadata", NULL), "annotations", NULL),
+                                                        MIG_HAMI_ALLOCATIONS_ANNOTATION);
+    struct mig_hami_allocation *a = NULL;
+    int na = 0;
+    assert_int_equal(mig_hami_decode_allocations(ann->valuestring, &a, &na, &err), 0);
+    cJSON_Delete(pod);
+    char why[256];
+    assert_int_equal(mig_hami_charge(devs, n, a, na, why, sizeof(why)), 2);
+    assert_string_equal(why, "");
+    assert_int_equal(devs[0].gpu.ninuse, 2);
+    assert_int_equal(devs[1].gpu.ninuse, 0);
+    assert_int_equal(mig_gpu_used_slots(&devs[0].gpu), 0xe0); /* slots 5, 6, 7 */
+    /* charged twice (the same pod seen again): the overlap is reported, nothing is charged */
+    assert_int_equal(mig_hami_charge(devs, n, a, na, why, sizeof(why)), 0);
+    assert_non_null(strstr(why, "overlaps"));
+    /* an allocation on a GPU of another node is skipped */
+    snprintf(a[0].gpu_uuid, sizeof(a[0].gpu_uuid), "GPU-elsewhere");
+    assert_int_equal(mig_hami_charge(devs, n, a, 1, why, sizeof(why)), 0);
+    assert_string_equal(why, "");
+    free(a);
+    free(devs);
+}
+
 static void test_hami_encode(void **state)
 {
     (void)state;
@@ -899,6 +935,7 @@ int main(void)
         cmocka_unit_test(test_hami_register),
         cmocka_unit_test(test_hami_allocations_realised),
         cmocka_unit_test(test_hami_allocations_hostile),
+        cmocka_unit_test(test_hami_charge),
         cmocka_unit_test(test_hami_encode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

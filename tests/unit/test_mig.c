@@ -182,6 +182,8 @@ static void test_node_mixed_fixture(void **state)
     struct mig_node n;
     read_node_fixture("node-a100-mixed.json", &n);
     assert_int_equal(n.strategy, MIG_STRATEGY_MIXED);
+    assert_string_equal(mig_strategy_name(n.strategy), "mixed");
+    assert_string_equal(mig_strategy_name((enum mig_strategy)99), "other");
     assert_false(n.single);
     assert_string_equal(n.product, "NVIDIA-A100-SXM4-40GB");
     assert_int_equal(n.gpu_count, 8);

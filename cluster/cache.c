@@ -32,6 +32,41 @@ int cache_init(struct cluster_cache *c, const struct cache_config *cfg)
     return 0;
 }
 
+static void free_family_states(struct node_state *n)
+{
+    for (size_t f = 0; f < gpu_family_count(); f++) {
+        const struct gpu_family *fam = gpu_family_at(f);
+        if (fam->node_free && n->family_state[f])
+            fam->node_free(n->family_state[f]);
+        n->family_state[f] = NULL;
+    }
+}
+
+/* The families that place their own units, fresh for n's spec. */
+static int reset_family_states(struct node_state *n)
+{
+    int rc = 0;
+    for (size_t f = 0; f < gpu_family_count(); f++) {
+        const struct gpu_family *fam = gpu_family_at(f);
+        if (fam->node_reset && fam->node_reset(n, &n->family_state[f]) != 0)
+            rc = -1;
+    }
+    return rc;
+}
+
+/* The units of pod e's containers of self-placing families, added or taken back. */
+static void apply_family_units(struct node_state *n, const struct pod_entry *e, int sign)
+{
+    for (int i = 0; i < e->info->ncontainers; i++) {
+        const struct container_request *r = &e->info->containers[i];
+        if (!r->family || r->family->placement != GPU_PLACE_FAMILY || !r->family->charge)
+            continue;
+        void *state = n->family_state[gpu_family_index(r->family)];
+        if (state)
+            r->family->charge(state, n, r, sign);
+    }
+}
+
 static void node_state_free(struct node_state *n)
 {
     if (!n)
@@ -39,6 +74,7 @@ static void node_state_free(struct node_state *n)
     node_spec_free(n->spec);
     free(n->gpus);
     free(n->hami);
+    free_family_states(n);
     free(n->name);
     free(n);
 }
@@ -176,6 +212,7 @@ static void apply_slots(struct node_state *n, const struct pod_entry *e, int sig
     }
     add_usage(&n->unattributed, &e->unattributed, sign);
     hami_occupancy_apply(n, e, sign);
+    apply_family_units(n, e, sign);
     node_fit_refresh(n);
 }
 
@@ -551,6 +588,7 @@ static int rebuild_gpus(struct node_state *n)
         n->gpus = NULL;
         n->gpu_count = 0;
         memset(&n->unattributed, 0, sizeof(n->unattributed));
+        free_family_states(n);
         node_fit_refresh(n);
         return -1;
     }
@@ -564,12 +602,13 @@ static int rebuild_gpus(struct node_state *n)
         node_fit_refresh(n);
         return -1;
     }
+    int rc = reset_family_states(n);
     free(n->gpus);
     n->gpus = gpus;
     n->gpu_count = count;
     memset(&n->unattributed, 0, sizeof(n->unattributed));
     node_fit_refresh(n);
-    return 0;
+    return rc;
 }
 
 /* A node's shape (GPU count, minors, memory) decides where its pods' charges

@@ -15,7 +15,7 @@
  * in cluster/family_<name>.c. The order is the order nodes count their
  * GPUs by (design.md section 3: vcuda-core, else mps-core, else
  * nvidia.com/gpu) and container resource keys are read in. */
-#define GPU_FAMILIES(X) X(vcuda) X(mps) X(pgpu) X(hami)
+#define GPU_FAMILIES(X) X(vcuda) X(mps) X(pgpu) X(hami) X(mig)
 
 #define DECLARE_FAMILY(name) extern const struct gpu_family gpu_family_##name;
 #define LIST_FAMILY(name) &gpu_family_##name,
@@ -120,9 +120,38 @@ int64_t gpu_amount(const struct gpu_amounts *a, const char *name, bool *given)
     return k >= 0 ? a->value[k] : 0;
 }
 
+bool gpu_amount_prefixed(const char *name, size_t len)
+{
+    for (size_t f = 0; f < FAMILY_COUNT; f++) {
+        const char *p = families[f]->resource_prefix;
+        if (p && len > strlen(p) && memcmp(name, p, strlen(p)) == 0)
+            return true;
+    }
+    return false;
+}
+
+int gpu_amounts_set_prefixed(struct gpu_amounts *a, const char *name, size_t len, int64_t value, const char *container,
+                             struct strbuf *err)
+{
+    if (len >= GPU_AMOUNT_NAME_MAX) {
+        strbuf_printf(err, "container \"%s\" names a GPU resource of %zu characters (at most %d)", container, len,
+                      GPU_AMOUNT_NAME_MAX - 1);
+        return -1;
+    }
+    if (a->nprefixed == GPU_AMOUNT_PREFIXED_MAX) {
+        strbuf_printf(err, "container \"%s\" names more than %d GPU instance resources", container,
+                      GPU_AMOUNT_PREFIXED_MAX);
+        return -1;
+    }
+    memcpy(a->prefixed[a->nprefixed].name, name, len);
+    a->prefixed[a->nprefixed].name[len] = '\0';
+    a->prefixed[a->nprefixed++].value = value;
+    return 0;
+}
+
 bool gpu_family_names_resource(const char *name, size_t len)
 {
-    if (find_key(name, len) >= 0)
+    if (find_key(name, len) >= 0 || gpu_amount_prefixed(name, len))
         return true;
     for (size_t f = 0; f < FAMILY_COUNT; f++)
         for (const char *const *n = families[f]->interest_only; n && *n; n++)
@@ -145,6 +174,10 @@ const char *gpu_interest_only_name(int i)
 /* Does the container name any resource of family f? */
 static bool names_family(const struct gpu_amounts *a, const struct gpu_family *f)
 {
+    size_t plen = f->resource_prefix ? strlen(f->resource_prefix) : 0;
+    for (int i = 0; plen && i < a->nprefixed; i++)
+        if (a->prefixed[i].value > 0 && strncmp(a->prefixed[i].name, f->resource_prefix, plen) == 0)
+            return true;
     for (int r = 0; r < GPU_FAMILY_RESOURCES && f->resources[r].name; r++) {
         bool given;
         gpu_amount(a, f->resources[r].name, &given);

@@ -31,6 +31,9 @@
 struct container_request; /* podinfo.h */
 struct gpu_amounts;       /* below */
 struct node_spec;         /* nodespec.h */
+struct node_state;        /* occupancy.h */
+struct pod_entry;         /* occupancy.h */
+struct pod_info;          /* podinfo.h */
 
 /* Families registered at most (node summaries keep one bit per family). */
 #define GPU_FAMILY_MAX 8
@@ -43,6 +46,9 @@ _Static_assert(GPU_MEMORY_POOLS == FIT_LINE_MEMORY_POOLS, "the summary line keep
 #define GPU_FAMILY_RESOURCES 4
 /* Distinct container resource names over every family, at most. */
 #define GPU_AMOUNT_KEYS_MAX 16
+/* Resources one container names under a family's resource_prefix, at most. */
+#define GPU_AMOUNT_PREFIXED_MAX 8
+#define GPU_AMOUNT_NAME_MAX 64
 
 /* How a family's requests are placed on a node. */
 enum gpu_placement {
@@ -51,6 +57,9 @@ enum gpu_placement {
     GPU_PLACE_SHARES_OR_WHOLE = 0,
     /* Devices the node registers itself (HAMi: extender/decide/hami_fit.c). */
     GPU_PLACE_HAMI_DEVICES,
+    /* The family counts and fits its own units per node (fit_node,
+     * charge and the node state it keeps: MIG instances). */
+    GPU_PLACE_FAMILY,
 };
 
 /* What a family is: flags of struct gpu_family. */
@@ -91,6 +100,9 @@ struct gpu_family {
     /* Container resources kube-scheduler sends pods for but no fit reads
      * (HAMi's nvidia.com/priority), NULL-ended. */
     const char *const *interest_only;
+    /* Container resources named by a prefix ("nvidia.com/mig-"), read into
+     * gpu_amounts.prefixed; NULL when the family has none. */
+    const char *resource_prefix;
     /* Families of one kind read the same resource names: a container may
      * use one kind (nvidia.com/gpu and HAMi's keys are one kind). */
     int kind;
@@ -119,6 +131,27 @@ struct gpu_family {
     /* Why node s cannot serve container name (appended to why), for the
      * family's own wording; NULL: "node has no <core resource> capacity". */
     void (*explain_not_offered)(const char *container, struct strbuf *why);
+
+    /* ---- GPU_PLACE_FAMILY only: the family's own units on a node ---- */
+    /* (Re)build the family's state of node n from n->spec, dropping every
+     * charge (the cache charges the node's pods again after). 0, or -1 when
+     * memory ran out (the node then has no state of this family). */
+    int (*node_reset)(struct node_state *n, void **state);
+    void (*node_free)(void *state);
+    /* Add (sign +1) or take back (-1) container r's units on node n. */
+    void (*charge)(void *state, const struct node_state *n, const struct container_request *r, int sign);
+    /* Do the pod's containers of this family fit node n, the charges of the
+     * excluded pods on n given back? true with *utilization (0..1000: the
+     * share of the family's units in use on n with the pod placed), or false
+     * with the reason appended to why. */
+    bool (*fit_node)(const void *state, const struct node_state *n, const struct pod_info *pod,
+                     const struct pod_entry *const *excluded, size_t nexcluded, int *utilization, struct strbuf *why);
+    /* Render: each kind of unit the family keeps on node n, handed to put
+     * with the resource that names it ("nvidia.com/mig-1g.10gb"), how many
+     * the node offers and how many are held (the page, the plugin,
+     * /inspect/nodes and the metrics show them alike). */
+    void (*units)(const void *state, const struct node_state *n,
+                  void (*put)(void *ctx, const char *resource, int64_t total, int64_t used), void *ctx);
 };
 
 /* The names shown for a container's family (NULL: no family): its core
@@ -141,6 +174,14 @@ static inline const char *gpu_family_memory_name(const struct gpu_family *f)
 struct gpu_amounts {
     int64_t value[GPU_AMOUNT_KEYS_MAX];
     uint32_t given;
+    /* Names under a family's resource_prefix, with their amounts (0 too:
+     * a name at 0 asks for nothing). */
+    int nprefixed;
+
+    struct {
+        char name[GPU_AMOUNT_NAME_MAX];
+        int64_t value;
+    } prefixed[GPU_AMOUNT_PREFIXED_MAX];
 };
 
 /* The distinct container resource names of every family, in the order they
@@ -152,6 +193,14 @@ int gpu_amount_key_of(const char *name, size_t len);
 
 /* Record key k's amount (range-checked by the reader). */
 void gpu_amounts_set(struct gpu_amounts *a, int k, int64_t value);
+
+/* Is name (len bytes) under some family's resource_prefix? */
+bool gpu_amount_prefixed(const char *name, size_t len);
+/* Record a prefixed name's amount; -1 (reason in err, naming container)
+ * when the container names more than GPU_AMOUNT_PREFIXED_MAX of them or a
+ * name is longer than GPU_AMOUNT_NAME_MAX - 1. */
+int gpu_amounts_set_prefixed(struct gpu_amounts *a, const char *name, size_t len, int64_t value, const char *container,
+                             struct strbuf *err);
 
 /* The amount of resource `name` (0 when the container does not name it);
  * *given (may be NULL): it counts as asked. */

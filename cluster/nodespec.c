@@ -272,6 +272,16 @@ static void map_hami_topology(struct node_spec *s)
 
 /* Quota counts by model; a HAMi node without the model label is of its
  * (first) device's type, e.g. "NVIDIA-Tesla V100-PCIE-32GB". */
+/* A MIG node without the model label is of its parent GPU's product
+ * (nvidia.com/gpu.product, the -MIG-<profile> suffix removed), e.g.
+ * "NVIDIA-A100-SXM4-40GB". */
+static int mig_model(struct node_spec *s)
+{
+    if (s->model || !s->mig || !s->mig->product[0])
+        return 0;
+    return (s->model = strdup(s->mig->product)) ? 0 : -1;
+}
+
 static int hami_model(struct node_spec *s)
 {
     if (s->model || !s->hami || s->hami->count == 0)
@@ -290,6 +300,28 @@ static void read_offers(struct node_spec *s, const cJSON *offered)
         if (fam->node_memory_resource && fam->memory_pool >= 0)
             s->memory_offer[fam->memory_pool] = amount(offered, fam->node_memory_resource, s->name, true);
     }
+}
+
+/* NVIDIA's device plugin and GFD: the node's MIG instances by profile
+ * (cluster/mig.h), kept only when the node says anything of MIG. Entries
+ * that cannot be used are skipped there, with reasons, said at debug level
+ * (a node repeats them at every update). */
+static int read_mig(struct node_spec *s, const cJSON *meta, const cJSON *status)
+{
+    struct mig_node *m = malloc(sizeof(*m));
+    if (!m)
+        return -1;
+    mig_node_read(cJSON_GetObjectItemCaseSensitive(meta, "labels"),
+                  cJSON_GetObjectItemCaseSensitive(status, "capacity"),
+                  cJSON_GetObjectItemCaseSensitive(status, "allocatable"), m);
+    if (m->nprofiles == 0 && m->strategy == MIG_STRATEGY_ABSENT) {
+        free(m);
+        return 0;
+    }
+    for (int i = 0; i < m->nskipped && i < MIG_MAX_REASONS; i++)
+        log_debug("node %s: MIG entry skipped: %s", s->name, m->skipped[i]);
+    s->mig = m;
+    return 0;
 }
 
 /* The offer of the node core resource `name`, as read_offers read it. */
@@ -322,6 +354,8 @@ struct node_spec *node_spec_from_json(const cJSON *obj, char **err)
     if (read_labels(s, meta) != 0)
         goto oom;
     read_topology(s, meta);
+    if (read_mig(s, meta, cJSON_GetObjectItemCaseSensitive(obj, "status")) != 0 || mig_model(s) != 0)
+        goto oom;
     if (hami_node_from_annotations(cJSON_GetObjectItemCaseSensitive(meta, "annotations"),
                                    offer_named(s, RES_NVIDIA_GPU), s->name, &s->hami) != 0 ||
         hami_model(s) != 0)
@@ -363,6 +397,7 @@ void node_spec_free(struct node_spec *s)
     free(s->model);
     free(s->pool);
     free(s->labels);
+    free(s->mig);
     hami_node_free(s->hami);
     free(s);
 }

@@ -19,6 +19,7 @@
 
 #include "cluster/family.h"
 #include "cluster/hami_node.h"
+#include "cluster/mig.h"
 
 #include "topology/annotation.h"
 
@@ -54,6 +55,10 @@ struct node_spec {
      * nodes. Its devices are apart from gpus[]: on a HAMi node
      * nvidia.com/gpu counts vGPUs, not whole GPUs. */
     struct hami_node *hami;
+    /* The MIG inventory NVIDIA's device plugin and GFD advertise
+     * (nvidia.com/mig-<profile>, the mig.strategy label), NULL on nodes that
+     * say nothing of MIG. */
+    struct mig_node *mig;
 };
 
 #define DEFAULT_GPU_MODEL_LABEL "tkestack.io/gpu-model"

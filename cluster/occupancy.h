@@ -59,6 +59,9 @@ struct node_state {
     struct pod_entry *charged; /* pods charged on this node (list through pod_entry.node_next) */
     int charged_count;
     struct hami_node_state *hami; /* HAMi nodes only: devices and use (hami_occupancy.h) */
+    /* The state of each family that places its own units (GPU_PLACE_FAMILY,
+     * cluster/family.h), by family index; NULL when the family keeps none. */
+    void *family_state[GPU_FAMILY_MAX];
 };
 
 /* One GPU's share of a pod's charge. */

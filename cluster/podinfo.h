@@ -38,6 +38,9 @@
 #define ANN_GQA_TIME "gpu-admission.io/time"
 #define ANN_GQA_PROOF "gpu-admission.io/proof"
 
+/* The longest instance profile name a container may ask for, with its NUL. */
+#define GPU_PROFILE_MAX 24
+
 /* One container's GPU request. cores is in per-GPU percent (100 = one whole
  * GPU) for every family: nvidia.com/gpu: 2 is cores = 200. */
 struct container_request {
@@ -58,6 +61,10 @@ struct container_request {
      * follow the app containers in pod_info.containers). */
     int init_slot;
     bool sidecar; /* an init container with restartPolicy: Always */
+    /* A family that places named instances (MIG): the profile asked for
+     * ("1g.10gb") and how many; "" and 0 otherwise. */
+    char profile[GPU_PROFILE_MAX];
+    int64_t instances;
 };
 
 /* The decision annotations found on a pod. */

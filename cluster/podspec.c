@@ -86,6 +86,14 @@ static int read_raw_amounts(const cJSON *amounts, const char *cname, struct gpu_
             return -1;
         gpu_amounts_set(a, k, value);
     }
+    for (const cJSON *v = amounts ? amounts->child : NULL; v; v = v->next) {
+        int64_t value;
+        if (!v->string || !gpu_amount_prefixed(v->string, strlen(v->string)))
+            continue;
+        if (read_amount(v, v->string, &value, cname, err) != 0 ||
+            gpu_amounts_set_prefixed(a, v->string, strlen(v->string), value, cname, err) != 0)
+            return -1;
+    }
     return 0;
 }
 

@@ -106,6 +106,10 @@ static bool amount_member(struct jscan *s, const struct jscan_str *key, struct p
             t->names_gpu = true;
             return take_string(s, &a->v[i]);
         }
+    /* A family's prefixed names (nvidia.com/mig-<profile>) are rare: such
+     * a pod is declined here and read the cJSON way. */
+    if (!key->has_escapes && gpu_amount_prefixed(key->ptr, key->len))
+        return false;
     for (int i = 0; gpu_interest_only_name(i); i++) /* managed, never an amount read */
         t->names_gpu |= jscan_key_is(key, gpu_interest_only_name(i));
     return skip(s);

@@ -365,10 +365,24 @@ static int combine_score(int policy, int64_t pairs, const struct fit_result *f)
     return (int)(300.0 * rel + 600.0 * abs_q + 0.1 * policy + 0.5);
 }
 
-static int score_node(const struct fit_state *st, const struct hami_fit_score *hami)
+/* Does the pod ask for per-GPU shares or whole GPUs (the GPU table) here? */
+static bool pod_has_classic_gpus(const struct fit_state *st)
 {
-    /* On a HAMi node the pod's vGPUs shape the score, as HAMi scores nodes. */
+    for (int i = 0; i < st->pod->ncontainers; i++) {
+        const struct container_request *r = &st->pod->containers[i];
+        if (r->family && r->family->placement == GPU_PLACE_SHARES_OR_WHOLE && !hami_container_on(r, st->node))
+            return true;
+    }
+    return false;
+}
+
+static int score_node(const struct fit_state *st, const struct hami_fit_score *hami, int units_util)
+{
+    /* On a HAMi node the pod's vGPUs shape the score, as HAMi scores nodes;
+     * a pod of a self-placing family alone (MIG), the use of its units. */
     int policy = hami ? hami->policy : policy_score(st);
+    if (!hami && units_util >= 0 && !pod_has_classic_gpus(st))
+        policy = st->policy->node == POLICY_SPREAD ? FIT_SCORE_MAX - units_util : units_util;
     int64_t pairs = whole_pairs(st->pod, st->node) + (hami ? hami->pairs : 0);
     return combine_score(policy, pairs, st->fit);
 }
@@ -390,9 +404,21 @@ static bool refuse_not_offered(struct fit_state *st, int ci)
     return false;
 }
 
+/* Does the node offer a self-placing family (MIG) the pod asks for? Such a
+ * node may have no GPU table at all. */
+static bool offers_units_asked(const struct fit_state *st)
+{
+    for (int i = 0; i < st->pod->ncontainers; i++) {
+        const struct container_request *r = &st->pod->containers[i];
+        if (r->family && r->family->placement == GPU_PLACE_FAMILY && (st->node->spec->offers & r->family_bit))
+            return true;
+    }
+    return false;
+}
+
 static bool check_node_kind(struct fit_state *st)
 {
-    if (st->node->gpu_count == 0 && !hami_node_is(st->node)) {
+    if (st->node->gpu_count == 0 && !hami_node_is(st->node) && (pod_has_classic_gpus(st) || !offers_units_asked(st))) {
         struct strbuf names;
         strbuf_init(&names);
         gpu_family_list_core_resources(&names, true);
@@ -408,6 +434,39 @@ static bool check_node_kind(struct fit_state *st)
             continue;
         if (!(st->node->spec->offers & r->family_bit))
             return refuse_not_offered(st, i);
+    }
+    return true;
+}
+
+/* The families that count their own units (GPU_PLACE_FAMILY: MIG), each
+ * asked once for all the pod's containers of it; *util: the last one's use
+ * of its units with the pod placed (0..1000), -1 when the pod has none. */
+static bool fit_family_units(struct fit_state *st, const struct pod_entry *const *excluded, size_t nexcluded, int *util)
+{
+    uint8_t asked = 0;
+    int first = -1;
+    for (int i = 0; i < st->pod->ncontainers; i++) {
+        const struct container_request *r = &st->pod->containers[i];
+        if (r->family && r->family->placement == GPU_PLACE_FAMILY) {
+            asked |= r->family_bit;
+            first = first < 0 ? i : first;
+        }
+    }
+    for (size_t f = 0; asked && f < gpu_family_count(); f++) {
+        const struct gpu_family *fam = gpu_family_at(f);
+        const void *state = st->node->family_state[f];
+        if (!(asked & gpu_family_bit(fam)))
+            continue;
+        struct strbuf why;
+        strbuf_init(&why);
+        bool fits = state && fam->fit_node(state, st->node, st->pod, excluded, nexcluded, util, &why);
+        if (!fits) {
+            classify(st, REASON_INSTANCES, first, -1, 0);
+            fail(st, false, "%s", why.data ? why.data : "the node keeps no count of these instances");
+        }
+        strbuf_free(&why);
+        if (!fits)
+            return false;
     }
     return true;
 }
@@ -686,12 +745,15 @@ bool allocator_fit_full(const struct node_state *n, const struct pod_info *pod, 
     load_free(&st, excluded, nexcluded);
     for (int i = 0; i < pod->ncontainers; i++) {
         const struct container_request *r = &pod->containers[i];
-        if (!r->family || hami_container_on(r, n))
+        if (!r->family || r->family->placement != GPU_PLACE_SHARES_OR_WHOLE || hami_container_on(r, n))
             continue;
         if (!(r->whole_gpus > 0 ? place_whole(&st, i) : place_shared(&st, i)))
             return false;
     }
     if (!check_unattributed(&st))
+        return false;
+    int units_util = -1;
+    if (!fit_family_units(&st, excluded, nexcluded, &units_util))
         return false;
     struct hami_fit_score hami;
     bool on_hami = pod->hami && n->hami && hami_pod_on(pod, n);
@@ -699,6 +761,6 @@ bool allocator_fit_full(const struct node_state *n, const struct pod_info *pod, 
         classify(&st, REASON_HAMI_DEVICES, -1, -1, 0);
         return false;
     }
-    fit->score = score_node(&st, on_hami ? &hami : NULL);
+    fit->score = score_node(&st, on_hami ? &hami : NULL, units_util);
     return true;
 }

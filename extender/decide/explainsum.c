@@ -79,6 +79,15 @@ static void group_message(const struct evaluation *ev, const struct pod_info *po
     case REASON_HAMI_DEVICES:
         snprintf(buf, size, "no HAMi GPU with the memory, cores and a free task slot the vGPUs need");
         return;
+    case REASON_INSTANCES:
+        if (c) {
+            if (c->profile[0] && c->family && c->family->resource_prefix)
+                snprintf(buf, size, "too few free %s%s%s", c->family->resource_prefix, c->profile, who);
+            else
+                snprintf(buf, size, "too few free %s%s", c->family ? c->family->core_resource : "instances", who);
+            return;
+        }
+        break;
     default:
         break;
     }

@@ -20,7 +20,8 @@ const char *reason_class_name(enum reason_class c)
     static const char *const names[REASON_CLASS_COUNT] = {
         "none",        "pod_invalid",     "node_unknown",       "no_gpu",       "no_capacity",
         "gpu_cores",   "gpu_memory",      "whole_gpus",         "unattributed", "quota_pool",
-        "quota_model", "quota_exhausted", "assigned_elsewhere", "hami_devices", "hami_quota"};
+        "quota_model", "quota_exhausted", "assigned_elsewhere", "hami_devices", "hami_quota",
+        "instances"};
     return (unsigned)c < REASON_CLASS_COUNT ? names[c] : "none";
 }
 

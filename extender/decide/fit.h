@@ -50,6 +50,7 @@ enum reason_class {
     REASON_ASSIGNED_ELSEWHERE, /* filter mode: the pod went to another node */
     REASON_HAMI_DEVICES,       /* no HAMi GPU of the node can take a container's vGPUs */
     REASON_HAMI_QUOTA,         /* a ResourceQuota on limits.nvidia.com/gpumem or gpucores is used up */
+    REASON_INSTANCES,          /* a self-placing family (MIG) has too few free instances of what a container asks */
     REASON_CLASS_COUNT
 };
 

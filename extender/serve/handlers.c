@@ -425,6 +425,28 @@ static void put_gpus(struct strbuf *sb, const struct node_state *n)
     strbuf_puts(sb, "],");
 }
 
+static void put_unit(void *ctx, const char *resource, int64_t total, int64_t used)
+{
+    struct strbuf *sb = ctx;
+    if (sb->len && sb->data[sb->len - 1] == '}')
+        strbuf_putc(sb, ',');
+    strbuf_puts(sb, "{\"resource\":");
+    strbuf_json_string(sb, resource);
+    strbuf_printf(sb, ",\"total\":%lld,\"used\":%lld}", (long long)total, (long long)used);
+}
+
+/* "units": what the self-placing families (MIG) keep on the node, per resource. */
+static void put_family_units(struct strbuf *sb, const struct node_state *n)
+{
+    strbuf_puts(sb, ",\"units\":[");
+    for (size_t f = 0; f < gpu_family_count(); f++) {
+        const struct gpu_family *fam = gpu_family_at(f);
+        if (fam->units && n->family_state[f])
+            fam->units(n->family_state[f], n, put_unit, sb);
+    }
+    strbuf_putc(sb, ']');
+}
+
 /* A JSON key in camel case: "vcuda-memory" is "vcudaMemory". */
 static void put_camel_key(struct strbuf *sb, const char *name)
 {
@@ -460,6 +482,7 @@ static void put_node(struct strbuf *sb, const struct node_state *n, bool with_to
     strbuf_puts(sb, "\"pods\":");
     put_pod_list(sb, n, -1);
     strbuf_putc(sb, '}');
+    put_family_units(sb, n);
     if (!with_topology) {
         strbuf_putc(sb, '}');
         return;

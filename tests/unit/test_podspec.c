@@ -471,7 +471,7 @@ static void test_mixed_families(void **state)
 {
     (void)state;
     const char *mixed = "container \"main\" mixes GPU resources of different kinds (tencent.com/vcuda-core, "
-                        "nvidia.com/mps-core, nvidia.com/gpu); a container uses one kind";
+                        "nvidia.com/mps-core, nvidia.com/gpu, nvidia.com/mig-<profile>); a container uses one kind";
     expect_limits_error("{'tencent.com/vcuda-core':'50','tencent.com/vcuda-memory':'1','nvidia.com/gpu':'1'}", mixed);
     expect_limits_error("{'nvidia.com/mps-core':'50','tencent.com/vcuda-memory':'1'}", mixed);
     expect_limits_error("{'nvidia.com/mps-memory':'5','nvidia.com/gpu':'1'}", mixed);

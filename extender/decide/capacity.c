@@ -67,6 +67,8 @@ enum gpu_use { USE_IDLE, USE_PARTIAL, USE_FULL, USE_COUNT };
 static const char *const use_names[USE_COUNT] = {"idle", "partial", "full"};
 
 /* The figures of one model/pool group, one node, or the whole cluster. */
+#define FIGURE_UNITS 32
+
 struct figures {
     int64_t allocatable[R_COUNT];
     int64_t allocated[R_COUNT];
@@ -74,6 +76,14 @@ struct figures {
     int64_t gpus[USE_COUNT];
     int64_t free_cores[USE_COUNT]; /* on idle and on partly used GPUs */
     int64_t nodes;
+    /* Units self-placing families keep (MIG instances), per resource name;
+     * past FIGURE_UNITS distinct names the rest are not summed. */
+    int nunits;
+
+    struct unit_figure {
+        char resource[GPU_AMOUNT_NAME_MAX + 32];
+        int64_t total, used;
+    } units[FIGURE_UNITS];
 };
 
 struct group {
@@ -139,6 +149,37 @@ static void stranded_on_gpu(const struct gpu_state *g, const struct gpu_family *
         add_to(&f->stranded[r + 1], g->mem_total[pool] - g->mem_used[pool]);
 }
 
+static void add_unit(struct figures *f, const char *resource, int64_t total, int64_t used)
+{
+    int i = 0;
+    while (i < f->nunits && strcmp(f->units[i].resource, resource) != 0)
+        i++;
+    if (i == f->nunits) {
+        if (f->nunits == FIGURE_UNITS || strlen(resource) >= sizeof(f->units[0].resource))
+            return;
+        memcpy(f->units[i].resource, resource, strlen(resource) + 1);
+        f->units[i].total = f->units[i].used = 0;
+        f->nunits++;
+    }
+    add_to(&f->units[i].total, total);
+    add_to(&f->units[i].used, used);
+}
+
+static void put_node_unit(void *ctx, const char *resource, int64_t total, int64_t used)
+{
+    add_unit(ctx, resource, total, used);
+}
+
+/* The self-placing families' units of node n, added to f. */
+static void add_node_units(const struct node_state *n, struct figures *f)
+{
+    for (size_t i = 0; i < gpu_family_count(); i++) {
+        const struct gpu_family *fam = gpu_family_at(i);
+        if (fam->units && n->family_state[i])
+            fam->units(n->family_state[i], n, put_node_unit, f);
+    }
+}
+
 /* Add one node's figures to f. */
 static void add_node(const struct node_state *n, struct figures *f)
 {
@@ -153,6 +194,7 @@ static void add_node(const struct node_state *n, struct figures *f)
         if (fam->node_memory_resource)
             add_to(&f->allocatable[2 * i + 1], node_spec_memory_offer(s, fam->memory_pool));
     }
+    add_node_units(n, f);
     const struct gpu_family *core = core_family(s);
     int64_t cores = n->unattributed.cores, mem[GPU_MEMORY_POOLS];
     memcpy(mem, n->unattributed.mem, sizeof(mem));
@@ -179,8 +221,21 @@ static void add_node(const struct node_state *n, struct figures *f)
     }
 }
 
+/* Does the node have GPUs or units of a self-placing family to count? */
+static bool has_gpu_figures(const struct node_state *n)
+{
+    if (n->gpu_count > 0)
+        return true;
+    for (size_t i = 0; i < gpu_family_count(); i++)
+        if (n->family_state[i])
+            return true;
+    return false;
+}
+
 static void add_figures(struct figures *to, const struct figures *from)
 {
+    for (int i = 0; i < from->nunits; i++)
+        add_unit(to, from->units[i].resource, from->units[i].total, from->units[i].used);
     for (int r = 0; r < R_COUNT; r++) {
         add_to(&to->allocatable[r], from->allocatable[r]);
         add_to(&to->allocated[r], from->allocated[r]);
@@ -219,7 +274,7 @@ static struct group *collect(struct cluster_cache *cache, size_t *n)
     struct dict_entry *de;
     while ((de = dict_next(&cache->nodes, &pos))) {
         const struct node_state *node = de->value;
-        if (!node->present || node->gpu_count == 0)
+        if (!node->present || !has_gpu_figures(node))
             continue;
         struct strbuf key;
         strbuf_init(&key);
@@ -353,6 +408,21 @@ static void render_unit_families(struct strbuf *out, const struct group *groups,
                        UNIT_BYTES, get_stranded);
 }
 
+static void render_instance_family(struct strbuf *out, const struct group *groups, size_t n, const char *name,
+                                   const char *help, bool used)
+{
+    family(out, name, help);
+    for (size_t i = 0; i < n; i++)
+        for (int u = 0; u < groups[i].f.nunits; u++) {
+            const struct unit_figure *uf = &groups[i].f.units[u];
+            strbuf_printf(out, "%s{resource=", name);
+            metrics_label_value(out, uf->resource);
+            strbuf_putc(out, ',');
+            put_group_labels(out, &groups[i]);
+            strbuf_printf(out, "} %" PRId64 "\n", used ? uf->used : uf->total);
+        }
+}
+
 static void render_group_metrics(struct strbuf *out, const struct group *groups, size_t n)
 {
     render_resource_family(out, groups, n, "gqa_resource_allocatable",
@@ -369,6 +439,14 @@ static void render_group_metrics(struct strbuf *out, const struct group *groups,
                            "resource, GPU model and pool.",
                            get_stranded, true);
     render_unit_families(out, groups, n);
+    render_instance_family(out, groups, n, "gqa_instances_allocatable",
+                           "Instances nodes offer of each resource a family counts itself (MIG: "
+                           "nvidia.com/mig-<profile>), per GPU model and pool.",
+                           false);
+    render_instance_family(out, groups, n, "gqa_instances_allocated",
+                           "Instances held by pods (bound or decided) of each resource a family counts itself "
+                           "(MIG: nvidia.com/mig-<profile>), per GPU model and pool.",
+                           true);
     render_use_family(out, groups, n, "gqa_gpus", "GPUs by use (idle, partial, full), per GPU model and pool.", false);
     render_use_family(out, groups, n, "gqa_gpu_free_cores",
                       "Free cores (100 = one GPU) on idle and on partly used GPUs, per GPU model and pool.", true);
@@ -403,7 +481,7 @@ static void render_node_metrics(struct cluster_cache *cache, struct strbuf *out)
         struct dict_entry *de;
         while ((de = dict_next(&cache->nodes, &pos))) {
             const struct node_state *n = de->value;
-            if (!n->present || n->gpu_count == 0)
+            if (!n->present || !has_gpu_figures(n))
                 continue;
             struct figures f = {0};
             add_node(n, &f);
@@ -704,6 +782,12 @@ static void put_json_figures(struct strbuf *out, const struct figures *f)
         strbuf_printf(out, "%s\"%s\":{\"allocatable\":%" PRId64 ",\"allocated\":%" PRId64 ",\"stranded\":%" PRId64 "}",
                       first ? "" : ",", res_name(r), f->allocatable[r], f->allocated[r], f->stranded[r]);
         first = false;
+    }
+    strbuf_puts(out, "},\"units\":{");
+    for (int i = 0; i < f->nunits; i++) {
+        strbuf_printf(out, "%s", i ? "," : "");
+        strbuf_json_string(out, f->units[i].resource);
+        strbuf_printf(out, ":{\"total\":%" PRId64 ",\"used\":%" PRId64 "}", f->units[i].total, f->units[i].used);
     }
     strbuf_putc(out, '}');
 }

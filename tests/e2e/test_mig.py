@@ -60,6 +60,20 @@ def filter_counts_instances_and_explains(s):
 
 
 @suite.test
+def metrics_and_capacity_show_instances(s):
+    running = g.pod("running", mig("3g.20gb"), node=MIG_NODE, phase="Running")
+    state = g.write_state(s, [mig_node(), running])
+    with g.Server(s, state) as srv:
+        samples = g.parse_metrics(srv.metrics().text)
+        labels = {"resource": "nvidia.com/mig-3g.20gb", "model": "NVIDIA-A100-SXM4-40GB", "pool": "none"}
+        s.check_eq(g.metric(samples, "gqa_instances_allocatable", **labels), 8.0, "instances offered per profile")
+        s.check_eq(g.metric(samples, "gqa_instances_allocated", **labels), 1.0, "instances held per profile")
+        cap = srv.get_json("/inspect/capacity")
+        s.check_eq(cap["total"]["units"].get("nvidia.com/mig-3g.20gb"), {"total": 8, "used": 1},
+                   "/inspect/capacity sums the instances")
+
+
+@suite.test
 def decisions_hold_instances_until_the_profile_is_used_up(s):
     state = g.write_state(s, [mig_node(**{"2g_10gb": 3})])
     with g.Server(s, state) as srv:  # filter placement: each answer is a decision

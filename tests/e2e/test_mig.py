@@ -64,7 +64,8 @@ def metrics_and_capacity_show_instances(s):
     running = g.pod("running", mig("3g.20gb"), node=MIG_NODE, phase="Running")
     state = g.write_state(s, [mig_node(), running])
     with g.Server(s, state) as srv:
-        samples = g.parse_metrics(srv.metrics().text)
+        samples, _, bad = g.parse_metrics(srv.metrics().text)
+        s.check_eq(bad, [], "every metrics line parses")
         labels = {"resource": "nvidia.com/mig-3g.20gb", "model": "NVIDIA-A100-SXM4-40GB", "pool": "none"}
         s.check_eq(g.metric(samples, "gqa_instances_allocatable", **labels), 8.0, "instances offered per profile")
         s.check_eq(g.metric(samples, "gqa_instances_allocated", **labels), 1.0, "instances held per profile")

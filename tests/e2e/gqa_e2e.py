@@ -652,6 +652,38 @@ def vcuda(cores, memory=None):
     return d
 
 
+def vcuda_node(name, gpus, mem_per_gpu=64):
+    """A node with `gpus` vcuda GPUs of mem_per_gpu memory units each."""
+    return node(name, vcuda(gpus * 100, gpus * mem_per_gpu))
+
+
+def vgpu(n=1, mem=None, pct=None, cores=None):
+    """A HAMi container's limits: nvidia.com/gpu and its optional companions."""
+    d = {"nvidia.com/gpu": n}
+    if mem is not None:
+        d["nvidia.com/gpumem"] = mem
+    if pct is not None:
+        d["nvidia.com/gpumem-percentage"] = pct
+    if cores is not None:
+        d["nvidia.com/gpucores"] = cores
+    return d
+
+
+def pod_path(name, ns="default"):
+    """The API path of one pod."""
+    return "/api/v1/namespaces/%s/pods/%s" % (ns, name)
+
+
+def topo_binary(suite):
+    """The gpu-topology binary, built next to gpu-quota-admission."""
+    return os.path.join(os.path.dirname(suite.binary), "gpu-topology")
+
+
+def smi_fixture(suite, name, ext):
+    """A recorded nvidia-smi output under tests/fixtures/nvidia-smi."""
+    return suite.path("tests", "fixtures", "nvidia-smi", "%s.%s" % (name, ext))
+
+
 def mps(cores, memory):
     return {"nvidia.com/mps-core": cores, "nvidia.com/mps-memory": memory}
 
@@ -967,6 +999,15 @@ class Cluster:
     def last_seq(self):
         reqs = self.sim.requests(0)
         return reqs[-1]["seq"] if reqs else 0
+
+
+def leader_gauge(srv):
+    """gqa_leader from srv's /metrics, or None when it cannot be read."""
+    try:
+        samples, _t, _b = parse_metrics(srv.get("/metrics", timeout=3).text)
+        return int(metric(samples, "gqa_leader"))
+    except (OSError, ValueError, TypeError, http.client.HTTPException):
+        return None
 
 
 def decision_key_file(suite, key=b"e2e-decision-key-0123456789abcdef"):

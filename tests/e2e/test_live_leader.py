@@ -43,15 +43,6 @@ SIGKILL_TAKEOVER_S = 30.0  # the 15 s lease must expire first; generous for a lo
 FIRST_LEADER_S = 15.0
 
 
-def leader_gauge(srv):
-    try:
-        r = srv.get("/metrics", timeout=3)
-        samples, _t, _b = g.parse_metrics(r.text)
-        return int(g.metric(samples, "gqa_leader"))
-    except (OSError, ValueError):
-        return None
-
-
 class Sampler(threading.Thread):
     """Polls gqa_leader of both replicas; remembers every sample."""
 
@@ -63,7 +54,7 @@ class Sampler(threading.Thread):
 
     def run(self):
         while not self.halt.is_set():
-            vals = {k: (leader_gauge(srv) if srv.proc and srv.proc.poll() is None else None)
+            vals = {k: (g.leader_gauge(srv) if srv.proc and srv.proc.poll() is None else None)
                     for k, srv in self.servers.items()}
             self.samples.append((time.monotonic(), vals))
             self.halt.wait(0.05)
@@ -126,7 +117,7 @@ class Pair:
     def leader(self, timeout=FIRST_LEADER_S):
         """(leader key, follower key) once exactly one replica leads and only its pod is labelled."""
         def one():
-            gauges = {k: leader_gauge(srv) for k, srv in self.srv.items()}
+            gauges = {k: g.leader_gauge(srv) for k, srv in self.srv.items()}
             lead = [k for k, v in gauges.items() if v == 1]
             if len(lead) == 1 and labelled(self.c) == ["gqa-" + lead[0]]:
                 return lead[0]
@@ -173,7 +164,7 @@ def test_both_ready_label_follows_lease_sigterm(s):
             pair.start()
             lk, fk = pair.leader()
             s.require(lk is not None, "exactly one replica leads and only its pod carries %s=true" % LABEL,
-                      "labelled %r, gauges %r" % (labelled(c), {k: leader_gauge(v) for k, v in pair.srv.items()}))
+                      "labelled %r, gauges %r" % (labelled(c), {k: g.leader_gauge(v) for k, v in pair.srv.items()}))
             lead, follow = pair.srv[lk], pair.srv[fk]
             for k, srv in pair.srv.items():
                 r = srv.readyz()
@@ -197,10 +188,10 @@ def test_both_ready_label_follows_lease_sigterm(s):
             mark = c.last_seq()
             t0 = time.monotonic()
             lead.signal(signal.SIGTERM)
-            took = g.wait_until(lambda: labelled(c) == ["gqa-" + fk] and leader_gauge(follow) == 1
+            took = g.wait_until(lambda: labelled(c) == ["gqa-" + fk] and g.leader_gauge(follow) == 1
                                 and time.monotonic(), SIGTERM_HANDOVER_S + 10, interval=0.02)
             s.require(took, "after SIGTERM the other replica leads and only its pod is labelled",
-                      "labelled %r, gauge %r" % (labelled(c), leader_gauge(follow)))
+                      "labelled %r, gauge %r" % (labelled(c), g.leader_gauge(follow)))
             print("  handover after SIGTERM: %.2fs" % (took - t0))
             s.check(took - t0 < SIGTERM_HANDOVER_S, "the handover after SIGTERM takes under %.0f s" %
                     SIGTERM_HANDOVER_S, "%.2fs" % (took - t0))
@@ -242,7 +233,7 @@ def test_sigkill_leader_label_cleared_by_successor(s):
             lead.wait_exit()
             s.check_eq(labelled(c), ["gqa-" + lk], "a killed leader leaves its label behind")
             s.check_eq(follow.readyz().status, 200, "the follower stays ready")
-            took = g.wait_until(lambda: labelled(c) == ["gqa-" + fk] and leader_gauge(follow) == 1
+            took = g.wait_until(lambda: labelled(c) == ["gqa-" + fk] and g.leader_gauge(follow) == 1
                                 and time.monotonic(), SIGKILL_TAKEOVER_S, interval=0.1)
             s.require(took, "the other replica takes the expired Lease, labels itself and clears the dead "
                       "one's label", "labelled %r, lease %r" % (labelled(c), lease(c)))
@@ -275,7 +266,7 @@ def test_restarted_follower_takes_its_stale_label_off(s):
                           env={"POD_NAME": "gqa-a", "POD_NAMESPACE": POD_NS}) as srv:
             gone = g.wait_until(lambda: labelled(c) == [], 5)
             s.check(gone, "the restarted replica takes the label off its own pod", labelled(c))
-            s.check_eq(leader_gauge(srv), 0, "it is a follower (the Lease is someone else's)")
+            s.check_eq(g.leader_gauge(srv), 0, "it is a follower (the Lease is someone else's)")
             s.check_eq(srv.readyz().status, 200, "and ready: it is synced")
 
 

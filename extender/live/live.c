@@ -255,6 +255,13 @@ static void on_stopped(void *ctx)
     }
 }
 
+/* Only a replica that can serve campaigns: one whose informers cannot sync
+ * (RBAC missing, say) would otherwise win the Lease and decide nothing. */
+static int may_lead(void *ctx, char *why, size_t size)
+{
+    return live_ready(ctx, why, size);
+}
+
 static int start_leader(struct live *l, const struct options *o, char **err)
 {
     char host[64] = "unknown";
@@ -264,7 +271,7 @@ static int start_leader(struct live *l, const struct options *o, char **err)
     struct leader_config lc = {o->lease_namespace, o->lease_name, l->identity, 15000, 10000, 2000};
     if (make_label(l, err) != 0)
         return -1;
-    struct leader_callbacks callbacks = {on_started, on_stopped, l};
+    struct leader_callbacks callbacks = {.started = on_started, .stopped = on_stopped, .may_lead = may_lead, .ctx = l};
     l->leader = leader_start_with(l->kube, &lc, &l->app->is_leader, &callbacks, err);
     return l->leader ? 0 : -1;
 }

@@ -56,6 +56,20 @@ def test_fail_next_n_requests():
         sim.stop()
 
 
+def test_fail_for_one_user():
+    sim, c = new_sim(tokens=[TOKEN, "other-token"])
+    try:
+        other = apisim.Client(sim.url, token="other-token")
+        sim.fail(403, path="^/api/v1/pods$", user="token:othe...")
+        assert c.get("/api/v1/pods").status == 200
+        r = other.get("/api/v1/pods")
+        assert r.status == 403 and r.json["reason"] == "Forbidden", r
+        assert other.get("/api/v1/nodes").status == 200
+        assert [f["user"] for f in sim.active_faults()] == ["token:othe..."]
+    finally:
+        sim.stop()
+
+
 def test_list_garbage():
     sim, c = new_sim()
     try:

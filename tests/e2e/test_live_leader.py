@@ -270,5 +270,54 @@ def test_restarted_follower_takes_its_stale_label_off(s):
             s.check_eq(srv.readyz().status, 200, "and ready: it is synced")
 
 
+def lease_requests(c, user):
+    return [(r["method"], r["status"]) for r in c.sim.requests(0) if r["user"] == user and "/leases" in r["path"]]
+
+
+@suite.test
+def test_replica_that_cannot_sync_does_not_campaign(s):
+    """A replica whose pods list is forbidden (RBAC missing) never syncs: it must not take the Lease and
+    label itself leader, deciding nothing while the ready replica stands by (docs/behaviour.md, "Only a
+    ready replica leads"). Once the permission is there it syncs and campaigns like any other."""
+    with g.Cluster(s, tokens=tuple(TOKENS.values())) as c:
+        c.add_node(g.node("n1", g.vcuda(400, 256)))
+        c.sim.fail(403, path="^/api/v1/pods$", method="GET", user=USERS["a"],
+                   message='pods is forbidden: User "system:serviceaccount:kube-system:gqa-a" cannot list '
+                           'resource "pods" in API group "" at the cluster scope')
+        flags = ["--leader-elect", "--lease-namespace", LEASE_NS, "--lease-name", LEASE_NAME]
+        srv = {}
+        for k, tok in TOKENS.items():
+            c.create_pod(replica_pod("gqa-" + k))
+            srv[k] = g.LiveServer(s, c.kubeconfig(token=tok, name="kubeconfig-%s.json" % k), flags,
+                                  wait_ready=False, name="replica-" + k,
+                                  env={"POD_NAME": "gqa-" + k, "POD_NAMESPACE": POD_NS})
+        try:
+            srv["a"].start()   # alone: nothing else would stop it taking the Lease
+            s.require(g.wait_until(lambda: "not campaigning" in srv["a"].stderr(), 20),
+                      "the replica that cannot sync says it does not campaign", g.tail(srv["a"].stderr()))
+            s.check_eq(srv["a"].readyz().status, 503, "it is not ready")
+            s.check_eq(lease_requests(c, USERS["a"]), [], "it sent no Lease request")
+            s.check_eq(lease(c), None, "there is no Lease")
+            s.check_eq(g.leader_gauge(srv["a"]), 0, "gqa_leader is 0")
+            s.check_eq(labelled(c), [], "its pod is not labelled leader")
+
+            srv["b"].start()
+            lead_b = g.wait_until(lambda: g.leader_gauge(srv["b"]) == 1 and labelled(c) == ["gqa-b"],
+                                  FIRST_LEADER_S)
+            s.check(lead_b, "the replica that can serve leads and labels its pod", labelled(c))
+            s.check_eq(lease_requests(c, USERS["a"]), [], "the unsynced replica still sent no Lease request")
+
+            c.sim.clear_faults()
+            s.check(g.wait_until(lambda: srv["a"].readyz().status == 200, 30),
+                    "with the permission back it syncs and is ready", srv["a"].readyz())
+            s.check(g.wait_until(lambda: lease_requests(c, USERS["a"]), 20),
+                    "and then campaigns (reads the Lease)")
+            s.check_eq(g.leader_gauge(srv["a"]), 0, "as a follower: the Lease is held")
+            s.check_eq(labelled(c), ["gqa-b"], "the leader's label stays where it is")
+        finally:
+            for v in srv.values():
+                v.stop()
+
+
 if __name__ == "__main__":
     suite.main()

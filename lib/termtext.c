@@ -127,7 +127,7 @@ void term_text_fit(char *dst, size_t size, const char *src)
     }
     dst[len] = '\0';
     if (!*p || size < sizeof more + 1)
-        return; /* all of it fits, or no room to say it was cut */
+        return;                        /* all of it fits, or no room to say it was cut */
     size_t limit = size - sizeof more; /* room for "..." and the NUL */
     len = cut_point(dst, len < limit ? len : limit);
     while (len > 0 && dst[len - 1] == ' ')

@@ -833,6 +833,13 @@ DEMO_NODES = ["cpu-0", "gpu-a100-0", "gpu-t4-0", "gpu-v100-0"]
 DEMO_ARGS_ORDER = ["gpu-a100-0", "gpu-t4-0", "gpu-v100-0", "cpu-0"]
 
 
+def checked_samples(suite, srv):
+    """srv's /metrics samples, checking that every line parses."""
+    got, _types, bad = parse_metrics(srv.metrics().text)
+    suite.check_eq(bad, [], "every /metrics line parses")
+    return got
+
+
 def _example(name, containers):
     p = pod(name, containers, uid="%s-0000-4000-8000-000000000001" % name)
     return p

@@ -30,6 +30,7 @@ import tempfile
 import threading
 import time
 import traceback
+import zlib
 
 SANITIZER_PATTERNS = (
     "ERROR: AddressSanitizer",
@@ -883,6 +884,20 @@ def import_apisim(suite):
         sys.path.insert(0, d)
     import apisim  # noqa: E402
     return apisim
+
+
+def import_hamiplugin(suite):
+    """The HAMi device-plugin stand-in, tests/hamisim/hamiplugin.py."""
+    d = suite.path("tests", "hamisim")
+    if d not in sys.path:
+        sys.path.insert(0, d)
+    import hamiplugin  # noqa: E402
+    return hamiplugin
+
+
+def hami_uuid(node, i):
+    """A stable GPU UUID for device i of a HAMi node."""
+    return "GPU-%08x-0000-4000-8000-%012d" % (zlib.crc32(node.encode()), i)
 
 
 def live_pki(suite):

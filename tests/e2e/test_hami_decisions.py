@@ -30,7 +30,6 @@ import json
 import os
 import sys
 import threading
-import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gqa_e2e as g  # noqa: E402
@@ -48,18 +47,6 @@ HAMI_KEYS = (TO_ALLOCATE, ALLOCATED, VGPU_NODE, VGPU_TIME, PHASE, BIND_TIME)
 NS = "t"
 
 
-def hamiplugin():
-    d = suite.path("tests", "hamisim")
-    if d not in sys.path:
-        sys.path.insert(0, d)
-    import hamiplugin as hp  # noqa: E402
-    return hp
-
-
-def uuid(node, i):
-    return "GPU-%08x-0000-4000-8000-%012d" % (zlib.crc32(node.encode()), i)
-
-
 class Env:
     """A cluster with HAMi nodes (each with its plugin) and the service."""
 
@@ -71,7 +58,7 @@ class Env:
 
     def __enter__(self):
         hami_nodes, devices, memory, split, other_nodes, flags, run_plugins = self.spec
-        hp = hamiplugin()
+        hp = g.import_hamiplugin(suite)
         self.cluster = g.Cluster(suite).start()
         c = self.cluster
         for obj in other_nodes:
@@ -79,7 +66,7 @@ class Env:
         for name in hami_nodes:
             client = c.apisim.Client(c.sim.url, token=c.tokens[0], ca=c.ca_file)
             self.clients.append(client)
-            devs = [hp.Device(uuid(name, i), memory, split=split, index=i) for i in range(devices)]
+            devs = [hp.Device(g.hami_uuid(name, i), memory, split=split, index=i) for i in range(devices)]
             plugin = hp.Plugin(client, name, devs)
             if run_plugins:
                 plugin.start()
@@ -185,7 +172,7 @@ def decision_keys(ann):
 
 def allocation_of(text):
     """[[uuid, ...] per container] of an allocation annotation."""
-    hp = hamiplugin()
+    hp = g.import_hamiplugin(suite)
     return [[d[0] for d in c] for c in hp.decode_allocation(text)]
 
 
@@ -432,7 +419,7 @@ def device_cordon(_s):
     with Env(("hami-0",), devices=2) as env:
         sim = env.cluster.sim
         sim.patch("nodes", "hami-0", "merge", {"metadata": {"annotations": {
-            "hami.io/device-cordon": " %s , " % uuid("hami-0", 1)}}})
+            "hami.io/device-cordon": " %s , " % g.hami_uuid("hami-0", 1)}}})
         ok = g.wait_until(lambda: [d.get("cordoned") for d in env.devices("hami-0") or []] == [False, True], 10)
         suite.require(ok, "/inspect/nodes shows GPU 1 cordoned", env.devices("hami-0"))
         env.create("two", g.vgpu(2, 1000))
@@ -443,7 +430,7 @@ def device_cordon(_s):
         env.create("one", g.vgpu(1, 1000))
         node, f = env.schedule("one", ["hami-0"])
         suite.check_eq(node, "hami-0", "one vGPU still fits", f)
-        suite.check_eq(allocation_of(env.annotations("one").get(ALLOCATED, ""))[-1], [uuid("hami-0", 0)],
+        suite.check_eq(allocation_of(env.annotations("one").get(ALLOCATED, ""))[-1], [g.hami_uuid("hami-0", 0)],
                        "on the GPU that is not cordoned", env.annotations("one"))
 
 

@@ -131,6 +131,18 @@ static int set_gpu_policy(void *target, const char *v)
     return pack_policy_parse(v, &o->policy.gpu) ? 1 : 0;
 }
 
+static int set_vcuda_shares(void *target, const char *v)
+{
+    struct options *o = target;
+    if (strcmp(v, "place") == 0)
+        o->policy.refuse_vcuda_shares = false;
+    else if (strcmp(v, "refuse") == 0)
+        o->policy.refuse_vcuda_shares = true;
+    else
+        return 1;
+    return 0;
+}
+
 static int set_node_policy(void *target, const char *v)
 {
     struct options *o = target;
@@ -438,7 +450,11 @@ static const struct flag_spec flags[] = {
     {"placement", "filter|bind", set_placement,
      "filter: decide in the filter and answer one node (default); bind: answer every feasible node", BOTH},
     {"gpu-policy", "binpack|spread", set_gpu_policy,
-     "order of GPUs for shared requests (default binpack; spread is refused for vcuda)", BOTH},
+     "order of GPUs for shared requests (default binpack; spread needs --vcuda-shares refuse)", BOTH},
+    {"vcuda-shares", "place|refuse", set_vcuda_shares,
+     "place tencent.com/vcuda-core shares (default), or refuse them with an Error (no GPU-Manager in the cluster; "
+     "needed for --gpu-policy spread, whose order GPU-Manager would reject)",
+     BOTH},
     {"node-policy", "binpack|spread", set_node_policy, "shape of node scores (default binpack)", BOTH},
     {"assume-ttl", "DURATION", set_assume_ttl,
      "the longest an unbound decision holds its GPUs; binding, deletion or the pod's next scheduling attempt end it "
@@ -579,6 +595,13 @@ static int check_combination(const struct options *o, enum options_command cmd, 
     }
     if (o->show_help || o->show_version)
         return 0;
+    if (o->policy.gpu == POLICY_SPREAD && !o->policy.refuse_vcuda_shares) {
+        fprintf(err, "gpu-quota-admission: --gpu-policy spread cannot place tencent.com/vcuda-core shares "
+                     "(GPU-Manager re-checks them in its binpack order and fails the pod with \"Nvidia node "
+                     "mismatch\"): use --gpu-policy binpack, or add --vcuda-shares refuse when no pod asks for "
+                     "vcuda shares\n");
+        return -1;
+    }
     if (o->body_budget < o->max_body_bytes) {
         fprintf(err, "gpu-quota-admission: --body-budget is smaller than --max-body-bytes: the largest body could "
                      "never be received\n");

@@ -39,18 +39,28 @@ extern char **environ;
 
 struct kube_exec {
     atomic_int refs;
-    pthread_mutex_t lock; /* guards everything below; held across a run */
+    /* Immutable after kube_exec_new: read by a run without the lock. */
     char *api_version, *command, *install_hint, *cluster_json, *source;
     char *shown; /* the command as the kubeconfig writes it, for messages */
     char **argv; /* command, args..., NULL */
     char **env;  /* "NAME=value", nenv of them */
     size_t nenv;
     enum kube_exec_interactive mode;
+
+    /* Guarded by lock, which is never held while the command runs. */
+    pthread_mutex_t lock;
+    pthread_cond_t done; /* broadcast when a run ends */
     long timeout_ms;
+    long refresh_ahead_ms;
     bool may_use_terminal;
     struct kube_exec_cred cred; /* serial 0: none yet */
     bool stale;                 /* invalidated: run again before use */
-    uint64_t runs;
+    uint64_t runs;              /* runs started */
+    bool running;               /* one run in progress (one runner at a time) */
+    uint64_t finished;          /* runs ended; waiters watch it change */
+    char *run_err;              /* the last run's error (NULL: it succeeded) */
+    uint64_t early_serial;      /* an early refresh was tried for this credential */
+    int64_t early_ns;           /* monotonic time of the last early refresh */
 };
 
 /* ---- lifetime ------------------------------------------------------------- */
@@ -91,6 +101,8 @@ static void exec_free(struct kube_exec *e)
     free_strings(e->argv, argv_count(e->argv));
     free_strings(e->env, e->nenv);
     kube_exec_cred_clear(&e->cred);
+    free(e->run_err);
+    pthread_cond_destroy(&e->done);
     pthread_mutex_destroy(&e->lock);
     free(e);
 }
@@ -128,6 +140,11 @@ struct kube_exec *kube_exec_new(const struct kube_exec_params *p)
         free(e);
         return NULL;
     }
+    if (clock_cond_init(&e->done) != 0) {
+        pthread_mutex_destroy(&e->lock);
+        free(e);
+        return NULL;
+    }
     atomic_init(&e->refs, 1);
     bool failed = false;
     e->api_version = dup_or_null(p->api_version, &failed);
@@ -138,6 +155,7 @@ struct kube_exec *kube_exec_new(const struct kube_exec_params *p)
     e->shown = dup_or_null(p->shown_command ? p->shown_command : p->command, &failed);
     e->mode = p->interactive_mode;
     e->timeout_ms = KUBE_EXEC_DEFAULT_TIMEOUT_MS;
+    e->refresh_ahead_ms = KUBE_EXEC_REFRESH_AHEAD_MS;
     e->env = p->nenv ? calloc(p->nenv, sizeof(*e->env)) : NULL;
     failed |= p->nenv && !e->env;
     for (size_t i = 0; !failed && i < p->nenv; i++, e->nenv++)
@@ -168,6 +186,13 @@ void kube_exec_configure(struct kube_exec *e, long timeout_ms, bool may_use_term
     pthread_mutex_lock(&e->lock);
     e->timeout_ms = timeout_ms > 0 ? timeout_ms : KUBE_EXEC_DEFAULT_TIMEOUT_MS;
     e->may_use_terminal = may_use_terminal;
+    pthread_mutex_unlock(&e->lock);
+}
+
+void kube_exec_set_refresh_ahead(struct kube_exec *e, long ms)
+{
+    pthread_mutex_lock(&e->lock);
+    e->refresh_ahead_ms = ms > 0 ? ms : 0;
     pthread_mutex_unlock(&e->lock);
 }
 
@@ -527,11 +552,11 @@ static void finish(struct run *r)
 }
 
 /* What went wrong with a finished run, or NULL when it exited 0. */
-static char *run_failure(const struct kube_exec *e, const struct run *r)
+static char *run_failure(long timeout_ms, const struct run *r)
 {
     const char *sep = r->err_len ? ": " : "";
     if (r->timed_out)
-        return strbuf_format("did not finish within %ld ms (killed)%s%s", e->timeout_ms, sep, r->err_line);
+        return strbuf_format("did not finish within %ld ms (killed)%s%s", timeout_ms, sep, r->err_line);
     if (r->too_big)
         return strbuf_format("printed more than %zu bytes", KUBE_EXEC_MAX_OUTPUT);
     if (WIFSIGNALED(r->status))
@@ -563,11 +588,20 @@ static char *run_error(const struct kube_exec *e, char *why)
     return safe;
 }
 
-/* Run the command once, under e->lock: a fresh credential in e->cred, or -1 with *err. */
-static int run_locked(struct kube_exec *e, char **err)
+/* What a run needs that may change (kube_exec_configure): read under the
+ * lock before it starts. */
+struct run_settings {
+    long timeout_ms;
+    bool may_use_terminal;
+};
+
+/* Run the command once, without the lock (only e's immutable fields are
+ * read): 0 with *fresh (serial 0), or -1 with *err. */
+static int run_command(const struct kube_exec *e, const struct run_settings *s, struct kube_exec_cred *fresh,
+                       char **err)
 {
     struct run r = {.pid = -1, .out_fd = -1, .err_fd = -1};
-    bool tty = e->may_use_terminal && isatty(STDIN_FILENO);
+    bool tty = s->may_use_terminal && isatty(STDIN_FILENO);
     r.interactive = tty && e->mode != KUBE_EXEC_NEVER;
     if (e->mode == KUBE_EXEC_ALWAYS && !r.interactive) {
         *err = run_error(e, strdup("interactiveMode is Always, but standard input is not a terminal this process "
@@ -575,26 +609,19 @@ static int run_locked(struct kube_exec *e, char **err)
         return -1;
     }
     strbuf_init(&r.out);
-    e->runs++;
     int rc = start_command(e, &r);
     if (rc != 0) {
         strbuf_free(&r.out);
         *err = run_error(e, spawn_failure(e, rc));
         return -1;
     }
-    collect(&r, e->timeout_ms);
+    collect(&r, s->timeout_ms);
     finish(&r);
-    char *why = run_failure(e, &r);
-    struct kube_exec_cred fresh;
+    char *why = run_failure(s->timeout_ms, &r);
     if (!why && strbuf_failed(&r.out))
         why = strdup("out of memory");
-    if (!why && kube_exec_parse(e->api_version, r.out.data ? r.out.data : "", r.out.len, &fresh, &why) == 0) {
-        uint64_t serial = e->cred.serial + 1;
-        kube_exec_cred_clear(&e->cred);
-        e->cred = fresh;
-        e->cred.serial = serial;
-        e->stale = false;
-    }
+    if (!why)
+        kube_exec_parse(e->api_version, r.out.data ? r.out.data : "", r.out.len, fresh, &why);
     strbuf_free(&r.out);
     if (why) {
         *err = run_error(e, why);
@@ -608,6 +635,77 @@ static bool usable(const struct kube_exec *e)
     if (e->cred.serial == 0 || e->stale)
         return false;
     return e->cred.expiry_ns == 0 || clock_realtime_ns() < e->cred.expiry_ns;
+}
+
+/* A usable credential close to its expiry, worth replacing while it still
+ * serves: once per credential, at most once per window (a credential that
+ * lives less than the window would otherwise run the command at every
+ * use), and never with the terminal (a prompt nobody asked for). */
+static bool due_early(const struct kube_exec *e)
+{
+    if (!e->cred.expiry_ns || e->refresh_ahead_ms <= 0 || e->may_use_terminal || e->running ||
+        e->early_serial == e->cred.serial)
+        return false;
+    int64_t window = (int64_t)e->refresh_ahead_ms * NS_PER_MS;
+    if (e->early_ns && clock_monotonic_ns() - e->early_ns < window)
+        return false;
+    return e->cred.expiry_ns - clock_realtime_ns() < window;
+}
+
+/* Run the command as the one runner, the lock released meanwhile; on
+ * return (lock held) e->cred is the fresh credential, or e->run_err says
+ * why there is none. */
+static int run_as_runner(struct kube_exec *e, bool early)
+{
+    struct run_settings s = {e->timeout_ms, e->may_use_terminal};
+    e->running = true;
+    e->runs++;
+    if (early) {
+        e->early_serial = e->cred.serial;
+        e->early_ns = clock_monotonic_ns();
+    }
+    pthread_mutex_unlock(&e->lock);
+    struct kube_exec_cred fresh;
+    memset(&fresh, 0, sizeof(fresh));
+    char *why = NULL;
+    int rc = run_command(e, &s, &fresh, &why);
+    if (rc != 0 && !why)
+        why = strdup("out of memory");
+    pthread_mutex_lock(&e->lock);
+    if (rc == 0) {
+        uint64_t serial = e->cred.serial + 1;
+        kube_exec_cred_clear(&e->cred);
+        e->cred = fresh;
+        e->cred.serial = serial;
+        e->stale = false;
+    }
+    free(e->run_err);
+    e->run_err = why; /* NULL when it worked (or memory ran out for the message) */
+    e->running = false;
+    e->finished++;
+    pthread_cond_broadcast(&e->done);
+    return rc;
+}
+
+/* Wait (lock held) for the run in progress to end, with a deadline a little
+ * past its own (it is killed at its timeout). 0 when it produced a
+ * credential, else -1 with *err. */
+static int wait_for_runner(struct kube_exec *e, char **err)
+{
+    uint64_t seen = e->finished;
+    struct timespec until = clock_monotonic_after(((int64_t)e->timeout_ms + 5000) * NS_PER_MS);
+    while (e->running && e->finished == seen)
+        if (pthread_cond_timedwait(&e->done, &e->lock, &until) != 0)
+            break;
+    if (e->finished == seen) {
+        *err = strbuf_format("%s: exec plugin %s: another thread's run did not end in time", e->source, e->shown);
+        return -1;
+    }
+    if (e->run_err) {
+        *err = strdup(e->run_err);
+        return -1;
+    }
+    return 0;
 }
 
 static int copy_cred(const struct kube_exec_cred *from, struct kube_exec_cred *to)
@@ -624,12 +722,31 @@ static int copy_cred(const struct kube_exec_cred *from, struct kube_exec_cred *t
     return failed ? -1 : 0;
 }
 
+/* Under the lock: 0 when e->cred may be used now, else -1 with *err. A
+ * usable credential is used at once, even while a run is in progress (an
+ * early refresh); otherwise one caller runs the command and the others wait
+ * for its result. */
+static int current_locked(struct kube_exec *e, char **err)
+{
+    if (usable(e) && due_early(e) && run_as_runner(e, true) != 0)
+        log_warn("%s (the credential in force serves until it expires)", e->run_err ? e->run_err : "out of memory");
+    if (usable(e))
+        return 0;
+    if (e->running)
+        return wait_for_runner(e, err);
+    if (run_as_runner(e, false) != 0) {
+        *err = strdup(e->run_err ? e->run_err : "out of memory");
+        return -1;
+    }
+    return 0; /* the fresh credential, even one that expired at once */
+}
+
 int kube_exec_current(struct kube_exec *e, uint64_t have, struct kube_exec_cred *out, char **err)
 {
     memset(out, 0, sizeof(*out));
     *err = NULL;
     pthread_mutex_lock(&e->lock);
-    int rc = usable(e) ? 0 : run_locked(e, err);
+    int rc = current_locked(e, err);
     if (rc == 0 && e->cred.serial != have)
         rc = copy_cred(&e->cred, out) == 0 ? 1 : (*err = strdup("out of memory"), -1);
     pthread_mutex_unlock(&e->lock);

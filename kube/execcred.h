@@ -21,10 +21,17 @@
  * comes. interactiveMode Always without that is an error.
  *
  * A kube_exec is shared by every client made from one kube_config
- * (reference-counted) and is thread-safe. Its mutex is held while the
- * command runs, so clients whose credential expired together wait for one
- * run instead of starting one each; it is a leaf (nothing else is taken
- * under it) and is never held across network I/O.
+ * (reference-counted) and is thread-safe. One caller at a time runs the
+ * command (a run-in-progress flag); its mutex is not held while the command
+ * runs. A caller whose credential is still valid uses it at once, even
+ * during a run; callers with none wait on a condition variable (with a
+ * deadline a little past the run's) for that one run's result instead of
+ * starting one each. A valid credential that expires within
+ * KUBE_EXEC_REFRESH_AHEAD_MS is replaced early by one caller while the
+ * others keep using it (once per credential, at most once per window, not
+ * with a terminal); if that run fails, the credential serves until it
+ * expires. The mutex is a leaf (nothing else is taken under it) and is
+ * never held across network I/O or a run.
  */
 #ifndef GQA_EXECCRED_H
 #define GQA_EXECCRED_H
@@ -36,6 +43,7 @@
 #define KUBE_EXEC_V1 "client.authentication.k8s.io/v1"
 #define KUBE_EXEC_V1BETA1 "client.authentication.k8s.io/v1beta1"
 #define KUBE_EXEC_DEFAULT_TIMEOUT_MS 60000L
+#define KUBE_EXEC_REFRESH_AHEAD_MS 60000L
 
 enum kube_exec_interactive { KUBE_EXEC_NEVER = 0, KUBE_EXEC_IF_AVAILABLE, KUBE_EXEC_ALWAYS };
 
@@ -88,6 +96,9 @@ void kube_exec_cred_clear(struct kube_exec_cred *c);
 /* Read one ExecCredential the command printed (exposed for tests): 0 with
  * *out (serial 0), or -1 with *err (malloc'd, without the command's name). */
 int kube_exec_parse(const char *api_version, const char *text, size_t len, struct kube_exec_cred *out, char **err);
+
+/* The early-refresh window (default KUBE_EXEC_REFRESH_AHEAD_MS; 0: none). */
+void kube_exec_set_refresh_ahead(struct kube_exec *e, long ms);
 
 /* How many times the command ran (tests and logs). */
 uint64_t kube_exec_runs(struct kube_exec *e);

@@ -6,6 +6,7 @@
 #include "lib/jstream.h"
 #include "lib/log.h"
 #include "lib/strbuf.h"
+#include "lib/termtext.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,11 +56,15 @@ static void get_rv(struct informer *inf, char *buf, size_t size)
     pthread_mutex_unlock(&inf->lock);
 }
 
+/* lastError while the first list waits for other informers (not a failure). */
+#define WAITING_PREFIX "waiting for informer "
+
 static void note_failure(struct informer *inf, const char *what)
 {
     atomic_fetch_add(&inf->errors, 1);
     pthread_mutex_lock(&inf->lock);
-    snprintf(inf->last_error, sizeof(inf->last_error), "%s", what ? what : "unknown error");
+    /* The API server's message is untrusted text: one line, cut at a word. */
+    term_text_fit(inf->last_error, sizeof(inf->last_error), what ? what : "unknown error");
     if (!inf->failing_since_ns)
         inf->failing_since_ns = clock_monotonic_ns();
     pthread_mutex_unlock(&inf->lock);
@@ -84,6 +89,7 @@ void informer_status(struct informer *inf, struct informer_status *out)
     out->failing_for_ns = inf->failing_since_ns ? clock_monotonic_ns() - inf->failing_since_ns : 0;
     snprintf(out->resource_version, sizeof(out->resource_version), "%s", inf->resource_version);
     snprintf(out->last_error, sizeof(out->last_error), "%s", inf->last_error);
+    out->waiting = strncmp(inf->last_error, WAITING_PREFIX, strlen(WAITING_PREFIX)) == 0;
     pthread_mutex_unlock(&inf->lock);
 }
 
@@ -555,8 +561,7 @@ static void wait_for_others(struct informer *inf)
     long waited = 0;
     if (!others_synced(inf) && inf->nafter) {
         pthread_mutex_lock(&inf->lock);
-        snprintf(inf->last_error, sizeof(inf->last_error), "waiting for informer %s to sync first",
-                 inf->after[0]->name);
+        snprintf(inf->last_error, sizeof(inf->last_error), WAITING_PREFIX "%s to sync first", inf->after[0]->name);
         pthread_mutex_unlock(&inf->lock);
     }
     while (!inf->stop && !others_synced(inf) && waited < INFORMER_AFTER_WAIT_S * 1000L) {
@@ -565,7 +570,7 @@ static void wait_for_others(struct informer *inf)
     }
     if (inf->nafter) { /* the wait is over: it is no longer the informer's state */
         pthread_mutex_lock(&inf->lock);
-        if (strncmp(inf->last_error, "waiting for informer ", 21) == 0)
+        if (strncmp(inf->last_error, WAITING_PREFIX, strlen(WAITING_PREFIX)) == 0)
             inf->last_error[0] = '\0';
         pthread_mutex_unlock(&inf->lock);
     }

@@ -91,7 +91,7 @@ struct informer {
     atomic_int synced;    /* 1 after the first successful list */
     pthread_mutex_t lock; /* guards the strings below */
     char resource_version[64];
-    char last_error[256];
+    char last_error[512];
     int64_t failing_since_ns; /* 0 while healthy */
 
     /* counters for /metrics and /inspect */
@@ -114,7 +114,8 @@ struct informer_status {
     int synced;
     int64_t failing_for_ns;
     char resource_version[64];
-    char last_error[256];
+    char last_error[512]; /* one line, controls replaced; a long one ends "..." */
+    int waiting;          /* not failing: its first list waits for informer_after's others */
 };
 
 void informer_status(struct informer *inf, struct informer_status *out);

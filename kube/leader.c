@@ -45,7 +45,7 @@
  * years): effectively "never expires" without overflowing nanoseconds. */
 #define MAX_DURATION_S INT64_C(1000000000)
 
-enum view_state { VIEW_STARTING, VIEW_LEADER, VIEW_FOLLOWER, VIEW_ERROR };
+enum view_state { VIEW_STARTING, VIEW_LEADER, VIEW_FOLLOWER, VIEW_ERROR, VIEW_ASIDE };
 
 struct leader_elector {
     /* Immutable after leader_start. */
@@ -256,6 +256,9 @@ void leader_describe(struct leader_elector *le, char *buf, size_t size)
         break;
     case VIEW_ERROR:
         snprintf(buf, size, "error: %s", le->view_error);
+        break;
+    case VIEW_ASIDE:
+        snprintf(buf, size, "follower: not campaigning: %s", le->view_error);
         break;
     case VIEW_FOLLOWER:
         if (!le->view_holder[0])
@@ -488,6 +491,8 @@ static void lease_call(struct leader_elector *le, const char *method, const char
 /* ---- one election round ---- */
 
 static void stop_leading(struct leader_elector *le, enum log_level level, const char *why);
+static void release_lease(struct leader_elector *le);
+static int stand_aside(struct leader_elector *le);
 
 enum outcome {
     HELD,   /* we hold the lease: written just now */
@@ -746,6 +751,8 @@ static int wait_or_stop(struct leader_elector *le, int64_t wait_ns)
 static void run_round(struct leader_elector *le)
 {
     check_deadline(le);
+    if (stand_aside(le))
+        return;
     int64_t start = clock_monotonic_ns();
     switch (try_acquire_or_renew(le)) {
     case HELD:
@@ -777,12 +784,45 @@ static void release_lease(struct leader_elector *le)
     if (copy && !fill_spec(copy, &sv))
         lease_call(le, "PUT", le->object_path, copy, &c);
     cJSON_Delete(copy);
-    if (c.obj)
+    if (c.obj) {
         log_info("leader election %s/%s: released the lease", le->ns, le->name);
-    else
+        keep_lease(le, c.obj); /* no longer ours: a later release has nothing to do */
+        c.obj = NULL;
+    } else {
         log_warn("leader election %s/%s: releasing the lease: %s (followers wait for it to expire)", le->ns, le->name,
                  call_error(&c));
+    }
     call_free(&c);
+    le->releasing = 0;
+}
+
+/* The caller's may_lead says this replica cannot serve (e.g. its informers
+ * have not synced): it does not campaign, and a leader stops deciding and
+ * hands the Lease back at once so a replica that can serve takes over
+ * (rather than renewing a Lease it cannot use). 1 when standing aside. */
+static int stand_aside(struct leader_elector *le)
+{
+    if (!le->callbacks.may_lead)
+        return 0;
+    char why[384] = "";
+    if (le->callbacks.may_lead(le->callbacks.ctx, why, sizeof why))
+        return 0;
+    if (!why[0])
+        snprintf(why, sizeof why, "not ready to serve");
+    if (le->leading) {
+        char msg[sizeof why + 32];
+        snprintf(msg, sizeof msg, "not ready to serve (%s)", why);
+        stop_leading(le, LOG_ERROR, msg);
+        if (le->lease)
+            release_lease(le);
+    }
+    pthread_mutex_lock(&le->mu);
+    if (le->view != VIEW_ASIDE)
+        log_warn("leader election %s/%s: not campaigning until this replica is ready: %s", le->ns, le->name, why);
+    le->view = VIEW_ASIDE;
+    snprintf(le->view_error, sizeof le->view_error, "%s", why);
+    pthread_mutex_unlock(&le->mu);
+    return 1;
 }
 
 static void *election_thread(void *arg)

@@ -4,7 +4,9 @@
  * Owns the --leader-elect loop: acquire the Lease when it is free or its
  * holder's lease has expired, renew it every retry period, and give it up
  * (stop deciding at once) when a renewal has not succeeded within the renew
- * deadline or another holder appears. Only the leader answers filter and
+ * deadline or another holder appears. With a may_lead callback it campaigns
+ * only while the caller is ready to serve, and a leader that stops being
+ * ready releases the Lease at once. Only the leader answers filter and
  * bind. Callbacks let the service act when leadership starts and ends (the
  * extender labels the leader's pod so its Service routes there); they run
  * on the election thread. Timings follow kube-scheduler's defaults: lease
@@ -43,6 +45,12 @@ struct leader_callbacks {
      * restarts in the same pod after a crash is a follower, and takes back
      * what its previous run left. */
     void (*stopped)(void *ctx);
+    /* May this replica lead now? Asked before each election round (NULL:
+     * always). 0 means not ready to serve (why, NUL-terminated, says why):
+     * a follower does not campaign, and a leader gives the Lease up at once
+     * (stopped runs, then the Lease is released) so a ready replica takes
+     * over. Must not block: it reads state, it does no I/O. */
+    int (*may_lead)(void *ctx, char *why, size_t size);
     void *ctx;
 };
 

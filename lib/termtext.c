@@ -92,3 +92,45 @@ void term_text_put_json(struct strbuf *sb, const char *text)
     }
     strbuf_append(sb, (const char *)run, (size_t)(p - run));
 }
+
+/* The longest prefix of dst[0..len) that ends on a character boundary and,
+ * when one lies in the second half, on a space: whole words stay whole. */
+static size_t cut_point(const char *dst, size_t len)
+{
+    while (len > 0 && ((unsigned char)dst[len] & 0xC0) == 0x80)
+        len--; /* dst[len] continues a UTF-8 sequence: keep it whole */
+    for (size_t i = len; i > len / 2; i--)
+        if (dst[i] == ' ')
+            return i;
+    return len;
+}
+
+void term_text_fit(char *dst, size_t size, const char *src)
+{
+    static const char more[] = "...";
+    if (!dst || size == 0)
+        return;
+    const unsigned char *p = (const unsigned char *)(src ? src : "");
+    size_t len = 0;
+    while (*p && len < size - 1) {
+        size_t n = safe_run(p);
+        if (!n) {
+            dst[len++] = ' ';
+            p += utf8_c1(p) ? 2 : 1;
+            continue;
+        }
+        if (len + n > size - 1)
+            break;
+        memcpy(dst + len, p, n);
+        len += n;
+        p += n;
+    }
+    dst[len] = '\0';
+    if (!*p || size < sizeof more + 1)
+        return;                        /* all of it fits, or no room to say it was cut */
+    size_t limit = size - sizeof more; /* room for "..." and the NUL */
+    len = cut_point(dst, len < limit ? len : limit);
+    while (len > 0 && dst[len - 1] == ' ')
+        len--;
+    memcpy(dst + len, more, sizeof more);
+}

@@ -28,5 +28,12 @@ char *term_text_escape(const char *s);
  * escapes too; those can only occur inside quoted strings there, so the
  * result is the same data. */
 void term_text_put_json(struct strbuf *sb, const char *text);
+/* Copy src (NULL: "") into dst, a buffer of size bytes, for a one-line
+ * message: each control character (C0, DEL, C1) or invalid byte becomes a
+ * space. Text that does not fit is cut at a word boundary (a space in the
+ * second half of the room; else at a character boundary) and ends with
+ * "...", so a cut never looks like the whole message. Always NUL-terminated
+ * when size > 0. */
+void term_text_fit(char *dst, size_t size, const char *src);
 
 #endif

@@ -28,6 +28,10 @@ struct alloc_policy {
      * a pod's hami.io/gpu-scheduler-policy overrides it, and its
      * hami.io/node-scheduler-policy overrides `node` */
     enum pack_policy hami_gpu;
+    /* --vcuda-shares refuse: tencent.com/vcuda-core shares are answered with
+     * an Error instead of placed (clusters without GPU-Manager; it is what
+     * lets --gpu-policy spread start, see options.c) */
+    bool refuse_vcuda_shares;
 };
 
 /* Why a pod does not fit, as a class that stays the same from node to node

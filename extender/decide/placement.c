@@ -531,10 +531,12 @@ static int precheck(struct placement *p, const struct pod_info *pod, struct eval
         pass_all(ev);
         return 1;
     }
-    if (p->cfg.policy.gpu == POLICY_SPREAD && pod_has_binpack_only_share(pod)) {
-        ev->error = strdup("--gpu-policy spread is refused for tencent.com/vcuda-core shares: GPU-Manager re-checks "
-                           "shared placements in its binpack order and would fail the pod with \"Nvidia node "
-                           "mismatch\"; run with --gpu-policy binpack");
+    /* Spread alone cannot get here (refused at start); a config made
+     * without options (tests, embedders) is refused the same way. */
+    if ((p->cfg.policy.refuse_vcuda_shares || p->cfg.policy.gpu == POLICY_SPREAD) && pod_has_binpack_only_share(pod)) {
+        ev->error = strdup("tencent.com/vcuda-core shares are refused here (--vcuda-shares refuse, as --gpu-policy "
+                           "spread needs: GPU-Manager re-checks shared placements in its binpack order and would "
+                           "fail the pod with \"Nvidia node mismatch\")");
         return ev->error ? 1 : -1;
     }
     return 0;

@@ -120,7 +120,7 @@ struct leader_label *leader_label_new(const struct kube_config *kube, const char
         leader_label_free(l);
         return NULL;
     }
-    l->callbacks = (struct leader_callbacks){on_started, on_stopped, l};
+    l->callbacks = (struct leader_callbacks){.started = on_started, .stopped = on_stopped, .ctx = l};
     return l;
 }
 

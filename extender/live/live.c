@@ -7,11 +7,13 @@
 #include "kube/informer.h"
 #include "kube/leader.h"
 #include "lib/log.h"
+#include "lib/termtext.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <openssl/crypto.h>
 #include <pthread.h>
+#include <stdarg.h>
 
 #include <stddef.h>
 #include <stdio.h>
@@ -255,6 +257,13 @@ static void on_stopped(void *ctx)
     }
 }
 
+/* Only a replica that can serve campaigns: one whose informers cannot sync
+ * (RBAC missing, say) would otherwise win the Lease and decide nothing. */
+static int may_lead(void *ctx, char *why, size_t size)
+{
+    return live_ready(ctx, why, size);
+}
+
 static int start_leader(struct live *l, const struct options *o, char **err)
 {
     char host[64] = "unknown";
@@ -264,7 +273,7 @@ static int start_leader(struct live *l, const struct options *o, char **err)
     struct leader_config lc = {o->lease_namespace, o->lease_name, l->identity, 15000, 10000, 2000};
     if (make_label(l, err) != 0)
         return -1;
-    struct leader_callbacks callbacks = {on_started, on_stopped, l};
+    struct leader_callbacks callbacks = {.started = on_started, .stopped = on_stopped, .may_lead = may_lead, .ctx = l};
     l->leader = leader_start_with(l->kube, &lc, &l->app->is_leader, &callbacks, err);
     return l->leader ? 0 : -1;
 }
@@ -358,19 +367,50 @@ void live_stop(struct live *l)
     free(l);
 }
 
+/* The reason in /readyz: one line, cut at a word when it must be. */
+static void not_ready(char *reason, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void not_ready(char *reason, size_t size, const char *fmt, ...)
+{
+    char text[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    term_text_fit(reason, size, text);
+}
+
+/* An API error without its request line ("GET /api/...?...: "): the
+ * informer's name already says what was asked, the answer says why. */
+static const char *api_answer(const char *err)
+{
+    const char *sep = strstr(err, ": ");
+    return strncmp(err, "GET /", 5) == 0 && sep ? sep + 2 : err;
+}
+
 int live_ready(struct live *l, char *reason, size_t size)
 {
-    for (int i = 0; i < l->ninformers; i++) {
-        struct informer_status st;
-        informer_status(l->informers[i], &st);
-        if (!st.synced) {
-            snprintf(reason, size, "informer %s has not synced yet%s%s", l->informers[i]->name,
-                     st.last_error[0] ? ": " : "", st.last_error);
+    struct informer_status st[NINFORMERS];
+    int n = l->ninformers;
+    for (int i = 0; i < n; i++)
+        informer_status(l->informers[i], &st[i]);
+    /* The cause first: an informer that waits for another (pods for the
+     * ConfigMaps) would otherwise hide why that one cannot sync. */
+    for (int i = 0; i < n; i++) {
+        if (!st[i].synced && st[i].last_error[0] && !st[i].waiting) {
+            not_ready(reason, size, "informer %s: %s", l->informers[i]->name, api_answer(st[i].last_error));
             return 0;
         }
-        if (st.failing_for_ns > (int64_t)LIVE_FAILING_BOUND_S * 1000000000LL) {
-            snprintf(reason, size, "informer %s has been failing for %llds: %s", l->informers[i]->name,
-                     (long long)(st.failing_for_ns / 1000000000LL), st.last_error);
+    }
+    for (int i = 0; i < n; i++) {
+        if (!st[i].synced) {
+            not_ready(reason, size, "informer %s has not synced yet%s%s", l->informers[i]->name,
+                      st[i].last_error[0] ? ": " : "", st[i].last_error);
+            return 0;
+        }
+        if (st[i].failing_for_ns > (int64_t)LIVE_FAILING_BOUND_S * 1000000000LL) {
+            not_ready(reason, size, "informer %s has been failing for %llds: %s", l->informers[i]->name,
+                      (long long)(st[i].failing_for_ns / 1000000000LL), api_answer(st[i].last_error));
             return 0;
         }
     }

@@ -691,7 +691,7 @@ void handle_healthz(struct app *app, const struct http_request *req, struct http
 void handle_readyz(struct app *app, const struct http_request *req, struct http_response *resp)
 {
     (void)req;
-    char reason[sizeof(app->not_ready_reason)];
+    char reason[512]; /* an informer's reason: the API server's message, whole when it fits */
     if (app->live && atomic_load(&app->ready) && !live_ready(app->live, reason, sizeof(reason))) {
         http_json_error(resp, 503, reason);
         return;

@@ -784,7 +784,7 @@ class FaultRule:
     _ids = 0
 
     def __init__(self, kind, status=500, ms=0, count=None, seconds=None, path=None, method=None,
-                 watch=None, retry_after=None, message=None):
+                 watch=None, retry_after=None, message=None, user=None):
         FaultRule._ids += 1
         self.id = FaultRule._ids
         self.kind = kind  # "fail", "delay" or "gate"
@@ -800,6 +800,7 @@ class FaultRule:
         self.watch = watch
         self.retry_after = retry_after
         self.message = message
+        self.user = user  # only this caller's requests, as the request log names it ("token:abcd...")
 
     def alive(self, now):
         if self.count is not None and self.count <= 0:
@@ -808,7 +809,9 @@ class FaultRule:
             return False
         return True
 
-    def matches(self, method, path, is_watch):
+    def matches(self, method, path, is_watch, user=None):
+        if self.user is not None and user != self.user:
+            return False
         if self.methods and method not in self.methods:
             return False
         if self.path_re and not self.path_re.search(path):
@@ -820,7 +823,7 @@ class FaultRule:
     def describe(self):
         d = {"id": self.id, "kind": self.kind, "path": self.path,
              "method": sorted(self.methods) if self.methods else None, "watch": self.watch,
-             "count": self.count,
+             "count": self.count, "user": self.user,
              "seconds": None if self.until is None else max(0.0, self.until - time.monotonic())}
         if self.kind == "fail":
             d.update(status=self.status, retryAfter=self.retry_after, message=self.message)
@@ -1637,10 +1640,11 @@ class APISim:
     # ---- fault injection & control ---------------------------------------
 
     def fail(self, status=500, count=None, seconds=None, path=None, method=None, watch=None,
-             retry_after=None, message=None):
-        """Answer `status` to matching requests: the next `count`, or for `seconds`, or until clear_faults()."""
+             retry_after=None, message=None, user=None):
+        """Answer `status` to matching requests: the next `count`, or for `seconds`, or until clear_faults().
+        With user (as the request log names callers, e.g. "token:abcd..."), only that caller's."""
         rule = FaultRule("fail", status=status, count=count, seconds=seconds, path=path, method=method,
-                         watch=watch, retry_after=retry_after, message=message)
+                         watch=watch, retry_after=retry_after, message=message, user=user)
         with self.cond:
             self.faults.append(rule)
         return rule.id
@@ -1707,18 +1711,18 @@ class APISim:
             self.faults = [f for f in self.faults if f.alive(now)]
             return [f.describe() for f in self.faults]
 
-    def _take_faults(self, method, path, is_watch):
+    def _take_faults(self, method, path, is_watch, user=None):
         """Returns (delay_ms, failing rule or None), consuming counts; waits at any gate first."""
         now = time.monotonic()
         delay_ms, failing = 0.0, None
         with self.cond:
-            gates = [f for f in self.faults if f.kind == "gate" and f.matches(method, path, is_watch)]
+            gates = [f for f in self.faults if f.kind == "gate" and f.matches(method, path, is_watch, user)]
         for gate in gates:
             self._pass_gate(gate)
         with self.cond:
             self.faults = [f for f in self.faults if f.alive(now)]
             for f in self.faults:
-                if f.kind == "gate" or not f.matches(method, path, is_watch):
+                if f.kind == "gate" or not f.matches(method, path, is_watch, user):
                     continue
                 if f.kind == "delay":
                     delay_ms += f.ms
@@ -2213,7 +2217,7 @@ class _Handler(BaseHTTPRequestHandler):
                 entry["watch"] = is_watch
                 if user is None and path not in PUBLIC_PATHS:
                     raise ApiError(401, "Unauthorized", "Unauthorized")
-                delay_ms, failing = sim._take_faults(self.command, path, is_watch)
+                delay_ms, failing = sim._take_faults(self.command, path, is_watch, user)
                 if delay_ms:
                     time.sleep(delay_ms / 1000.0)
                 if failing is not None:

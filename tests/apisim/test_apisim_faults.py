@@ -56,6 +56,20 @@ def test_fail_next_n_requests():
         sim.stop()
 
 
+def test_fail_for_one_user():
+    sim, c = new_sim(tokens=[TOKEN, "other-token"])
+    try:
+        other = apisim.Client(sim.url, token="other-token")
+        sim.fail(403, path="^/api/v1/pods$", user="token:othe...")
+        assert c.get("/api/v1/pods").status == 200
+        r = other.get("/api/v1/pods")
+        assert r.status == 403 and r.json["reason"] == "Forbidden", r
+        assert other.get("/api/v1/nodes").status == 200
+        assert [f["user"] for f in sim.active_faults()] == ["token:othe..."]
+    finally:
+        sim.stop()
+
+
 def test_list_garbage():
     sim, c = new_sim()
     try:
@@ -91,7 +105,7 @@ def test_fail_for_seconds_and_429():
         assert r.json["reason"] == "TooManyRequests" and r.json["details"]["retryAfterSeconds"] == 2
         assert c.get("/api/v1/nodes").status == 200
         assert c.get("/api/v1/pods").status == 429
-        time.sleep(0.45)
+        time.sleep(0.45)   # time must pass: the rule lasts 0.4 s; any delay beyond only helps
         assert c.get("/api/v1/pods").status == 200
         sim.fail(500, message="etcdserver: request timed out", count=1)
         assert c.get("/api/v1/pods").json["message"] == "etcdserver: request timed out"
@@ -207,9 +221,9 @@ def test_down_and_up():
                     break
             except ConnectionRefusedError:
                 pass
-            assert time.time() - t0 < 3, "did not come back"
+            assert time.time() - t0 < 30, "did not come back"
             time.sleep(0.05)
-        assert 0.35 <= time.time() - t0 < 2
+        assert time.time() - t0 >= 0.35   # not before its time (no upper bound: a loaded machine is slow)
     finally:
         sim.stop()
 
@@ -293,11 +307,15 @@ def test_control_endpoint():
         assert ev["type"] == "ERROR" and ev["object"]["code"] == 410
         assert ctl.get("/_sim/nothing").status == 404
         # down through the control endpoint on the main port, with automatic return
-        ctl.post("/_sim/faults", {"op": "down", "seconds": 0.3})
-        time.sleep(0.15)
+        # Polled, not slept: it goes down 50 ms after the answer and stays
+        # down a second, long enough not to be missed on a loaded machine.
+        ctl.post("/_sim/faults", {"op": "down", "seconds": 1.0})
+        t0 = time.time()
+        while sim.is_up and time.time() - t0 < 10:
+            time.sleep(0.01)
         assert not sim.is_up
         t0 = time.time()
-        while not sim.is_up and time.time() - t0 < 3:
+        while not sim.is_up and time.time() - t0 < 10:
             time.sleep(0.05)
         assert c.get("/api/v1/nodes", fresh=True).status == 200
     finally:

@@ -111,6 +111,9 @@ def test_watch_stream():
         env.core.create_namespaced_pod(NS, make_pod("b"))
 
         def later():
+            # Not synchronisation: the watch replays from rv, so these two
+            # changes arrive in this order whether they happen before or
+            # after it starts; the pause only lets them come live, usually.
             time.sleep(0.3)
             env.sim.set_pod_phase(NS, "a", "Succeeded")
             env.core.delete_namespaced_pod("b", NS)
@@ -123,7 +126,7 @@ def test_watch_stream():
                            field_selector="status.phase!=Succeeded,status.phase!=Failed"):
             seen.append((ev["type"], ev["object"].metadata.name))
         t.join()
-        assert 1.8 <= time.time() - t0 < 4, time.time() - t0  # ended by timeout_seconds
+        assert time.time() - t0 >= 1.8, time.time() - t0  # ended by timeout_seconds (no upper bound: load)
         # b replayed from RV; a leaves the selector (DELETED); b deleted
         assert seen == [("ADDED", "b"), ("DELETED", "a"), ("DELETED", "b")], seen
         assert isinstance(ev["object"], client.V1Pod)

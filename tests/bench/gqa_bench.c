@@ -743,9 +743,12 @@ static int spawn_server(struct server *s, const char *binary, const char *state,
 {
     char listen[32];
     snprintf(listen, sizeof(listen), "127.0.0.1:%d", s->port);
+    /* spread starts only with vcuda shares refused (their answers are Errors either way) */
+    bool spread = gpu_policy && strcmp(gpu_policy, "spread") == 0;
     char *argv[] = {(char *)binary, "--state-file", (char *)state, "--listen-http", listen,
                     "--placement", (char *)MODE_NAME[mode], "--log-level", "warn", "--gpu-policy",
-                    (char *)(gpu_policy ? gpu_policy : "binpack"), NULL};
+                    (char *)(gpu_policy ? gpu_policy : "binpack"), "--vcuda-shares", spread ? "refuse" : "place",
+                    NULL};
     return spawn(&s->pid, argv, s->log_path);
 }
 

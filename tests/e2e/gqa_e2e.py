@@ -30,6 +30,7 @@ import tempfile
 import threading
 import time
 import traceback
+import zlib
 
 SANITIZER_PATTERNS = (
     "ERROR: AddressSanitizer",
@@ -652,6 +653,38 @@ def vcuda(cores, memory=None):
     return d
 
 
+def vcuda_node(name, gpus, mem_per_gpu=64):
+    """A node with `gpus` vcuda GPUs of mem_per_gpu memory units each."""
+    return node(name, vcuda(gpus * 100, gpus * mem_per_gpu))
+
+
+def vgpu(n=1, mem=None, pct=None, cores=None):
+    """A HAMi container's limits: nvidia.com/gpu and its optional companions."""
+    d = {"nvidia.com/gpu": n}
+    if mem is not None:
+        d["nvidia.com/gpumem"] = mem
+    if pct is not None:
+        d["nvidia.com/gpumem-percentage"] = pct
+    if cores is not None:
+        d["nvidia.com/gpucores"] = cores
+    return d
+
+
+def pod_path(name, ns="default"):
+    """The API path of one pod."""
+    return "/api/v1/namespaces/%s/pods/%s" % (ns, name)
+
+
+def topo_binary(suite):
+    """The gpu-topology binary, built next to gpu-quota-admission."""
+    return os.path.join(os.path.dirname(suite.binary), "gpu-topology")
+
+
+def smi_fixture(suite, name, ext):
+    """A recorded nvidia-smi output under tests/fixtures/nvidia-smi."""
+    return suite.path("tests", "fixtures", "nvidia-smi", "%s.%s" % (name, ext))
+
+
 def mps(cores, memory):
     return {"nvidia.com/mps-core": cores, "nvidia.com/mps-memory": memory}
 
@@ -801,6 +834,13 @@ DEMO_NODES = ["cpu-0", "gpu-a100-0", "gpu-t4-0", "gpu-v100-0"]
 DEMO_ARGS_ORDER = ["gpu-a100-0", "gpu-t4-0", "gpu-v100-0", "cpu-0"]
 
 
+def checked_samples(suite, srv):
+    """srv's /metrics samples, checking that every line parses."""
+    got, _types, bad = parse_metrics(srv.metrics().text)
+    suite.check_eq(bad, [], "every /metrics line parses")
+    return got
+
+
 def _example(name, containers):
     p = pod(name, containers, uid="%s-0000-4000-8000-000000000001" % name)
     return p
@@ -844,6 +884,20 @@ def import_apisim(suite):
         sys.path.insert(0, d)
     import apisim  # noqa: E402
     return apisim
+
+
+def import_hamiplugin(suite):
+    """The HAMi device-plugin stand-in, tests/hamisim/hamiplugin.py."""
+    d = suite.path("tests", "hamisim")
+    if d not in sys.path:
+        sys.path.insert(0, d)
+    import hamiplugin  # noqa: E402
+    return hamiplugin
+
+
+def hami_uuid(node, i):
+    """A stable GPU UUID for device i of a HAMi node."""
+    return "GPU-%08x-0000-4000-8000-%012d" % (zlib.crc32(node.encode()), i)
 
 
 def live_pki(suite):
@@ -967,6 +1021,15 @@ class Cluster:
     def last_seq(self):
         reqs = self.sim.requests(0)
         return reqs[-1]["seq"] if reqs else 0
+
+
+def leader_gauge(srv):
+    """gqa_leader from srv's /metrics, or None when it cannot be read."""
+    try:
+        samples, _t, _b = parse_metrics(srv.get("/metrics", timeout=3).text)
+        return int(metric(samples, "gqa_leader"))
+    except (OSError, ValueError, TypeError, http.client.HTTPException):
+        return None
 
 
 def decision_key_file(suite, key=b"e2e-decision-key-0123456789abcdef"):

@@ -25,12 +25,6 @@ BLOCK = 256 * MIB
 GIB = 1 << 30
 
 
-def samples(s, srv):
-    got, _types, bad = e2e.parse_metrics(srv.metrics().text)
-    s.check_eq(bad, [], "every /metrics line parses")
-    return got
-
-
 def placed(name, node, gpu, res, ns="default"):
     ann = {"tencent.com/predicate-gpu-idx-0": str(gpu), "tencent.com/predicate-node": node,
            "tencent.com/gpu-assigned": "true", "tencent.com/predicate-time": "1763700000000000000"}
@@ -50,7 +44,7 @@ def cluster_state(s, model="Test GPU"):
 @suite.test
 def one_unit_per_metric(s):
     with e2e.Server(s, cluster_state(s)) as srv:
-        m = samples(s, srv)
+        m = e2e.checked_samples(s, srv)
     g = {"model": "X", "pool": "none"}
     s.check_eq(e2e.metric(m, "gqa_resource_allocatable_cores", resource="tencent.com/vcuda-core", **g), 200.0,
                "vcuda cores offered")
@@ -84,7 +78,7 @@ def one_unit_per_metric(s):
 @suite.test
 def per_gpu_series_join_dcgm(s):
     with e2e.Server(s, cluster_state(s, model="NVIDIA A100-SXM4-80GB"), flags=["--metrics-per-node"]) as srv:
-        m = samples(s, srv)
+        m = e2e.checked_samples(s, srv)
 
     def gpu(i, node="v1", uuid=None, model="NVIDIA A100-SXM4-80GB"):
         return {"Hostname": node, "gpu": str(i), "UUID": uuid if uuid is not None else "GPU-test-%02d" % i,
@@ -104,7 +98,7 @@ def per_gpu_series_join_dcgm(s):
 @suite.test
 def per_pod_series(s):
     with e2e.Server(s, cluster_state(s), flags=["--metrics-per-pod"]) as srv:
-        m = samples(s, srv)
+        m = e2e.checked_samples(s, srv)
     a = {"namespace": "default", "pod": "a", "node": "v1", "gpu": "0", "UUID": "GPU-test-00", "state": "bound"}
     b = {"namespace": "team-b", "pod": "b", "node": "v1", "gpu": "1", "UUID": "GPU-test-01", "state": "bound"}
     s.check_eq(e2e.metric(m, "gqa_pod_gpu_allocated_cores", **a), 30.0, "pod a's cores on GPU 0")
@@ -120,7 +114,7 @@ def label_values_from_the_cluster_are_escaped(s):
     odd = 'Odd "GPU"\\ x'
     with e2e.Server(s, cluster_state(s, model=odd), flags=["--metrics-per-node"]) as srv:
         text = srv.metrics().text
-        m = samples(s, srv)
+        m = e2e.checked_samples(s, srv)
     s.check_in('modelName="Odd \\"GPU\\"\\\\ x"', text, "quotes and backslashes in modelName escaped")
     s.check_eq(e2e.metric(m, "gqa_gpu_allocated_cores", Hostname="v1", gpu="0", UUID="GPU-test-00",
                           modelName='Odd \\"GPU\\"\\\\ x', device="nvidia0"), 30.0, "and the series parses")
@@ -135,7 +129,7 @@ def pod_label_values_are_escaped(s):
     odd = placed('we"ird\\pod', "v1", 0, e2e.vcuda(30, 4), ns='ns"x')
     with e2e.Server(s, e2e.write_state(s, [n, odd]), flags=["--metrics-per-pod"]) as srv:
         text = srv.metrics().text
-        m = samples(s, srv)
+        m = e2e.checked_samples(s, srv)
     lines = [ln for ln in text.splitlines() if ln.startswith("gqa_pod_gpu_allocated_cores{")]
     s.check_eq(len(lines), 1, "one series for the pod", lines)
     s.check_in('namespace="ns\\"x",pod="we\\"ird\\\\pod"', "\n".join(lines), "quotes and backslashes escaped")
@@ -158,7 +152,7 @@ def hami_devices_per_gpu_and_pod(s):
                                 "hami.io/vgpu-devices-to-allocate": ";", "hami.io/vgpu-node": "hami-0"})
     state = e2e.write_state(s, [n, held])
     with e2e.Server(s, state, flags=["--metrics-per-node", "--metrics-per-pod"]) as srv:
-        m = samples(s, srv)
+        m = e2e.checked_samples(s, srv)
     dev = {"Hostname": "hami-0", "gpu": "2", "UUID": uuids[1], "modelName": model}
     s.check_eq(e2e.metric(m, "gqa_gpu_allocated_cores", **dev), 30.0, "cores held on the HAMi device (index 2)")
     s.check_eq(e2e.metric(m, "gqa_gpu_allocated_memory_bytes", **dev), float(30000 * MIB), "its memory held")

@@ -31,14 +31,10 @@ def writes(text):
     return out
 
 
-def vcuda_node(name, gpus):
-    return g.node(name, g.vcuda(gpus * 100, gpus * 64))
-
-
 @suite.test
 def every_write_and_result_is_exported(s):
     with g.Cluster(s) as c:
-        c.add_node(vcuda_node("n1", 2))
+        c.add_node(g.vcuda_node("n1", 2))
         with g.LiveServer(s, c.kubeconfig()) as srv:
             have = writes(srv.metrics().text)
     for w in WRITES:
@@ -50,7 +46,7 @@ def every_write_and_result_is_exported(s):
 @suite.test
 def refused_decision_patches_are_counted(s):
     with g.Cluster(s) as c:
-        c.add_node(vcuda_node("n1", 4))
+        c.add_node(g.vcuda_node("n1", 4))
         for name in ("fine", "denied", "gone", "bad"):
             c.create_pod(g.pod(name, g.vcuda(30, 8)))
         with g.LiveServer(s, c.kubeconfig()) as srv:
@@ -74,7 +70,7 @@ def refused_decision_patches_are_counted(s):
 @suite.test
 def refused_bindings_are_counted(s):
     with g.Cluster(s) as c:
-        c.add_node(vcuda_node("n1", 2))
+        c.add_node(g.vcuda_node("n1", 2))
         for name in ("b1", "b2", "b3"):
             c.create_pod(g.pod(name, g.vcuda(50, 16)))
         with g.LiveServer(s, c.kubeconfig(), ["--placement", "bind"]) as srv:
@@ -98,7 +94,7 @@ def unanswered_write_counts_as_timeout(s):
     """A decision patch without an answer within the recorder's deadline (3 s):
     result timeout, not error."""
     with g.Cluster(s) as c:
-        c.add_node(vcuda_node("n1", 2))
+        c.add_node(g.vcuda_node("n1", 2))
         c.create_pod(g.pod("slow", g.vcuda(30, 8)))
         with g.LiveServer(s, c.kubeconfig()) as srv:
             c.sim.delay(6000, count=1, path=r"/pods/slow$", method="PATCH")

@@ -12,12 +12,6 @@ import gqa_e2e as e2e  # noqa: E402
 suite = e2e.Suite("capacity")
 
 
-def samples(srv):
-    got, _types, bad = e2e.parse_metrics(srv.metrics().text)
-    suite.check_eq(bad, [], "every /metrics line parses")
-    return got
-
-
 @suite.test
 def capacity_of_the_demo_state(s):
     with e2e.Server(s) as srv:
@@ -32,13 +26,13 @@ def capacity_of_the_demo_state(s):
                    "vcuda-core: 280 on GPUs + 20 unattributed")
         s.check_eq(a100["resources"]["tencent.com/vcuda-memory"]["allocated"], 800, "vcuda-memory allocated")
         s.check_eq(cap["total"]["gpus"]["total"], 20, "20 GPUs in all")
-        m = samples(srv)
+        m = e2e.checked_samples(s, srv)
         s.check_eq(e2e.metric(m, "gqa_gpus", state="partial", model="A100", pool="public"), 1.0, "gqa_gpus partial")
         s.check_eq(e2e.metric(m, "gqa_resource_allocated", resource="nvidia.com/gpu", model="V100", pool="training"),
                    2.0, "whole GPUs allocated")
         s.check(not [k for k in m if k[0].startswith("gqa_node_")], "no per-node series without --metrics-per-node")
     with e2e.Server(s, flags=["--metrics-per-node"]) as srv:
-        m = samples(srv)
+        m = e2e.checked_samples(s, srv)
         s.check_eq(e2e.metric(m, "gqa_node_gpus", node="gpu-a100-0", state="full"), 2.0, "per-node series with the flag")
 
 
@@ -67,21 +61,21 @@ def unschedulable_pods_by_reason(s):
         big = e2e.pod("big", e2e.vcuda(600, 1920), namespace="team-x")
         ans = srv.filter(big, e2e.DEMO_ARGS_ORDER)
         s.check_eq(ans["NodeNames"], [], "nothing fits six whole A100s")
-        m = samples(srv)
+        m = e2e.checked_samples(s, srv)
         s.check_eq(e2e.metric(m, "gqa_filter_unschedulable_total", reason="whole_gpus"), 1.0,
                    "counted under the class of the nodes that could take it, not of the CPU node")
         s.check_eq(e2e.metric(m, "gqa_pending_pods", reason="whole_gpus"), 1.0, "one pod pending for whole GPUs")
         srv.filter(big, e2e.DEMO_ARGS_ORDER)
-        s.check_eq(e2e.metric(samples(srv), "gqa_pending_pods", reason="whole_gpus"), 1.0, "a retry counts once")
+        s.check_eq(e2e.metric(e2e.checked_samples(s, srv), "gqa_pending_pods", reason="whole_gpus"), 1.0, "a retry counts once")
         # the same pod, now small enough: it fits and leaves the gauge
         small = e2e.pod("big", e2e.vcuda(10, 8), namespace="team-x")
         s.check(srv.filter(small, e2e.DEMO_ARGS_ORDER)["NodeNames"], "fits")
-        m = samples(srv)
+        m = e2e.checked_samples(s, srv)
         s.check_eq(e2e.metric(m, "gqa_pending_pods", reason="whole_gpus"), 0.0, "no longer pending")
         s.check_eq(e2e.metric(m, "gqa_filter_unschedulable_total", reason="whole_gpus"), 2.0, "the counter stays")
         bad = e2e.pod("nomem", e2e.vcuda(30), namespace="team-x")
         srv.filter(bad, e2e.DEMO_ARGS_ORDER)
-        s.check_eq(e2e.metric(samples(srv), "gqa_pending_pods", reason="pod_invalid"), 1.0, "an invalid pod")
+        s.check_eq(e2e.metric(e2e.checked_samples(s, srv), "gqa_pending_pods", reason="pod_invalid"), 1.0, "an invalid pod")
 
 
 @suite.test
@@ -139,7 +133,7 @@ def label_values_are_escaped(s):
     with e2e.Server(s, state) as srv:
         text = srv.metrics().text
         s.check_in('model="Odd \\"GPU\\"\\\\ x"', text, "quotes and backslashes escaped")
-        samples(srv)
+        e2e.checked_samples(s, srv)
 
 
 @suite.test
@@ -151,7 +145,7 @@ def absurd_capacity_does_not_poison_totals(s):
     small = e2e.node("small", e2e.pgpu(2), labels={"tkestack.io/gpu-model": "X"})
     state = e2e.write_state(s, [big, small])
     with e2e.Server(s, state, flags=["--metrics-per-node"]) as srv:
-        m = samples(srv)
+        m = e2e.checked_samples(s, srv)
         total = e2e.metric(m, "gqa_resource_allocatable", resource="nvidia.com/gpu", model="X", pool="none")
         s.check_eq(total, float((1 << 40) + 2), "the absurd node counts 2^40, the sum stays positive")
         s.check_eq(e2e.metric(m, "gqa_node_resource_allocatable", node="huge", resource="nvidia.com/gpu"),

@@ -23,7 +23,7 @@ EXPECTED_FLAGS = ["listen-http", "listen-https", "tls-cert", "tls-key", "tls-cli
                   "log-format", "version", "help", "kubeconfig", "crl-namespace", "quota-configmap",
                   "leader-elect", "lease-namespace", "lease-name", "gpu-model-label", "gpu-pool-label",
                   "tls-min-version", "tls-cipher-suites", "body-budget", "max-connections",
-                  "max-connections-per-ip", "read-timeout", "v"]
+                  "max-connections-per-ip", "read-timeout", "v", "vcuda-shares"]
 
 
 def help_flags(text):
@@ -161,9 +161,11 @@ def environment_twins(s):
         s.check_eq(r.status, 413, "GQA_MAX_BODY_BYTES=2Ki caps bodies")
         r = srv.post("/scheduler/filter", {"Pod": pod, "NodeNames": ["e-0"]})
         s.check_eq(r.status, 200, "small bodies still pass under GQA_MAX_BODY_BYTES")
-    with g.Server(s, state, env={"GQA_GPU_POLICY": "spread"}) as srv:
+    with g.Server(s, state, env={"GQA_GPU_POLICY": "spread", "GQA_VCUDA_SHARES": "refuse"}) as srv:
         res = srv.filter(g.pod("v", g.vcuda(10, 1)), ["e-0"])
-        s.check_in("spread", res.get("Error"), "GQA_GPU_POLICY=spread is honoured")
+        s.check_in("--vcuda-shares refuse", res.get("Error"), "GQA_VCUDA_SHARES=refuse is honoured")
+    r = g.run_binary(s, ["--state-file", state], env={"GQA_GPU_POLICY": "spread"}, timeout=30)
+    s.check_eq(r.code, 2, "GQA_GPU_POLICY=spread is honoured: refused at start without --vcuda-shares refuse", r)
     # GQA_LISTEN_HTTP alone decides where the server listens.
     port = g.free_port()
     env = dict(os.environ, GQA_LISTEN_HTTP="127.0.0.1:%d" % port)
@@ -264,9 +266,14 @@ def simulate_subcommand(s):
     s.check_eq(r.code, 0, "simulate with a JSON pod: exit 0", r)
     s.check_eq(len(json.loads(r.out)["nodes"][0]["gpus"].get("main", [])), 2, "two GPUs for nvidia.com/gpu: 2")
     r = simulate(s, os.path.join(pods_dir, "vcuda-share.yaml"), "--gpu-policy", "spread")
-    s.check_eq(r.code, 1, "simulate a vcuda share with --gpu-policy spread: exit 1", r)
-    s.check_in("spread", json.loads(r.out).get("error", "") if r.out else "", "and the answer carries the error")
-    r = simulate(s, os.path.join(pods_dir, "mps-share.yaml"), "--gpu-policy", "spread", "--placement", "bind")
+    s.check_eq(r.code, 2, "simulate with --gpu-policy spread and vcuda shares placed: exit 2", r)
+    s.check_in("--vcuda-shares refuse", r.err, "the message names the fix")
+    r = simulate(s, os.path.join(pods_dir, "vcuda-share.yaml"), "--gpu-policy", "spread", "--vcuda-shares", "refuse")
+    s.check_eq(r.code, 1, "simulate a vcuda share with --vcuda-shares refuse: exit 1", r)
+    s.check_in("--vcuda-shares refuse", json.loads(r.out).get("error", "") if r.out else "",
+               "and the answer carries the error")
+    r = simulate(s, os.path.join(pods_dir, "mps-share.yaml"), "--gpu-policy", "spread", "--vcuda-shares", "refuse",
+                 "--placement", "bind")
     s.check_eq(r.code, 0, "simulate MPS with spread: exit 0", r)
     s.check_eq(json.loads(r.out)["nodes"][0]["gpus"], {"worker": [0]}, "spread puts the MPS share on idle GPU 0")
     r = g.run_binary(s, ["simulate", "--pod", pj], env={"GQA_STATE_FILE": s.demo_state})

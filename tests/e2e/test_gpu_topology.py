@@ -72,16 +72,8 @@ EXPECTED = {
 # Helpers
 # ---------------------------------------------------------------------------
 
-def topo_binary(s):
-    return os.path.join(os.path.dirname(s.binary), "gpu-topology")
-
-
-def fixture(s, name, ext):
-    return s.path("tests", "fixtures", "nvidia-smi", "%s.%s" % (name, ext))
-
-
 def has_csv(s, name):
-    return os.path.exists(fixture(s, name, "query.csv"))
+    return os.path.exists(g.smi_fixture(s, name, "query.csv"))
 
 
 def run(s, args, env=None, timeout=60, what=None):
@@ -94,7 +86,7 @@ def run(s, args, env=None, timeout=60, what=None):
     e.setdefault("UBSAN_OPTIONS", "print_stacktrace=1")
     if env:
         e.update(env)
-    p = subprocess.run([topo_binary(s)] + list(args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+    p = subprocess.run([g.topo_binary(s)] + list(args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, env=e, timeout=timeout)
     r = g.Run(p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace"))
     rep = g.sanitizer_report(r.err)
@@ -104,9 +96,9 @@ def run(s, args, env=None, timeout=60, what=None):
 
 
 def fixture_args(s, name, csv=True):
-    args = ["--topo-file", fixture(s, name, "topo.txt")]
+    args = ["--topo-file", g.smi_fixture(s, name, "topo.txt")]
     if csv and has_csv(s, name):
-        args += ["--query-file", fixture(s, name, "query.csv")]
+        args += ["--query-file", g.smi_fixture(s, name, "query.csv")]
     return args
 
 
@@ -205,14 +197,6 @@ def fake_proc(s, entries):
 TOKEN = "topology-token-1"
 
 
-def import_apisim(s):
-    d = s.path("tests", "apisim")
-    if d not in sys.path:
-        sys.path.insert(0, d)
-    import apisim  # noqa: E402
-    return apisim
-
-
 wait_until = g.wait_until
 
 
@@ -220,7 +204,7 @@ class Cluster:
     """The simulator over HTTPS with one bearer token; .kubeconfig() points at it."""
 
     def __init__(self, s, tokens=(TOKEN,)):
-        self.apisim = import_apisim(s)
+        self.apisim = g.import_apisim(s)
         pki = getattr(s, "_topo_pki", None)
         if pki is None:
             pki = s.tempdir("pki")
@@ -285,8 +269,8 @@ def node_annotation(c, name):
 
 @suite.test
 def binary_is_built(s):
-    s.require(os.access(topo_binary(s), os.X_OK), "gpu-topology is built next to gpu-quota-admission",
-              topo_binary(s))
+    s.require(os.access(g.topo_binary(s), os.X_OK), "gpu-topology is built next to gpu-quota-admission",
+              g.topo_binary(s))
 
 
 @suite.test
@@ -304,7 +288,7 @@ def help_lists_every_flag(s):
 
 @suite.test
 def bad_flags_exit_2_with_one_line(s):
-    topo = fixture(s, "t4x4", "topo.txt")
+    topo = g.smi_fixture(s, "t4x4", "topo.txt")
     cases = [
         (["--bogus"], "--bogus"),
         (["--topo-file"], "--topo-file"),
@@ -350,7 +334,7 @@ def fixtures_print_the_expected_annotation(s):
         s.check_eq(len(ann["gpus"]), exp["count"], "%s: GPU count" % name)
         s.check_eq(text, json.dumps(ann, separators=(",", ":"), ensure_ascii=False), "%s: compact JSON" % name)
         links = ann["links"]
-        s.check_eq(links, read_matrix(fixture(s, name, "topo.txt")), "%s: links are the fixture's matrix" % name)
+        s.check_eq(links, read_matrix(g.smi_fixture(s, name, "topo.txt")), "%s: links are the fixture's matrix" % name)
         for i, row in enumerate(links):
             for j, cell in enumerate(row):
                 s.check(bool(LINK_RE.match(cell)), "%s: links[%d][%d] %r is a known class" % (name, i, j, cell))
@@ -365,7 +349,7 @@ def fixtures_print_the_expected_annotation(s):
         s.check_eq([gp["index"] for gp in ann["gpus"]], list(range(exp["count"])), "%s: indices" % name)
         s.check_eq([gp["minor"] for gp in ann["gpus"]], list(range(exp["count"])), "%s: minor = index" % name)
         if has_csv(s, name):
-            csv = read_csv(fixture(s, name, "query.csv"))
+            csv = read_csv(g.smi_fixture(s, name, "query.csv"))
             for gp in ann["gpus"]:
                 uuid, model, mem = csv[gp["index"]]
                 s.check_eq((gp.get("uuid"), gp.get("model"), gp.get("memoryMiB")), (uuid, model, mem),
@@ -409,7 +393,7 @@ def the_service_accepts_what_it_prints(s):
 
 @suite.test
 def malformed_input_exits_1_with_line_and_column(s):
-    with open(fixture(s, "dgx1-v100", "topo.txt")) as f:
+    with open(g.smi_fixture(s, "dgx1-v100", "topo.txt")) as f:
         lines = f.read().split("\n")
     # Line 5 is GPU3's row; its fifth cell (GPU3-GPU4, "SYS") becomes "NVX".
     row = lines[4].split("\t")
@@ -418,7 +402,7 @@ def malformed_input_exits_1_with_line_and_column(s):
     row[5] = "NVX"
     lines[4] = "\t".join(row)
     bad = g.write_file(s, "bad.topo.txt", "\n".join(lines))
-    r = run(s, ["--topo-file", bad, "--query-file", fixture(s, "dgx1-v100", "query.csv")])
+    r = run(s, ["--topo-file", bad, "--query-file", g.smi_fixture(s, "dgx1-v100", "query.csv")])
     s.check_eq(r.code, 1, "bad link: exit 1", r)
     s.check_eq(r.out, "", "bad link: nothing on stdout")
     s.check_in("line 5, column %d" % col, r.err, "bad link: the message names line 5 and the column")
@@ -426,7 +410,7 @@ def malformed_input_exits_1_with_line_and_column(s):
     s.check_in("NVX", r.err, "bad link: the message shows the token")
 
     # Asymmetric matrix.
-    lines2 = open(fixture(s, "t4x4", "topo.txt")).read().split("\n")
+    lines2 = open(g.smi_fixture(s, "t4x4", "topo.txt")).read().split("\n")
     lines2[2] = lines2[2].replace("PHB", "PIX", 1)      # GPU1-GPU0 differs from GPU0-GPU1
     bad2 = g.write_file(s, "asym.topo.txt", "\n".join(lines2))
     r = run(s, ["--topo-file", bad2])
@@ -434,16 +418,16 @@ def malformed_input_exits_1_with_line_and_column(s):
     s.check(re.search(r"line 3, column \d+", r.err) is not None, "asymmetric: line 3 and a column", r.err)
 
     # A CSV with a bad memory field (line 2, the 4th field).
-    csv = open(fixture(s, "t4x4", "query.csv")).read().split("\n")
+    csv = open(g.smi_fixture(s, "t4x4", "query.csv")).read().split("\n")
     csv[1] = csv[1].replace("15360 MiB", "lots")
     bad3 = g.write_file(s, "bad.query.csv", "\n".join(csv))
-    r = run(s, ["--topo-file", fixture(s, "t4x4", "topo.txt"), "--query-file", bad3])
+    r = run(s, ["--topo-file", g.smi_fixture(s, "t4x4", "topo.txt"), "--query-file", bad3])
     s.check_eq(r.code, 1, "bad CSV: exit 1", r)
     s.check(re.search(r"bad\.query\.csv: query CSV line 2, column \d+", r.err) is not None,
             "bad CSV: file, line 2 and a column", r.err)
 
     # A CSV of another machine (4 GPUs against 8).
-    r = run(s, ["--topo-file", fixture(s, "dgx1-v100", "topo.txt"), "--query-file", fixture(s, "t4x4", "query.csv")])
+    r = run(s, ["--topo-file", g.smi_fixture(s, "dgx1-v100", "topo.txt"), "--query-file", g.smi_fixture(s, "t4x4", "query.csv")])
     s.check_eq(r.code, 1, "CSV of the wrong size: exit 1", r)
     s.check_in("4 GPUs", r.err, "CSV of the wrong size: says so")
 
@@ -469,7 +453,7 @@ DGX1_BUSES = ["0000:06:00.0", "0000:07:00.0", "0000:0a:00.0", "0000:0b:00.0", "0
 
 @suite.test
 def minors_from_proc(s):
-    csv = read_csv(fixture(s, "dgx1-v100", "query.csv"))
+    csv = read_csv(g.smi_fixture(s, "dgx1-v100", "query.csv"))
     uuids = [csv[i][0] for i in range(8)]
     minors = [3, 2, 1, 0, 7, 6, 5, 4]
     # By bus order (no CSV, so no UUIDs to match); directories created in a scrambled order.
@@ -524,7 +508,7 @@ def minors_from_proc(s):
 @suite.test
 def fake_nvidia_smi(s):
     for name in ("dgx-a100", "pcie8-2socket"):
-        topo, csv = fixture(s, name, "topo.txt"), fixture(s, name, "query.csv")
+        topo, csv = g.smi_fixture(s, name, "topo.txt"), g.smi_fixture(s, name, "query.csv")
         smi, log = fake_smi(s, topo, csv)
         nodir = os.path.join(s.tempdir("noproc"), "gpus")
         r = run(s, ["--nvidia-smi", smi, "--proc-dir", nodir])
@@ -536,7 +520,7 @@ def fake_nvidia_smi(s):
 
     # Found through PATH when no --nvidia-smi is given; the default proc dir
     # does not exist here, or its minors are this machine's, so only links are compared.
-    topo, csv = fixture(s, "hgx-h100", "topo.txt"), fixture(s, "hgx-h100", "query.csv")
+    topo, csv = g.smi_fixture(s, "hgx-h100", "topo.txt"), g.smi_fixture(s, "hgx-h100", "query.csv")
     smi, log = fake_smi(s, topo, csv)
     r = run(s, [], env={"PATH": os.path.dirname(smi) + os.pathsep + os.environ.get("PATH", "")})
     s.check_eq(r.code, 0, "nvidia-smi from PATH: exit 0", r)
@@ -640,7 +624,7 @@ def patch_node_against_the_simulator(s):
         s.check_in("updated", r.err, "stale value: logged as updated")
 
         # A different machine's topology on node 2 through a fake nvidia-smi.
-        smi, _ = fake_smi(s, fixture(s, "t4x4", "topo.txt"), fixture(s, "t4x4", "query.csv"))
+        smi, _ = fake_smi(s, g.smi_fixture(s, "t4x4", "topo.txt"), g.smi_fixture(s, "t4x4", "query.csv"))
         r = run(s, ["--nvidia-smi", smi, "--proc-dir", "", "--patch-node", "gpu-node-2", "--kubeconfig", kc])
         s.check_eq(r.code, 0, "fake nvidia-smi + patch: exit 0", r)
         s.check_eq(node_annotation(c, "gpu-node-2"), annotation_of(s, "t4x4")[0], "node 2 has the T4 topology")
@@ -717,7 +701,7 @@ def start(s, args, env=None):
     d = s.tempdir("interval")
     out, err = os.path.join(d, "stdout"), os.path.join(d, "stderr")
     fo, fe = open(out, "wb"), open(err, "wb")
-    p = subprocess.Popen([topo_binary(s)] + list(args), stdin=subprocess.DEVNULL, stdout=fo, stderr=fe, env=e,
+    p = subprocess.Popen([g.topo_binary(s)] + list(args), stdin=subprocess.DEVNULL, stdout=fo, stderr=fe, env=e,
                          preexec_fn=g._die_with_parent)
     fo.close()
     fe.close()
@@ -751,7 +735,7 @@ def interval_repeats_and_patches_changes_only(s):
         current = os.path.join(d, "current")
         with open(current, "w") as f:
             f.write("dgx1-v100")
-        fx = os.path.dirname(fixture(s, "t4x4", "topo.txt"))
+        fx = os.path.dirname(g.smi_fixture(s, "t4x4", "topo.txt"))
         smi = write_exec(os.path.join(d, "nvidia-smi"), """#!/bin/sh
 name=$(cat '%s')
 [ "$name" = fail ] && { echo "GPU is lost" >&2; exit 3; }
@@ -798,7 +782,7 @@ esac
 
 @suite.test
 def interval_stops_while_nvidia_smi_hangs(s):
-    smi, calls = fake_smi(s, fixture(s, "t4x4", "topo.txt"), fixture(s, "t4x4", "query.csv"), extra="sleep 60")
+    smi, calls = fake_smi(s, g.smi_fixture(s, "t4x4", "topo.txt"), g.smi_fixture(s, "t4x4", "query.csv"), extra="sleep 60")
     p, out, err = start(s, ["--nvidia-smi", smi, "--interval", "1s", "--timeout", "60s", "--proc-dir", ""])
     s.check(wait_until(lambda: read_log(calls), timeout=15), "hanging nvidia-smi: it has been started")
     s.check(p.poll() is None, "hanging nvidia-smi: still running")

@@ -48,19 +48,8 @@ def hami_node(name, reg, vgpus=40, extra=None):
     return n
 
 
-def vgpu(n=1, mem=None, pct=None, cores=None):
-    d = {"nvidia.com/gpu": n}
-    if mem is not None:
-        d["nvidia.com/gpumem"] = mem
-    if pct is not None:
-        d["nvidia.com/gpumem-percentage"] = pct
-    if cores is not None:
-        d["nvidia.com/gpucores"] = cores
-    return d
-
-
 def mixed_state():
-    held = g.pod("held", vgpu(1, 30000, cores=30), namespace="t", node="hami-0", phase="Running",
+    held = g.pod("held", g.vgpu(1, 30000, cores=30), namespace="t", node="hami-0", phase="Running",
                  annotations={"hami.io/vgpu-devices-allocated": U[1] + ",NVIDIA,30000,30:;",
                               "hami.io/vgpu-devices-to-allocate": ";", "hami.io/vgpu-node": "hami-0"})
     return g.write_state(suite, [
@@ -94,19 +83,19 @@ def families_fit_where_they_belong(_s):
                        "a vcuda pod fits the GPU-Manager nodes, the broken HAMi one included")
         a = filter_answer(srv, g.mps(50, 8))
         suite.check_eq(a["NodeNames"], ["mps-0"], "an MPS pod fits the MPS node only")
-        a = filter_answer(srv, vgpu(1, 2000, cores=20))
+        a = filter_answer(srv, g.vgpu(1, 2000, cores=20))
         suite.check_eq(a["NodeNames"], ["hami-0"], "a vGPU pod with gpumem fits the HAMi node only")
         unres = a["FailedAndUnresolvableNodes"]
         for n in ("vcuda-0", "mps-0", "whole-0"):
             suite.check_eq(unres.get(n), NOT_HAMI, "%s is not a HAMi node" % n)
         suite.check_eq(unres.get("broken-0"), BROKEN, "the malformed registration is the reason on broken-0")
-        a = filter_answer(srv, vgpu(1))
+        a = filter_answer(srv, g.vgpu(1))
         suite.check_eq(sorted(a["NodeNames"]), ["hami-0", "whole-0"],
                        "nvidia.com/gpu alone: a whole GPU, or a vGPU with the whole memory on a HAMi node")
         suite.check("broken-0" in a["FailedAndUnresolvableNodes"],
                     "nvidia.com/gpu never counts whole GPUs on a HAMi node, even a broken one")
         # 6000 MiB: GPU 0 has all its 32768 MiB, GPU 2 only 2768 left.
-        e = srv.explain(g.pod("big", vgpu(2, 6000, cores=10), namespace="t"))
+        e = srv.explain(g.pod("big", g.vgpu(2, 6000, cores=10), namespace="t"))
         hami = [n for n in e["nodes"] if n["node"] == "hami-0"][0]
         suite.check_eq(hami["reason"],
                        "container \"main\" needs 2 vGPUs on different GPUs, each with 6000 MiB and 10% cores; only 1 "
@@ -138,11 +127,11 @@ def flags(_s):
     state = mixed_state()
     # Whole-GPU memory by default: the held GPU cannot take a second vGPU...
     with g.Server(suite, state, ["--placement", "bind"]) as srv:
-        a = filter_answer(srv, vgpu(2, cores=0))
+        a = filter_answer(srv, g.vgpu(2, cores=0))
         suite.check("hami-0" not in (a["NodeNames"] or []), "default memory: the whole GPU, so 2 vGPUs do not fit")
     # ...with --hami-default-memory 2000 it can.
     with g.Server(suite, state, ["--placement", "bind", "--hami-default-memory", "2000"]) as srv:
-        a = filter_answer(srv, vgpu(2, cores=0))
+        a = filter_answer(srv, g.vgpu(2, cores=0))
         suite.check("hami-0" in (a["NodeNames"] or []), "--hami-default-memory 2000: 2 vGPUs of 2000 MiB fit")
     for flag, value in (("--hami-gpu-policy", "fullest"), ("--hami-memory-scaling", "0"),
                         ("--hami-split-count", "0"), ("--hami-default-cores", "101"),
@@ -175,7 +164,7 @@ def live_registration_and_handshake(_s):
 
             h = g.wait_until(lambda: devices() and len(devices()["devices"]) == 2, 15)
             suite.require(h, "the plugin's registration reaches /inspect/nodes", srv.stderr())
-            c.create_pod(g.pod("run", vgpu(1, 4000, cores=25), namespace="t",
+            c.create_pod(g.pod("run", g.vgpu(1, 4000, cores=25), namespace="t",
                                annotations={"hami.io/vgpu-devices-allocated": U[1] + ",NVIDIA,4000,25:;",
                                             "hami.io/vgpu-node": "hami-live"}), node="hami-live", phase="Running")
             got = g.wait_until(lambda: devices()["devices"][1]["memoryUsedMiB"] == 4000, 15)
@@ -192,7 +181,7 @@ def live_registration_and_handshake(_s):
             got = g.wait_until(lambda: devices()["usable"] is False, 15)
             suite.require(got, "an unanswered handshake makes the devices unusable", devices())
             suite.check("has not answered the handshake" in devices()["reason"], "the reason says why", devices())
-            r = srv.filter(g.pod("new", vgpu(1, 1000), namespace="t"), ["hami-live"])
+            r = srv.filter(g.pod("new", g.vgpu(1, 1000), namespace="t"), ["hami-live"])
             reason = r["FailedAndUnresolvableNodes"].get("hami-live", "")
             suite.check("HAMi's device plugin has not answered the handshake" in reason,
                         "the filter answers the node unresolvable with the reason", r)
@@ -200,7 +189,7 @@ def live_registration_and_handshake(_s):
             plugin.answer_handshake()
             got = g.wait_until(lambda: devices()["usable"] is True, 15)
             suite.check(got, "the plugin's answer brings the devices back", devices())
-            r = srv.filter(g.pod("new", vgpu(1, 1000), namespace="t"), ["hami-live"])
+            r = srv.filter(g.pod("new", g.vgpu(1, 1000), namespace="t"), ["hami-live"])
             suite.check_eq(r["NodeNames"], ["hami-live"], "and the node fits again")
         client.close()
 
@@ -270,7 +259,7 @@ def type_lists_are_bounded(_s):
     state = g.write_state(suite, [hami_node(n, register(devices), vgpus=80) for n in nodes])
     with g.Server(suite, state, ["--placement", "bind"]) as srv:
         def timed_filter(annotations):
-            pod = g.pod("new", vgpu(1, 2000, cores=10), namespace="t", annotations=annotations)
+            pod = g.pod("new", g.vgpu(1, 2000, cores=10), namespace="t", annotations=annotations)
             t0 = time.monotonic()
             body = srv.filter(pod, nodes)
             return body, time.monotonic() - t0

@@ -30,7 +30,6 @@ import json
 import os
 import sys
 import threading
-import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gqa_e2e as g  # noqa: E402
@@ -48,29 +47,6 @@ HAMI_KEYS = (TO_ALLOCATE, ALLOCATED, VGPU_NODE, VGPU_TIME, PHASE, BIND_TIME)
 NS = "t"
 
 
-def hamiplugin():
-    d = suite.path("tests", "hamisim")
-    if d not in sys.path:
-        sys.path.insert(0, d)
-    import hamiplugin as hp  # noqa: E402
-    return hp
-
-
-def uuid(node, i):
-    return "GPU-%08x-0000-4000-8000-%012d" % (zlib.crc32(node.encode()), i)
-
-
-def vgpu(n=1, mem=None, pct=None, cores=None):
-    d = {"nvidia.com/gpu": n}
-    if mem is not None:
-        d["nvidia.com/gpumem"] = mem
-    if pct is not None:
-        d["nvidia.com/gpumem-percentage"] = pct
-    if cores is not None:
-        d["nvidia.com/gpucores"] = cores
-    return d
-
-
 class Env:
     """A cluster with HAMi nodes (each with its plugin) and the service."""
 
@@ -82,7 +58,7 @@ class Env:
 
     def __enter__(self):
         hami_nodes, devices, memory, split, other_nodes, flags, run_plugins = self.spec
-        hp = hamiplugin()
+        hp = g.import_hamiplugin(suite)
         self.cluster = g.Cluster(suite).start()
         c = self.cluster
         for obj in other_nodes:
@@ -90,7 +66,7 @@ class Env:
         for name in hami_nodes:
             client = c.apisim.Client(c.sim.url, token=c.tokens[0], ca=c.ca_file)
             self.clients.append(client)
-            devs = [hp.Device(uuid(name, i), memory, split=split, index=i) for i in range(devices)]
+            devs = [hp.Device(g.hami_uuid(name, i), memory, split=split, index=i) for i in range(devices)]
             plugin = hp.Plugin(client, name, devs)
             if run_plugins:
                 plugin.start()
@@ -196,7 +172,7 @@ def decision_keys(ann):
 
 def allocation_of(text):
     """[[uuid, ...] per container] of an allocation annotation."""
-    hp = hamiplugin()
+    hp = g.import_hamiplugin(suite)
     return [[d[0] for d in c] for c in hp.decode_allocation(text)]
 
 
@@ -215,8 +191,8 @@ def mixed_cluster(_s):
                  # HAMi's webhook (v2.7+) adds gpucores: 100 to a plain nvidia.com/gpu container:
                  # still whole GPUs on a node without HAMi (issue 25 item 6).
                  ("wc", {"nvidia.com/gpu": 1, "nvidia.com/gpucores": 100}, {"whole-0", "hami-0", "hami-1"}),
-                 ("hv", vgpu(1, 4000, cores=25), {"hami-0", "hami-1"}),
-                 ("h2", [("main", vgpu(2, pct=50, cores=10)), ("side", {"cpu": "1"})], {"hami-0", "hami-1"})]
+                 ("hv", g.vgpu(1, 4000, cores=25), {"hami-0", "hami-1"}),
+                 ("h2", [("main", g.vgpu(2, pct=50, cores=10)), ("side", {"cpu": "1"})], {"hami-0", "hami-1"})]
         for name, containers, where in cases:
             # h2 has an init container without GPUs: HAMi v2.9+ reads entry 0 as it (issue 25 item 4).
             env.create(name, containers, init=["fetch"] if name == "h2" else None)
@@ -268,7 +244,7 @@ def node_lock(_s):
             sim.patch("nodes", "hami-0", "merge", {"metadata": {"annotations": {LOCK: value}}})
 
         env.create("holder", {"cpu": "1"})
-        env.create("p1", vgpu(1, 2000))
+        env.create("p1", g.vgpu(1, 2000))
         set_lock("2099-01-01T00:00:00Z,%s,holder" % NS)
         a = env.bind("p1", "hami-0")
         suite.check("locked for HAMi" in (a.get("Error") or ""), "another pod's unexpired lock is respected", a)
@@ -283,7 +259,7 @@ def node_lock(_s):
         for name, value, what in (("p2", "2020-01-01T00:00:00Z,%s,holder" % NS, "an expired lock"),
                                   ("p3", "2099-01-01T00:00:00+08:00,%s,gone" % NS, "a lock whose pod is gone")):
             set_lock(value)
-            env.create(name, vgpu(1, 2000))
+            env.create(name, g.vgpu(1, 2000))
             a = env.bind(name, "hami-0")
             suite.check_eq(a.get("Error") or "", "", "%s is taken over" % what, a)
             lock = env.node_annotations("hami-0").get(LOCK, "")
@@ -308,7 +284,7 @@ def racing_binds(_s):
     with Env(("hami-0",), flags=["--placement", "bind"], run_plugins=False) as env:
         plugin = env.plugins["hami-0"]
         for name in ("r1", "r2"):
-            env.create(name, vgpu(1, 3000, cores=20))
+            env.create(name, g.vgpu(1, 3000, cores=20))
         mark = env.cluster.last_seq()
         answers = {}
         go = threading.Barrier(2)
@@ -353,8 +329,8 @@ def racing_binds(_s):
 @suite.test
 def decisions_match_the_plugin(_s):
     with Env(("hami-0", "hami-1"), devices=2, memory=16384, split=4, flags=["--placement", "bind"]) as env:
-        shapes = [vgpu(1, 6000, cores=30), vgpu(1, pct=25, cores=20), vgpu(2, 3000, cores=10),
-                  vgpu(1, 5000), vgpu(1, cores=100)]
+        shapes = [g.vgpu(1, 6000, cores=30), g.vgpu(1, pct=25, cores=20), g.vgpu(2, 3000, cores=10),
+                  g.vgpu(1, 5000), g.vgpu(1, cores=100)]
         placed, refused = [], []
         for i in range(60):
             name = "fill-%02d" % i
@@ -389,7 +365,7 @@ def decisions_match_the_plugin(_s):
 @suite.test
 def failed_binding(_s):
     with Env(("hami-0",), flags=["--placement", "bind"]) as env:
-        env.create("fb", vgpu(1, 2000, cores=10))
+        env.create("fb", g.vgpu(1, 2000, cores=10))
         rule = env.cluster.sim.fail(status=500, count=1, path=r"/binding$", method="POST")
         a = env.bind("fb", "hami-0")
         env.cluster.sim.clear_faults()
@@ -411,7 +387,7 @@ def failed_binding(_s):
 @suite.test
 def filter_placement(_s):
     with Env(("hami-0",)) as env:
-        env.create("fm", vgpu(1, 4000, cores=20))
+        env.create("fm", g.vgpu(1, 4000, cores=20))
         f = env.srv.filter(env.cluster.get_pod("fm", NS), ["hami-0"])
         suite.check_eq(f.get("NodeNames"), ["hami-0"], "the filter decides", f)
         ann = env.annotations("fm")
@@ -428,7 +404,7 @@ def filter_placement(_s):
                     env.srv.stderr()[-2000:])
         env.bind_retrying("fm", "hami-0")
         env.accepted("fm")
-        env.create("fm2", vgpu(1, 4000, cores=20))
+        env.create("fm2", g.vgpu(1, 4000, cores=20))
         f = env.srv.filter(env.cluster.get_pod("fm2", NS), ["hami-0"])
         suite.check_eq(f.get("NodeNames"), ["hami-0"], "a second HAMi pod is decided", f)
         said = env.srv.stderr().count("decided onto HAMi devices in --placement filter")
@@ -443,18 +419,18 @@ def device_cordon(_s):
     with Env(("hami-0",), devices=2) as env:
         sim = env.cluster.sim
         sim.patch("nodes", "hami-0", "merge", {"metadata": {"annotations": {
-            "hami.io/device-cordon": " %s , " % uuid("hami-0", 1)}}})
+            "hami.io/device-cordon": " %s , " % g.hami_uuid("hami-0", 1)}}})
         ok = g.wait_until(lambda: [d.get("cordoned") for d in env.devices("hami-0") or []] == [False, True], 10)
         suite.require(ok, "/inspect/nodes shows GPU 1 cordoned", env.devices("hami-0"))
-        env.create("two", vgpu(2, 1000))
+        env.create("two", g.vgpu(2, 1000))
         f = env.srv.filter(env.cluster.get_pod("two", NS), ["hami-0"])
         # No eviction frees a cordoned GPU: unresolvable, so no preemption for it.
         reason = (f.get("FailedAndUnresolvableNodes") or {}).get("hami-0", "")
         suite.check("1 cordoned by hami.io/device-cordon" in reason, "two vGPUs no longer fit, and why", f)
-        env.create("one", vgpu(1, 1000))
+        env.create("one", g.vgpu(1, 1000))
         node, f = env.schedule("one", ["hami-0"])
         suite.check_eq(node, "hami-0", "one vGPU still fits", f)
-        suite.check_eq(allocation_of(env.annotations("one").get(ALLOCATED, ""))[-1], [uuid("hami-0", 0)],
+        suite.check_eq(allocation_of(env.annotations("one").get(ALLOCATED, ""))[-1], [g.hami_uuid("hami-0", 0)],
                        "on the GPU that is not cordoned", env.annotations("one"))
 
 

@@ -24,7 +24,6 @@ Standalone: python3 test_hami_quota.py --binary PATH --source-dir REPO
 
 import os
 import sys
-import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gqa_e2e as g  # noqa: E402
@@ -33,25 +32,6 @@ suite = g.Suite("test_hami_quota")
 NODES = ["hami-0", "hami-1"]
 MEM = "limits.nvidia.com/gpumem"
 CORES = "limits.nvidia.com/gpucores"
-
-
-def hamiplugin():
-    d = suite.path("tests", "hamisim")
-    if d not in sys.path:
-        sys.path.insert(0, d)
-    import hamiplugin as hp  # noqa: E402
-    return hp
-
-
-def uuid(node, i):
-    return "GPU-%08x-0000-4000-8000-%012d" % (zlib.crc32(node.encode()), i)
-
-
-def vgpu(mem, cores=None):
-    d = {"nvidia.com/gpu": 1, "nvidia.com/gpumem": mem}
-    if cores is not None:
-        d["nvidia.com/gpucores"] = cores
-    return d
 
 
 def quota(ns, name, hard, scopes=None):
@@ -71,7 +51,7 @@ class Env:
         self.clients = []
 
     def __enter__(self):
-        hp = hamiplugin()
+        hp = g.import_hamiplugin(suite)
         self.cluster = g.Cluster(suite).start()
         c = self.cluster
         for q in self.quotas:
@@ -79,7 +59,7 @@ class Env:
         for name in NODES:
             client = c.apisim.Client(c.sim.url, token=c.tokens[0], ca=c.ca_file)
             self.clients.append(client)
-            hp.Plugin(client, name, [hp.Device(uuid(name, i), 16384, split=10, index=i) for i in range(2)]).register()
+            hp.Plugin(client, name, [hp.Device(g.hami_uuid(name, i), 16384, split=10, index=i) for i in range(2)]).register()
         self.srv = g.LiveServer(suite, c.kubeconfig(), self.flags).__enter__()
         ok = g.wait_until(lambda: all(self.usable(n) for n in NODES), 15)
         suite.require(ok, "both HAMi nodes reach the service", self.srv.inspect())
@@ -132,19 +112,19 @@ def memory_quota_in_filter_mode(_s):
         suite.check("t/broken" in env.srv.stderr() and "ten gigs" in env.srv.stderr(),
                     "the malformed quota is logged with its reason", env.srv.stderr()[-2000:])
 
-        node, f = env.filter("t", "big", vgpu(12000))
+        node, f = env.filter("t", "big", g.vgpu(1, 12000))
         refused_everywhere(f, 'namespace t quota "gpu-quota" limits.nvidia.com/gpumem: 0 used + 12000 asked > 10240',
                            "12000 MiB over a 10240 quota")
 
-        node, f = env.filter("t", "first", vgpu(6000))
+        node, f = env.filter("t", "first", g.vgpu(1, 6000))
         suite.check(node in NODES, "a pod within the quota is placed", f)
-        node, f = env.filter("t", "second", vgpu(6000))
+        node, f = env.filter("t", "second", g.vgpu(1, 6000))
         refused_everywhere(f, 'namespace t quota "gpu-quota" limits.nvidia.com/gpumem: 6000 used + 6000 asked > 10240',
                            "back to back, the second of two pods with room for one")
-        node, f = env.filter("t", "small", vgpu(4000))
+        node, f = env.filter("t", "small", g.vgpu(1, 4000))
         suite.check(node in NODES, "what is left of the quota still takes a pod", f)
 
-        node, f = env.filter("u", "elsewhere", vgpu(12000))
+        node, f = env.filter("u", "elsewhere", g.vgpu(1, 12000))
         suite.check(node in NODES, "another namespace is not limited", f)
 
         ex = env.srv.explain(env.cluster.get_pod("second", "t"))
@@ -161,7 +141,7 @@ def racing_pods_get_one_placement(_s):
     re-checked under the cache's write lock, so exactly one is placed."""
     import threading
     with Env(quotas=[quota("r", "gpu-quota", {MEM: 10240})]) as env:
-        pods = [env.create("r", "race-%d" % i, vgpu(6000)) for i in range(2)]
+        pods = [env.create("r", "race-%d" % i, g.vgpu(1, 6000)) for i in range(2)]
         answers = [None, None]
         start = threading.Barrier(2)
 
@@ -186,12 +166,12 @@ def racing_pods_get_one_placement(_s):
 def cores_and_explicit_zero(_s):
     quotas = [quota("c", "cores", {CORES: 60}), quota("z", "none", {MEM: 0})]
     with Env(quotas=quotas) as env:
-        node, f = env.filter("c", "c1", vgpu(1000, cores=40))
+        node, f = env.filter("c", "c1", g.vgpu(1, 1000, cores=40))
         suite.check(node in NODES, "40 of 60 cores: placed", f)
-        node, f = env.filter("c", "c2", vgpu(1000, cores=40))
+        node, f = env.filter("c", "c2", g.vgpu(1, 1000, cores=40))
         refused_everywhere(f, 'namespace c quota "cores" limits.nvidia.com/gpucores: 40 used + 40 asked > 60',
                            "cores over the quota")
-        node, f = env.filter("z", "z1", vgpu(1))
+        node, f = env.filter("z", "z1", g.vgpu(1, 1))
         refused_everywhere(f, 'namespace z quota "none" limits.nvidia.com/gpumem: 0 admits no HAMi vGPU (1 asked)',
                            "an explicit 0")
 
@@ -199,7 +179,7 @@ def cores_and_explicit_zero(_s):
 @suite.test
 def bind_refuses_over_quota(_s):
     with Env(flags=["--placement", "bind"], quotas=[quota("t", "gpu-quota", {MEM: 10240})]) as env:
-        pod = env.create("t", "big", vgpu(12000))
+        pod = env.create("t", "big", g.vgpu(1, 12000))
         r = env.srv.post_json("/scheduler/bind", {"PodName": "big", "PodNamespace": "t",
                                                   "PodUID": pod["metadata"]["uid"], "Node": "hami-0"})
         err = r.get("Error") or ""
@@ -212,7 +192,7 @@ def bind_refuses_over_quota(_s):
 def off_checks_nothing(_s):
     with Env(flags=["--hami-resource-quota", "off"], quotas=[quota("t", "gpu-quota", {MEM: 10240})]) as env:
         suite.check("resourcequotas" not in env.srv.informers(), "no resourcequotas informer when off")
-        node, f = env.filter("t", "big", vgpu(12000))
+        node, f = env.filter("t", "big", g.vgpu(1, 12000))
         suite.check(node in NODES, "with the check off the quota is HAMi's webhook's business only", f)
 
 

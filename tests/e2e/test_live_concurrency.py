@@ -47,10 +47,6 @@ POD_PATCH = r"^/api/v1/namespaces/[^/]+/pods/[^/]+$"
 BINDING = r"/binding$"
 
 
-def vcuda_node(name, gpus, mem_per_gpu=64):
-    return g.node(name, g.vcuda(gpus * 100, gpus * mem_per_gpu))
-
-
 def slow_api(c):
     c.sim.delay(DELAY_MS, path=POD_PATCH, method="PATCH")
     c.sim.delay(DELAY_MS, path=BINDING, method="POST")
@@ -62,7 +58,7 @@ def test_binds_wait_for_a_worker(s):
     wait for a worker (the queue holds every admitted connection) instead of being refused; one that waited
     past the bound (2 s, inside kube-scheduler's httpTimeout) is answered without being taken."""
     with g.Cluster(s) as c:
-        c.add_node(vcuda_node("n1", 4))
+        c.add_node(g.vcuda_node("n1", 4))
         names = ["q-%d" % i for i in range(4)]
         uids = {n: c.create_pod(g.pod(n, g.vcuda(30, 8)))["metadata"]["uid"] for n in names}
         args = ["--placement", "bind", "--decision-workers", "1", "--decision-queue", "1"]
@@ -159,8 +155,8 @@ def decided(c, name):
 @suite.test
 def test_parallel_filter_decisions(s):
     with g.Cluster(s) as c:
-        c.add_node(vcuda_node("n1", 4))
-        c.add_node(vcuda_node("n2", 4))
+        c.add_node(g.vcuda_node("n1", 4))
+        c.add_node(g.vcuda_node("n2", 4))
         names = ["f-%d" % i for i in range(NPODS)]
         for n in names:
             c.create_pod(g.pod(n, g.vcuda(30, 8)))
@@ -180,8 +176,8 @@ def test_parallel_filter_decisions(s):
 @suite.test
 def test_parallel_binds(s):
     with g.Cluster(s) as c:
-        c.add_node(vcuda_node("n1", 4))
-        c.add_node(vcuda_node("n2", 4))
+        c.add_node(g.vcuda_node("n1", 4))
+        c.add_node(g.vcuda_node("n2", 4))
         names = ["b-%d" % i for i in range(NPODS)]
         uids = {n: c.create_pod(g.pod(n, g.vcuda(30, 8)))["metadata"]["uid"] for n in names}
         with g.LiveServer(s, c.kubeconfig(), ["--placement", "bind"]) as srv:
@@ -219,7 +215,7 @@ def race(s, c, srv, winner, loser):
 @suite.test
 def test_race_for_the_last_gpu(s):
     with g.Cluster(s) as c:
-        c.add_node(vcuda_node("n1", 1))
+        c.add_node(g.vcuda_node("n1", 1))
         for n in ("r1", "r2", "r3", "r4", "r5"):
             c.create_pod(g.pod(n, g.vcuda(100, 64)))
         with g.LiveServer(s, c.kubeconfig()) as srv:
@@ -270,7 +266,7 @@ def test_race_for_the_last_gpu(s):
 @suite.test
 def test_second_request_for_a_pod_in_progress(s):
     with g.Cluster(s) as c:
-        c.add_node(vcuda_node("n1", 2))
+        c.add_node(g.vcuda_node("n1", 2))
         c.create_pod(g.pod("twice", g.vcuda(30, 8)))
         with g.LiveServer(s, c.kubeconfig()) as srv:
             c.sim.delay(1500, path=POD_PATCH, method="PATCH")
@@ -311,7 +307,7 @@ def test_sigterm_while_decisions_wait(s):
     suspended, and the process exits 0. A queued decision is taken, or, when it waited past the 2 s a
     decision may wait for a worker (a loaded machine), answered with that Error and not taken."""
     with g.Cluster(s) as c:
-        c.add_node(vcuda_node("n1", 4))
+        c.add_node(g.vcuda_node("n1", 4))
         names = ["t-%d" % i for i in range(6)]
         for n in names:
             c.create_pod(g.pod(n, g.vcuda(10, 4)))

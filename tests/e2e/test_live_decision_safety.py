@@ -305,14 +305,6 @@ def test_decision_outlives_permit_wait(s):
 LEASE_NS, LEASE_NAME = "kube-system", "gqa-safety-test"
 
 
-def leader_gauge(srv):
-    try:
-        samples, _t, _b = g.parse_metrics(srv.get("/metrics", timeout=3).text)
-        return int(g.metric(samples, "gqa_leader"))
-    except (OSError, ValueError, TypeError):
-        return None
-
-
 @suite.test
 def test_new_leader_catches_up(s):
     with g.Cluster(s) as c:
@@ -324,7 +316,7 @@ def test_new_leader_catches_up(s):
                                name="replica-" + k) for k in ("a", "b")}
         try:
             srv["a"].start()
-            s.require(g.wait_until(lambda: leader_gauge(srv["a"]) == 1, 30), "replica a leads")
+            s.require(g.wait_until(lambda: g.leader_gauge(srv["a"]) == 1, 30), "replica a leads")
             srv["b"].start()
             s.require(seen(srv["a"], c) and seen(srv["b"], c), "both replicas hold the pods")
             # b must not see p's decision before it leads.
@@ -336,7 +328,7 @@ def test_new_leader_catches_up(s):
             srv["a"].signal(signal.SIGKILL)
             srv["a"].wait_exit()
             t0 = time.monotonic()
-            s.require(g.wait_until(lambda: leader_gauge(srv["b"]) == 1, 40), "b takes the expired Lease")
+            s.require(g.wait_until(lambda: g.leader_gauge(srv["b"]) == 1, 40), "b takes the expired Lease")
             print("  b leads %.1fs after a was killed" % (time.monotonic() - t0))
             res = filter_on(s, srv["b"], c, "q", ["n1"])
             s.check_eq(placed(res), [], "b does not give q p's GPU while its cache lags", res)

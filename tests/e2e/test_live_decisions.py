@@ -40,10 +40,6 @@ def decision_keys(ann):
     return sorted(k for k in ann if k.startswith("tencent.com/") or k.startswith("gpu-admission.io/"))
 
 
-def pod_path(name, ns="default"):
-    return "/api/v1/namespaces/%s/pods/%s" % (ns, name)
-
-
 def writes(reqs):
     """The service's requests that change something (not GET, not the watches)."""
     return [r for r in reqs if r["method"] in ("PATCH", "POST", "PUT", "DELETE")]
@@ -76,10 +72,6 @@ def answered(s, srv, what, fn):
                   "%r; exit status %r; stderr:\n%s" % (e, dead, g.tail(srv.stderr(), 4000)))
 
 
-def vcuda_node(name, gpus, mem_per_gpu=64):
-    return g.node(name, g.vcuda(gpus * 100, gpus * mem_per_gpu))
-
-
 def ns_time_ok(value, t0, t1):
     return isinstance(value, str) and value.isdigit() and t0 <= int(value) <= t1
 
@@ -95,8 +87,8 @@ KEY = b"live-decisions-key-0123456789abcdef"
 def test_filter_records_annotations(s):
     key_file, _ = g.decision_key_file(s, KEY)
     with g.Cluster(s) as c:
-        c.add_node(vcuda_node("n1", 4))
-        c.add_node(vcuda_node("n2", 4))
+        c.add_node(g.vcuda_node("n1", 4))
+        c.add_node(g.vcuda_node("n2", 4))
         c.add_node(g.node("m1", g.mps(200, 32)))
         c.create_pod(g.pod("share", g.vcuda(30, 8), annotations={"team": "blue"}))
         c.create_pod(g.pod("two", [("model", g.vcuda(40, 16)), ("sidecar", {"cpu": "100m"}),
@@ -144,7 +136,7 @@ def test_filter_records_annotations(s):
             if w:
                 p = w[0]
                 s.check_eq((p["method"], p["path"], p["contentType"], p["status"]),
-                           ("PATCH", pod_path("share"), "application/merge-patch+json", 200),
+                           ("PATCH", g.pod_path("share"), "application/merge-patch+json", 200),
                            "it is a JSON merge patch of the pod, accepted")
                 body = json.loads(p["body"])
                 s.check_eq(body.get("metadata", {}).get("resourceVersion"), pod["metadata"]["resourceVersion"],
@@ -200,8 +192,8 @@ def bind(srv, c, name, node, uid=None):
 @suite.test
 def test_bind_mode(s):
     with g.Cluster(s) as c:
-        c.add_node(vcuda_node("n1", 2))
-        c.add_node(vcuda_node("n2", 2))
+        c.add_node(g.vcuda_node("n1", 2))
+        c.add_node(g.vcuda_node("n2", 2))
         for name in ("b1", "b2", "b3"):
             c.create_pod(g.pod(name, g.vcuda(50, 16)))
         c.create_pod(g.pod("huge", g.vcuda(300, 192)))
@@ -228,7 +220,7 @@ def test_bind_mode(s):
             s.check(ann.get("tencent.com/predicate-gpu-idx-0") in ("0", "1"), "and the GPU index", ann)
             w = writes(c.requests_since(mark))
             kinds = [(x["method"], x["path"], x["status"]) for x in w]
-            s.check_eq(kinds, [("POST", pod_path("b1") + "/binding", 201)],
+            s.check_eq(kinds, [("POST", g.pod_path("b1") + "/binding", 201)],
                        "one write: the Binding, no annotation patch", describe(w))
             bann = (json.loads(w[0]["body"]) if w else {}).get("metadata", {}).get("annotations") or {}
             s.check_eq(bann.get("tencent.com/predicate-node"), "n2", "the Binding carries the decision", w)
@@ -252,7 +244,7 @@ def test_bind_mode(s):
                        "no decision annotation is left on the pod", stored["metadata"].get("annotations"))
             w = writes(c.requests_since(mark))
             kinds = [(x["method"], x["path"], x["status"]) for x in w]
-            s.check_eq(kinds, [("POST", pod_path("b2") + "/binding", 500)],
+            s.check_eq(kinds, [("POST", g.pod_path("b2") + "/binding", 500)],
                        "the failed Binding is the only write: nothing to take off", describe(w))
             s.check_eq(sum(srv.cores()["n1"]), 0, "the failed bind charges nothing", srv.cores())
             r = bind(srv, c, "b2", "n1")
@@ -267,7 +259,7 @@ def test_bind_mode(s):
             r = bind(srv, c, "fresh", "n1", uid=fresh["metadata"]["uid"])
             s.check(not r.get("Error"), "a pod not yet in the cache is bound", r)
             s.check_eq(c.get_pod("fresh")["spec"].get("nodeName"), "n1", "and is bound in the API")
-            s.check(any(x["method"] == "GET" and x["path"] == pod_path("fresh") for x in c.requests_since(mark)),
+            s.check(any(x["method"] == "GET" and x["path"] == g.pod_path("fresh") for x in c.requests_since(mark)),
                     "it was read from the API server", describe(c.requests_since(mark)))
             r = bind(srv, c, "b3", "n1", uid="00000000-0000-4000-8000-000000000000")
             s.check("UID" in (r.get("Error") or ""), "a binding for another UID is refused", r)
@@ -284,9 +276,9 @@ def test_bind_mode(s):
 @suite.test
 def test_preemption_live(s):
     with g.Cluster(s) as c:
-        c.add_node(vcuda_node("n1", 2))
-        c.add_node(vcuda_node("n2", 2))
-        c.add_node(vcuda_node("n3", 1))
+        c.add_node(g.vcuda_node("n1", 2))
+        c.add_node(g.vcuda_node("n2", 2))
+        c.add_node(g.vcuda_node("n3", 1))
         uid = {}
 
         def running(name, node, idx, cores, mem):
@@ -337,8 +329,8 @@ def test_preemption_live(s):
 @suite.test
 def test_patch_conflict_retried(s):
     with g.Cluster(s) as c:
-        c.add_node(vcuda_node("n1", 2))
-        c.add_node(vcuda_node("n2", 2))
+        c.add_node(g.vcuda_node("n1", 2))
+        c.add_node(g.vcuda_node("n2", 2))
         c.create_pod(g.pod("conf", g.vcuda(30, 8)))
         with g.LiveServer(s, c.kubeconfig()) as srv:
             old = c.get_pod("conf")         # the scheduler's copy, and the cache's
@@ -355,8 +347,8 @@ def test_patch_conflict_retried(s):
             s.check(not res.get("Error"), "without an Error", res)
             reqs = [r for r in c.requests_since(mark) if not r["watch"]]
             seq = [(r["method"], r["path"], r["status"]) for r in reqs]
-            s.check_eq(seq, [("PATCH", pod_path("conf"), 409), ("GET", pod_path("conf"), 200),
-                             ("PATCH", pod_path("conf"), 200)],
+            s.check_eq(seq, [("PATCH", g.pod_path("conf"), 409), ("GET", g.pod_path("conf"), 200),
+                             ("PATCH", g.pod_path("conf"), 200)],
                        "a 409, then the pod is read again, then the patch succeeds", describe(reqs))
             if len(reqs) == 3:
                 b1, b2 = json.loads(reqs[0]["body"]), json.loads(reqs[2]["body"])
@@ -383,9 +375,9 @@ def test_stale_pod_copies(s):
     delivered it: neither forget a binding nor charge GPUs to a pod that no
     longer exists."""
     with g.Cluster(s) as c:
-        c.add_node(vcuda_node("n1", 2))
-        c.add_node(vcuda_node("n2", 2))
-        c.add_node(vcuda_node("n3", 2))
+        c.add_node(g.vcuda_node("n1", 2))
+        c.add_node(g.vcuda_node("n2", 2))
+        c.add_node(g.vcuda_node("n3", 2))
         c.create_pod(g.pod("gone", g.vcuda(30, 8)))
         c.create_pod(g.pod("deleted", g.vcuda(100, 64)))
         c.create_pod(g.pod("big", g.vcuda(200, 128)))
@@ -426,7 +418,7 @@ def test_stale_pod_copies(s):
                     "the Error says the API server does not have it", res)
             reqs = c.requests_since(mark)
             s.check_eq([(r["method"], r["path"], r["status"]) for r in reqs if not r["watch"]],
-                       [("GET", pod_path("deleted"), 404)], "the pod was looked up once, nothing written",
+                       [("GET", g.pod_path("deleted"), 404)], "the pod was looked up once, nothing written",
                        describe(reqs))
             s.check("default/deleted" not in str(srv.pods_on()), "no GPU is charged to the deleted pod",
                     srv.pods_on())
@@ -440,8 +432,8 @@ def test_stale_pod_copies(s):
 def test_concurrent_filters_never_overcommit(s):
     npods = 50
     with g.Cluster(s) as c:
-        c.add_node(vcuda_node("n1", 2))
-        c.add_node(vcuda_node("n2", 2))
+        c.add_node(g.vcuda_node("n1", 2))
+        c.add_node(g.vcuda_node("n2", 2))
         for i in range(npods):
             c.create_pod(g.pod("whole-%02d" % i, g.vcuda(100, 64)))
         with g.LiveServer(s, c.kubeconfig(), ["--threads", "8"]) as srv:

@@ -43,15 +43,6 @@ SIGKILL_TAKEOVER_S = 30.0  # the 15 s lease must expire first; generous for a lo
 FIRST_LEADER_S = 15.0
 
 
-def leader_gauge(srv):
-    try:
-        r = srv.get("/metrics", timeout=3)
-        samples, _t, _b = g.parse_metrics(r.text)
-        return int(g.metric(samples, "gqa_leader"))
-    except (OSError, ValueError):
-        return None
-
-
 class Sampler(threading.Thread):
     """Polls gqa_leader of both replicas; remembers every sample."""
 
@@ -63,7 +54,7 @@ class Sampler(threading.Thread):
 
     def run(self):
         while not self.halt.is_set():
-            vals = {k: (leader_gauge(srv) if srv.proc and srv.proc.poll() is None else None)
+            vals = {k: (g.leader_gauge(srv) if srv.proc and srv.proc.poll() is None else None)
                     for k, srv in self.servers.items()}
             self.samples.append((time.monotonic(), vals))
             self.halt.wait(0.05)
@@ -126,7 +117,7 @@ class Pair:
     def leader(self, timeout=FIRST_LEADER_S):
         """(leader key, follower key) once exactly one replica leads and only its pod is labelled."""
         def one():
-            gauges = {k: leader_gauge(srv) for k, srv in self.srv.items()}
+            gauges = {k: g.leader_gauge(srv) for k, srv in self.srv.items()}
             lead = [k for k, v in gauges.items() if v == 1]
             if len(lead) == 1 and labelled(self.c) == ["gqa-" + lead[0]]:
                 return lead[0]
@@ -173,7 +164,7 @@ def test_both_ready_label_follows_lease_sigterm(s):
             pair.start()
             lk, fk = pair.leader()
             s.require(lk is not None, "exactly one replica leads and only its pod carries %s=true" % LABEL,
-                      "labelled %r, gauges %r" % (labelled(c), {k: leader_gauge(v) for k, v in pair.srv.items()}))
+                      "labelled %r, gauges %r" % (labelled(c), {k: g.leader_gauge(v) for k, v in pair.srv.items()}))
             lead, follow = pair.srv[lk], pair.srv[fk]
             for k, srv in pair.srv.items():
                 r = srv.readyz()
@@ -197,10 +188,10 @@ def test_both_ready_label_follows_lease_sigterm(s):
             mark = c.last_seq()
             t0 = time.monotonic()
             lead.signal(signal.SIGTERM)
-            took = g.wait_until(lambda: labelled(c) == ["gqa-" + fk] and leader_gauge(follow) == 1
+            took = g.wait_until(lambda: labelled(c) == ["gqa-" + fk] and g.leader_gauge(follow) == 1
                                 and time.monotonic(), SIGTERM_HANDOVER_S + 10, interval=0.02)
             s.require(took, "after SIGTERM the other replica leads and only its pod is labelled",
-                      "labelled %r, gauge %r" % (labelled(c), leader_gauge(follow)))
+                      "labelled %r, gauge %r" % (labelled(c), g.leader_gauge(follow)))
             print("  handover after SIGTERM: %.2fs" % (took - t0))
             s.check(took - t0 < SIGTERM_HANDOVER_S, "the handover after SIGTERM takes under %.0f s" %
                     SIGTERM_HANDOVER_S, "%.2fs" % (took - t0))
@@ -242,7 +233,7 @@ def test_sigkill_leader_label_cleared_by_successor(s):
             lead.wait_exit()
             s.check_eq(labelled(c), ["gqa-" + lk], "a killed leader leaves its label behind")
             s.check_eq(follow.readyz().status, 200, "the follower stays ready")
-            took = g.wait_until(lambda: labelled(c) == ["gqa-" + fk] and leader_gauge(follow) == 1
+            took = g.wait_until(lambda: labelled(c) == ["gqa-" + fk] and g.leader_gauge(follow) == 1
                                 and time.monotonic(), SIGKILL_TAKEOVER_S, interval=0.1)
             s.require(took, "the other replica takes the expired Lease, labels itself and clears the dead "
                       "one's label", "labelled %r, lease %r" % (labelled(c), lease(c)))
@@ -275,8 +266,57 @@ def test_restarted_follower_takes_its_stale_label_off(s):
                           env={"POD_NAME": "gqa-a", "POD_NAMESPACE": POD_NS}) as srv:
             gone = g.wait_until(lambda: labelled(c) == [], 5)
             s.check(gone, "the restarted replica takes the label off its own pod", labelled(c))
-            s.check_eq(leader_gauge(srv), 0, "it is a follower (the Lease is someone else's)")
+            s.check_eq(g.leader_gauge(srv), 0, "it is a follower (the Lease is someone else's)")
             s.check_eq(srv.readyz().status, 200, "and ready: it is synced")
+
+
+def lease_requests(c, user):
+    return [(r["method"], r["status"]) for r in c.sim.requests(0) if r["user"] == user and "/leases" in r["path"]]
+
+
+@suite.test
+def test_replica_that_cannot_sync_does_not_campaign(s):
+    """A replica whose pods list is forbidden (RBAC missing) never syncs: it must not take the Lease and
+    label itself leader, deciding nothing while the ready replica stands by (docs/behaviour.md, "Only a
+    ready replica leads"). Once the permission is there it syncs and campaigns like any other."""
+    with g.Cluster(s, tokens=tuple(TOKENS.values())) as c:
+        c.add_node(g.node("n1", g.vcuda(400, 256)))
+        c.sim.fail(403, path="^/api/v1/pods$", method="GET", user=USERS["a"],
+                   message='pods is forbidden: User "system:serviceaccount:kube-system:gqa-a" cannot list '
+                           'resource "pods" in API group "" at the cluster scope')
+        flags = ["--leader-elect", "--lease-namespace", LEASE_NS, "--lease-name", LEASE_NAME]
+        srv = {}
+        for k, tok in TOKENS.items():
+            c.create_pod(replica_pod("gqa-" + k))
+            srv[k] = g.LiveServer(s, c.kubeconfig(token=tok, name="kubeconfig-%s.json" % k), flags,
+                                  wait_ready=False, name="replica-" + k,
+                                  env={"POD_NAME": "gqa-" + k, "POD_NAMESPACE": POD_NS})
+        try:
+            srv["a"].start()   # alone: nothing else would stop it taking the Lease
+            s.require(g.wait_until(lambda: "not campaigning" in srv["a"].stderr(), 20),
+                      "the replica that cannot sync says it does not campaign", g.tail(srv["a"].stderr()))
+            s.check_eq(srv["a"].readyz().status, 503, "it is not ready")
+            s.check_eq(lease_requests(c, USERS["a"]), [], "it sent no Lease request")
+            s.check_eq(lease(c), None, "there is no Lease")
+            s.check_eq(g.leader_gauge(srv["a"]), 0, "gqa_leader is 0")
+            s.check_eq(labelled(c), [], "its pod is not labelled leader")
+
+            srv["b"].start()
+            lead_b = g.wait_until(lambda: g.leader_gauge(srv["b"]) == 1 and labelled(c) == ["gqa-b"],
+                                  FIRST_LEADER_S)
+            s.check(lead_b, "the replica that can serve leads and labels its pod", labelled(c))
+            s.check_eq(lease_requests(c, USERS["a"]), [], "the unsynced replica still sent no Lease request")
+
+            c.sim.clear_faults()
+            s.check(g.wait_until(lambda: srv["a"].readyz().status == 200, 30),
+                    "with the permission back it syncs and is ready", srv["a"].readyz())
+            s.check(g.wait_until(lambda: lease_requests(c, USERS["a"]), 20),
+                    "and then campaigns (reads the Lease)")
+            s.check_eq(g.leader_gauge(srv["a"]), 0, "as a follower: the Lease is held")
+            s.check_eq(labelled(c), ["gqa-b"], "the leader's label stays where it is")
+        finally:
+            for v in srv.values():
+                v.stop()
 
 
 if __name__ == "__main__":

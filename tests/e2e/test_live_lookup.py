@@ -28,10 +28,6 @@ suite = g.Suite("live-lookup")
 SETTLE_S = 10.0
 
 
-def pod_path(name, ns="default"):
-    return "/api/v1/namespaces/%s/pods/%s" % (ns, name)
-
-
 def describe(reqs):
     return "\n".join("%d %s %s -> %s" % (r["seq"], r["method"], r["path"], r["status"]) for r in reqs)
 
@@ -86,7 +82,7 @@ def test_recreated_pod_filter_mode(s):
             ann = c.annotations("same")
             s.check_eq(ann.get("gpu-admission.io/node"), chosen, "the decision is recorded on the new pod", ann)
             calls = api_calls(c, mark)
-            s.check_eq(calls, [("GET", pod_path("same"), 200), ("PATCH", pod_path("same"), 200)],
+            s.check_eq(calls, [("GET", g.pod_path("same"), 200), ("PATCH", g.pod_path("same"), 200)],
                        "the new pod was read once, then its decision written", describe(c.requests_since(mark)))
             r = bind(srv, "same", new["metadata"]["uid"], chosen)
             s.check(not r.get("Error"), "the bind of the new pod succeeds", r)
@@ -120,8 +116,8 @@ def test_recreated_pod_bind_mode(s):
             stored = c.get_pod("same")
             s.check_eq((stored["metadata"]["uid"], stored["spec"].get("nodeName")), (new["metadata"]["uid"], "n1"),
                        "the new pod is bound")
-            s.check_eq(api_calls(c, mark), [("GET", pod_path("same"), 200),
-                                            ("POST", pod_path("same") + "/binding", 201)],
+            s.check_eq(api_calls(c, mark), [("GET", g.pod_path("same"), 200),
+                                            ("POST", g.pod_path("same") + "/binding", 201)],
                        "read once, bound with the annotations in one write", describe(c.requests_since(mark)))
             # A binding that names the old UID is refused, saying why.
             r = bind(srv, "same", old["metadata"]["uid"], "n1")
@@ -146,12 +142,12 @@ def test_pod_not_in_cache_yet(s):
                 if mode == "bind":
                     r = bind(srv, name, uid, "n1")
                     s.check(not r.get("Error"), "bind mode: a pod the watch has not delivered is bound", r)
-                    want = [("GET", pod_path(name), 200), ("POST", pod_path(name) + "/binding", 201)]
+                    want = [("GET", g.pod_path(name), 200), ("POST", g.pod_path(name) + "/binding", 201)]
                 else:
                     r = srv.filter(c.get_pod(name), ["n1"])
                     s.check_eq(r.get("NodeNames"), ["n1"], "filter mode: a pod the watch has not delivered is "
                                "decided", r)
-                    want = [("GET", pod_path(name), 200), ("PATCH", pod_path(name), 200)]
+                    want = [("GET", g.pod_path(name), 200), ("PATCH", g.pod_path(name), 200)]
                 s.check_eq(api_calls(c, mark), want, "%s mode: it was read from the API server once" % mode,
                            describe(c.requests_since(mark)))
                 s.check_eq(charged(srv).get("default/" + name), "n1",

@@ -60,11 +60,21 @@ def test_token_rotation(s):
             # replaced, then the old token expires.
             c.sim.add_token(T2)
             write_token(token_file, T2)
-            time.sleep(0.05)
+            # The overlap a kubelet gives: T1 expires only once nothing the
+            # service sends uses it. Its watches were authenticated with T1
+            # when they started: cut them, and wait (polled, not slept) until
+            # all four informers watch again with the new token.
+            mark = c.last_seq()
+            c.sim.drop_watches()
+
+            def watching_with_t2():
+                paths = {r["path"] for r in c.sim.requests(mark) if r["watch"] and r["user"] == "token:bbbb..."}
+                return len(paths) >= 4 and c.sim.watch_count() >= 4
+            s.require(g.wait_until(watching_with_t2, SETTLE_S), "the informers watch again with the new token",
+                      users_after(c, 0, mark))
             c.sim.expire_token(T1)
             t_rot = time.time()
-            # Open watches were authenticated when they started; cut them so
-            # the informers reconnect with whatever token they now read.
+            # And once more after the expiry: they reconnect with the new token.
             c.sim.drop_watches()
             ann = {"tencent.com/predicate-gpu-idx-0": "1", "tencent.com/gpu-assigned": "true"}
             c.create_pod(g.pod("after", g.vcuda(20, 4), annotations=ann), node="n1", phase="Running")

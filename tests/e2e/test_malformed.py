@@ -113,11 +113,11 @@ def prioritize_errors_are_500(s):
         hp = srv.prioritize(POD, ["gpu-v100-0", "cpu-0"])
         s.check_eq([h["Host"] for h in hp], ["gpu-v100-0", "cpu-0"], "a good prioritize after the bad ones")
     # A request-level refusal (not a malformed body) is an error too, never a filter-shaped 200.
-    with g.Server(s, flags=["--gpu-policy", "spread"]) as srv:
+    with g.Server(s, flags=["--vcuda-shares", "refuse"]) as srv:
         body = json.dumps({"Pod": g.demo_pod("vcuda-share"), "NodeNames": ["gpu-a100-0"]})
         want = srv.post("/scheduler/filter", body).json().get("Error")
-        s.check(want, "the filter refuses a vcuda share under --gpu-policy spread", want)
-        check_plain_500(s, srv.post("/scheduler/prioritize", body), "prioritize, --gpu-policy spread", want)
+        s.check(want, "the filter refuses a vcuda share under --vcuda-shares refuse", want)
+        check_plain_500(s, srv.post("/scheduler/prioritize", body), "prioritize, --vcuda-shares refuse", want)
 
 
 BAD_PREEMPTION = [

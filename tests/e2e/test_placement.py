@@ -303,15 +303,26 @@ def unknown_node_names(s):
 
 
 @suite.test
+def gpu_policy_spread_with_vcuda_shares_refused_at_start(s):
+    """GPU-Manager would fail every vcuda share placed in spread order: the
+    combination is refused when the process starts, not at each request."""
+    for flags in (["--gpu-policy", "spread"], ["--gpu-policy", "spread", "--vcuda-shares", "place"]):
+        r = g.run_binary(s, ["--state-file", s.demo_state, "--listen-http", "127.0.0.1:0"] + flags, timeout=30)
+        s.check_eq(r.code, 2, "%s: exit 2 at start" % " ".join(flags), r)
+        s.check_in("--gpu-policy spread cannot place tencent.com/vcuda-core shares", r.err, "the message says why")
+        s.check_in("--gpu-policy binpack, or add --vcuda-shares refuse", r.err, "and names the fix")
+
+
+@suite.test
 def gpu_policy_spread(s):
-    with g.Server(s, flags=["--gpu-policy", "spread"]) as srv:
+    with g.Server(s, flags=["--gpu-policy", "spread", "--vcuda-shares", "refuse"]) as srv:
         before = srv.inspect()
         res = srv.filter(g.demo_pod("vcuda-share"), ALL)
-        s.check(isinstance(res.get("Error"), str) and "spread" in res["Error"] and "vcuda" in res["Error"],
-                "spread with a vcuda share answers an Error naming spread and vcuda", res)
+        s.check(isinstance(res.get("Error"), str) and "--vcuda-shares refuse" in res["Error"] and
+                "vcuda" in res["Error"], "a vcuda share answers an Error naming --vcuda-shares refuse", res)
         s.check(not res.get("NodeNames"), "no node is answered with the Error", res)
         ex = srv.explain(g.demo_pod("vcuda-share"))
-        s.check_in("spread", ex.get("error"), "explain reports the same error")
+        s.check_in("--vcuda-shares refuse", ex.get("error"), "explain reports the same error")
         s.check_eq(srv.inspect(), before, "nothing recorded")
         # Spread is fine for MPS: the freest GPU instead of the fullest.
         res = srv.filter(g.demo_pod("mps-share"), ALL)

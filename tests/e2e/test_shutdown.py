@@ -64,9 +64,9 @@ def sigterm_during_slow_request(s):
             s.check(g.wait_until(lambda: connect_refused(srv.port)),
                     "%s: new connections are not served while draining" % sig.name)
             s.check(srv.proc.poll() is None, "%s: the process waits for the in-flight request" % sig.name)
-            for i in range(50, len(body), 40):   # trickle the rest
-                sock.sendall(body[i:i + 40])
-                time.sleep(0.01)
+            # The request has been slow on purpose: its body stalled from the
+            # signal until the drain was logged and new connections refused.
+            sock.sendall(body[50:])
             r = g.read_http_response(sock)
             sock.close()
             s.check_eq(r.status, 200, "%s: the in-flight request completes with 200" % sig.name)
@@ -95,6 +95,8 @@ def sigterm_during_large_request(s):
         items.extend(objs)
         body = json.dumps({"Pod": g.demo_pod("gpu-4"), "Nodes": {"kind": "NodeList", "items": items}}).encode()
         result = {}
+        mid_body = threading.Event()      # the sender has sent part of the body
+        signalled = threading.Event()     # SIGTERM sent and the drain logged
 
         def send():
             try:
@@ -105,20 +107,25 @@ def sigterm_during_large_request(s):
                 for i in range(0, len(body), step):
                     sock.sendall(body[i:i + step])
                     if i == 4 * step:
-                        result["signal_now"] = True
-                        time.sleep(0.3)
+                        # Hold the rest of the body until the drain has started.
+                        mid_body.set()
+                        signalled.wait(60)
                 r = g.read_http_response(sock)
                 sock.close()
                 result["response"] = r
             except Exception as e:  # noqa: BLE001
                 result["error"] = repr(e)
+            finally:
+                mid_body.set()
 
         t = threading.Thread(target=send)
         t.start()
-        deadline = time.monotonic() + 30
-        while "signal_now" not in result and "error" not in result and time.monotonic() < deadline:
-            time.sleep(0.01)
+        s.require(mid_body.wait(60) and "error" not in result, "part of the large body is sent",
+                  result.get("error"))
         srv.signal(signal.SIGTERM)
+        s.check(g.wait_until(lambda: draining(srv), 30), "the drain starts while the body is in flight",
+                srv.stderr())
+        signalled.set()
         t.join(120)
         s.check("error" not in result, "large request sent without error", result.get("error"))
         r = result.get("response")

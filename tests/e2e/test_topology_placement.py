@@ -81,14 +81,6 @@ def best_score(topo, k, free=None):
 _ANNOTATIONS = {}
 
 
-def topo_binary(s):
-    return os.path.join(os.path.dirname(s.binary), "gpu-topology")
-
-
-def fixture(s, name, ext):
-    return s.path("tests", "fixtures", "nvidia-smi", "%s.%s" % (name, ext))
-
-
 def fake_proc(s, buses, minors):
     d = s.tempdir("proc")
     for bus, minor in zip(buses, minors):
@@ -104,9 +96,9 @@ def annotation(s, name, minors=None):
     key = (name, tuple(minors) if minors else None)
     if key in _ANNOTATIONS:
         return _ANNOTATIONS[key]
-    args = [topo_binary(s), "--topo-file", fixture(s, name, "topo.txt")]
-    if os.path.exists(fixture(s, name, "query.csv")):
-        args += ["--query-file", fixture(s, name, "query.csv")]
+    args = [g.topo_binary(s), "--topo-file", g.smi_fixture(s, name, "topo.txt")]
+    if os.path.exists(g.smi_fixture(s, name, "query.csv")):
+        args += ["--query-file", g.smi_fixture(s, name, "query.csv")]
     if minors:
         buses = ["0000:%02x:00.0" % (0x10 + i) for i in range(len(minors))]
         args += ["--proc-dir", fake_proc(s, buses, minors)]
@@ -198,8 +190,8 @@ def all_nv(topo, gset):
 
 @suite.test
 def binary_is_built(s):
-    s.require(os.access(topo_binary(s), os.X_OK), "gpu-topology is built next to gpu-quota-admission",
-              topo_binary(s))
+    s.require(os.access(g.topo_binary(s), os.X_OK), "gpu-topology is built next to gpu-quota-admission",
+              g.topo_binary(s))
 
 
 @suite.test

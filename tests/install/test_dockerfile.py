@@ -60,6 +60,30 @@ def apt_packages(run_text):
 
 
 @suite.test
+def every_base_image_pinned_by_digest(s):
+    """Every FROM names an image by tag and digest (name:tag@sha256:<64 hex>),
+    or an earlier stage; scripts/pin-base-images.sh refreshes the digests."""
+    ins = parse(s.path("Dockerfile"))
+    stages = set()
+    for _, word, arg in ins:
+        if word != "FROM":
+            continue
+        words = arg.split()
+        image = [w for w in words if not w.startswith("--")][0]
+        if image in stages:
+            continue
+        s.check(re.match(r"^[a-z0-9./_-]+:[A-Za-z0-9._-]+@sha256:[0-9a-f]{64}$", image) is not None,
+                "FROM %s carries a tag and a sha256 digest" % image)
+        m = re.search(r"\sAS\s+(\S+)", arg, re.I)
+        if m:
+            stages.add(m.group(1))
+    with open(s.path("scripts", "pin-base-images.sh"), encoding="utf-8") as f:
+        script = f.read()
+    s.check("imagetools inspect" in script and "skopeo inspect" in script,
+            "the refresh script resolves tags with docker buildx or skopeo")
+
+
+@suite.test
 def structure(s):
     path = s.path("Dockerfile")
     s.require(os.path.exists(path), "Dockerfile exists")
@@ -69,9 +93,10 @@ def structure(s):
     froms = [(st, arg) for st, w, arg in ins if w == "FROM"]
     s.require(len(froms) >= 2, "multi-stage (%d FROM)" % len(froms))
     first, last = froms[0][1], froms[-1][1]
-    s.check(re.match(r"^debian:bookworm\s+AS\s+build$", first, re.I) is not None, "build stage: debian:bookworm AS build",
-            first)
-    s.check(re.match(r"^debian:bookworm-slim(\s|$)", last) is not None, "runtime stage: debian:bookworm-slim", last)
+    s.check(re.match(r"^debian:bookworm@sha256:[0-9a-f]{64}\s+AS\s+build$", first, re.I) is not None,
+            "build stage: debian:bookworm AS build", first)
+    s.check(re.match(r"^debian:bookworm-slim@sha256:[0-9a-f]{64}(\s|$)", last) is not None,
+            "runtime stage: debian:bookworm-slim", last)
     for _, arg in froms:
         s.check(":latest" not in arg and ":" in arg.split()[0], "base image tag pinned (%s)" % arg)
     stage_names = {re.split(r"\s+AS\s+", arg, flags=re.I)[1].strip(): st for st, arg in froms if re.search(r"\sAS\s", arg, re.I)}

@@ -186,6 +186,13 @@ def annotations(cp, name, ns="default"):
     return cp.get_pod(name, ns)["metadata"].get("annotations") or {}
 
 
+def sa_kubeconfig(s, ns, sa, name="sa.kubeconfig"):
+    """A kubeconfig (file name `name`) for ServiceAccount ns/sa, with a token from `kubectl create token`."""
+    token = s.cp.token_for(ns, sa)
+    s.check(token.count(".") == 2, "kubectl create token gives a JWT for the ServiceAccount")
+    return s.cp.write_kubeconfig(name, token=token, namespace=ns)
+
+
 def wait_annotated(cp, name, key, ns="default", timeout=60):
     """The pod's annotations once key is among them."""
     return cp.wait_for(lambda: (annotations(cp, name, ns).get(key) is not None) and annotations(cp, name, ns),

@@ -24,7 +24,7 @@ import os
 import subprocess
 import time
 
-from realcp_suite import RealcpSuite, yaml
+from realcp_suite import RealcpSuite, sa_kubeconfig, yaml
 from controlplane import http_get
 
 suite = RealcpSuite("realcp install")
@@ -84,12 +84,6 @@ def test_install_applies(s):
     s.installed = True
 
 
-def sa_kubeconfig(s, name="sa.kubeconfig"):
-    token = s.cp.token_for(NS, SA)
-    s.check(token.count(".") == 2, "kubectl create token gives a JWT for the ServiceAccount")
-    return s.cp.write_kubeconfig(name, token=token, namespace=NS)
-
-
 def start_as_sa(s, kubeconfig, wait_ready=True, name="gqa-sa"):
     cp = s.cp
     return cp.start_product(
@@ -104,7 +98,7 @@ def test_runs_with_its_own_rights(s):
     cp = s.cp
     s.require(getattr(s, "installed", False), "installed")
     cp.stand_in_pod(NS, POD, labels={"app.kubernetes.io/name": "gpu-quota-admission"})
-    s.kubeconfig = sa_kubeconfig(s)
+    s.kubeconfig = sa_kubeconfig(s, NS, SA)
     s.prod = start_as_sa(s, s.kubeconfig)
     s.check_eq(http_get(s.prod.port, "/readyz")[0], 200, "ready with the ServiceAccount's token")
     lease = cp.wait_for(lambda: cp.admin.get("/apis/coordination.k8s.io/v1/namespaces/%s/leases/gpu-quota-admission"

@@ -33,7 +33,7 @@ import os
 import subprocess
 import time
 
-from realcp_suite import RealcpSuite, add_demo_nodes, annotations, gpu_indices, yaml
+from realcp_suite import RealcpSuite, add_demo_nodes, annotations, gpu_indices, sa_kubeconfig, yaml
 from controlplane import http_get
 
 suite = RealcpSuite("realcp own scheduler")
@@ -90,11 +90,6 @@ def test_install_with_both_components(s):
                    "%s %s has the rules the install test assumes" % (role["kind"], role["metadata"]["name"]))
 
 
-def sa_kubeconfig(s):
-    token = s.cp.token_for(NS, SA)
-    return s.cp.write_kubeconfig("sa.kubeconfig", token=token, namespace=NS)
-
-
 def deployment_container(s, name):
     dep = find(s.objs, "Deployment", "gpu-quota-admission")[0]
     return next(c for c in dep["spec"]["template"]["spec"]["containers"] if c["name"] == name)
@@ -139,7 +134,7 @@ def test_scheduler_and_service_run_with_the_component_rights(s):
     s.require(getattr(s, "objs", None) is not None, "installed")
     add_demo_nodes(cp, s.source_dir)
     cp.stand_in_pod(NS, STAND_IN, labels={"app.kubernetes.io/name": "gpu-quota-admission"})
-    kubeconfig = sa_kubeconfig(s)
+    kubeconfig = sa_kubeconfig(s, NS, SA)
     s.prod = start_service(s, kubeconfig)
     text = scheduler_config_text(s, kubeconfig, s.prod.port)
     # The ServiceAccount's token for the secure port's delegated
@@ -276,7 +271,7 @@ def test_second_replica_takes_over(s):
     pod's kube-scheduler takes the Lease and its own service decides."""
     cp = s.cp
     s.require(getattr(s, "sched", None) is not None, "the schedulers run")
-    kubeconfig = sa_kubeconfig(s)
+    kubeconfig = sa_kubeconfig(s, NS, SA)
     prod2 = start_service(s, kubeconfig)
     sched2 = cp.start_scheduler(scheduler_config_text(s, kubeconfig, prod2.port), name=PROFILE + "-2", extra_args=[
         "--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig])

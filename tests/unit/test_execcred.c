@@ -14,6 +14,10 @@
 
 #include <cjson/cJSON.h>
 #include <ftw.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -466,6 +470,100 @@ static void test_client_reports_a_failing_plugin(void **state)
     fakeapi_stop();
 }
 
+/* ---- one runner, no lock held while it runs ------------------------------ */
+
+struct caller {
+    struct kube_exec *e;
+    uint64_t have;
+    int rc;
+    struct kube_exec_cred cred;
+    char *err;
+    atomic_int done;
+};
+
+static void *call_current(void *arg)
+{
+    struct caller *c = arg;
+    c->rc = kube_exec_current(c->e, c->have, &c->cred, &c->err);
+    atomic_store(&c->done, 1);
+    return NULL;
+}
+
+/* Poll (10 ms steps, 30 s at most) until dir/name exists. */
+static bool appears(const char *dir, const char *name)
+{
+    char *p = path_in(dir, name);
+    bool seen = false;
+    for (int i = 0; i < 3000 && !(seen = access(p, F_OK) == 0); i++)
+        nanosleep(&(struct timespec){0, 10000000}, NULL);
+    free(p);
+    return seen;
+}
+
+static void test_slow_run_blocks_no_valid_token(void **state)
+{
+    const char *dir = *state;
+    /* Run 2 and run 3 say they started, then wait until the test lets them
+     * finish: "slow" is an order of events here, not a duration. */
+    char expiry[64];
+    time_t in_an_hour = time(NULL) + 3600;
+    strftime(expiry, sizeof(expiry), ",\"expirationTimestamp\":\"%Y-%m-%dT%H:%M:%SZ\"", gmtime(&in_an_hour));
+    char *body = strbuf_format("if [ $n -ge 2 ]; then touch '%s/started-'$n; "
+                               "while [ ! -e '%s/go-'$n ]; do sleep 0.01; done; fi\n" PRINT_TOKEN("tok-$n", "%s"),
+                               dir, dir, expiry);
+    write_plugin(dir, "slow", body);
+    free(body);
+    struct kube_config *cfg = exec_kc(dir, "https://k", "./slow", NULL);
+    struct kube_exec *e = cfg->exec;
+    struct kube_exec_cred cred;
+    char *err = NULL;
+    assert_int_equal(kube_exec_current(e, 0, &cred, &err), 1);
+    assert_string_equal(cred.token, "tok-1");
+    kube_exec_cred_clear(&cred);
+
+    /* The token now expires within the refresh window: caller a replaces it
+     * early, and its run does not finish until go-2 exists. */
+    kube_exec_set_refresh_ahead(e, 2 * 3600 * 1000L);
+    struct caller a = {.e = e, .have = 1};
+    pthread_t ta;
+    assert_int_equal(pthread_create(&ta, NULL, call_current, &a), 0);
+    assert_true(appears(dir, "started-2"));
+    /* While a's run is in progress, callers with the valid token get it at once. */
+    assert_int_equal(kube_exec_current(e, 1, &cred, &err), 0);
+    assert_int_equal(kube_exec_current(e, 0, &cred, &err), 1);
+    assert_string_equal(cred.token, "tok-1");
+    kube_exec_cred_clear(&cred);
+    assert_int_equal(kube_exec_runs(e), 2); /* nor blocked here */
+    kube_exec_invalidate(e, 7);             /* nor here */
+    assert_int_equal(atomic_load(&a.done), 0);
+    write_in(dir, "go-2", "", 0644);
+    assert_int_equal(pthread_join(ta, NULL), 0);
+    assert_int_equal(a.rc, 1);
+    assert_string_equal(a.cred.token, "tok-2");
+    assert_true(a.cred.serial == 2);
+    kube_exec_cred_clear(&a.cred);
+
+    /* Refused: no valid token now. b runs the command; c waits for b's
+     * result and starts no run of its own. */
+    kube_exec_invalidate(e, 2);
+    struct caller b = {.e = e, .have = 2}, c = {.e = e, .have = 2};
+    pthread_t tb, tc;
+    assert_int_equal(pthread_create(&tb, NULL, call_current, &b), 0);
+    assert_true(appears(dir, "started-3"));
+    assert_int_equal(pthread_create(&tc, NULL, call_current, &c), 0);
+    write_in(dir, "go-3", "", 0644);
+    assert_int_equal(pthread_join(tb, NULL), 0);
+    assert_int_equal(pthread_join(tc, NULL), 0);
+    assert_int_equal(b.rc, 1);
+    assert_int_equal(c.rc, 1);
+    assert_string_equal(b.cred.token, "tok-3");
+    assert_string_equal(c.cred.token, "tok-3");
+    assert_int_equal(runs_of(dir), 3);
+    kube_exec_cred_clear(&b.cred);
+    kube_exec_cred_clear(&c.cred);
+    kube_config_free(cfg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -477,6 +575,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_failures_say_why, temp_dir_setup, temp_dir_teardown),
         cmocka_unit_test_setup_teardown(test_client_runs_again_after_401, temp_dir_setup, temp_dir_teardown),
         cmocka_unit_test_setup_teardown(test_client_reports_a_failing_plugin, temp_dir_setup, temp_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_slow_run_blocks_no_valid_token, temp_dir_setup, temp_dir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

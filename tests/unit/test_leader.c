@@ -16,6 +16,9 @@
 #include <time.h>
 
 #include "kube/leader.h"
+#include "fakeapi.h"
+
+#include <pthread.h>
 
 #define SEC 1000000000LL
 #define US 1000000LL
@@ -204,6 +207,157 @@ static void test_unreachable_server(void **state)
     leader_stop(NULL);
 }
 
+/* ---- the may_lead gate, against a one-Lease fake API server ---- */
+
+/* The Lease as last written (POST or PUT), served back on GET; 404 before. */
+static struct {
+    pthread_mutex_t mu;
+    char body[FAKE_BODY_MAX];
+    int exists;
+    int writes;
+} fake_lease = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static int serve_lease(void *ctx, struct fake_conn *c, const struct fake_request *rq)
+{
+    (void)ctx;
+    char body[FAKE_BODY_MAX];
+    pthread_mutex_lock(&fake_lease.mu);
+    int is_write = strcmp(rq->method, "POST") == 0 || strcmp(rq->method, "PUT") == 0;
+    if (is_write) {
+        snprintf(fake_lease.body, sizeof fake_lease.body, "%.*s", (int)rq->body_len, rq->body);
+        fake_lease.exists = 1;
+        fake_lease.writes++;
+    }
+    int exists = fake_lease.exists;
+    snprintf(body, sizeof body, "%s", fake_lease.body);
+    pthread_mutex_unlock(&fake_lease.mu);
+    if (!exists)
+        return fake_reply(c, 404, "Not Found", "application/json", "{\"kind\":\"Status\",\"code\":404}");
+    return fake_reply(c, is_write && rq->method[1] == 'O' ? 201 : 200, "OK", "application/json", body);
+}
+
+struct gate {
+    atomic_int ready;
+    atomic_int asked;
+    atomic_int stopped;
+};
+
+static int gate_may_lead(void *ctx, char *why, size_t size)
+{
+    struct gate *g = ctx;
+    atomic_fetch_add(&g->asked, 1);
+    if (atomic_load(&g->ready))
+        return 1;
+    snprintf(why, size, "informer pods has not synced yet: 403 Forbidden");
+    return 0;
+}
+
+static int gate_started(void *ctx)
+{
+    (void)ctx;
+    return 0;
+}
+
+static void gate_stopped(void *ctx)
+{
+    struct gate *g = ctx;
+    atomic_fetch_add(&g->stopped, 1);
+}
+
+/* Poll (10 ms steps) until cond(arg) or a generous deadline; 1 when met. */
+static int eventually(int (*cond)(void *), void *arg)
+{
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (!cond(arg)) {
+        if (elapsed_ms(&t0) > 30000)
+            return 0;
+        nanosleep(&(struct timespec){0, 10000000}, NULL);
+    }
+    return 1;
+}
+
+static int is_one(void *p)
+{
+    return atomic_load((atomic_int *)p) == 1;
+}
+
+static int is_zero(void *p)
+{
+    return atomic_load((atomic_int *)p) == 0;
+}
+
+static int asked_twice(void *p)
+{
+    return atomic_load(&((struct gate *)p)->asked) >= 2;
+}
+
+static int lease_released(void *p)
+{
+    (void)p;
+    pthread_mutex_lock(&fake_lease.mu);
+    int released = fake_lease.exists && strstr(fake_lease.body, "\"holderIdentity\":\"\"") != NULL;
+    pthread_mutex_unlock(&fake_lease.mu);
+    return released;
+}
+
+static size_t lease_requests(void)
+{
+    struct fake_request log[FAKE_LOG_MAX];
+    size_t n = fakeapi_log(log, FAKE_LOG_MAX), leases = 0;
+    for (size_t i = 0; i < n; i++)
+        leases += strstr(log[i].path, "/leases") != NULL;
+    return leases;
+}
+
+/* Not ready: no Lease request at all. Ready: it leads. Not ready again: it
+ * stops leading and hands the Lease back (holder cleared) at once, rather
+ * than renewing a Lease it cannot use until its deadline. */
+static void test_may_lead_gate(void **state)
+{
+    (void)state;
+    assert_int_equal(fakeapi_start(serve_lease, NULL), 0);
+    struct kube_config kube = {.server = (char *)fakeapi_url()};
+    static const struct leader_config fast = {"kube-system", "gpu-quota-admission", "host_abc", 3000, 2000, 400};
+    struct gate g = {0};
+    struct leader_callbacks cb = {
+        .started = gate_started, .stopped = gate_stopped, .may_lead = gate_may_lead, .ctx = &g};
+    atomic_int is_leader = 0;
+    char *err = NULL;
+    struct leader_elector *le = leader_start_with(&kube, &fast, &is_leader, &cb, &err);
+    assert_non_null(le);
+
+    assert_true(eventually(asked_twice, &g)); /* two rounds asked, both refused */
+    char buf[512];
+    leader_describe(le, buf, sizeof buf);
+    if (!strstr(buf, "not campaigning") || !strstr(buf, "403 Forbidden"))
+        fail_msg("describe: \"%s\"", buf);
+    assert_int_equal(lease_requests(), 0);
+    assert_int_equal(atomic_load(&is_leader), 0);
+
+    atomic_store(&g.ready, 1);
+    assert_true(eventually(is_one, &is_leader));
+    int stopped_before = atomic_load(&g.stopped);
+
+    atomic_store(&g.ready, 0);
+    assert_true(eventually(is_zero, &is_leader));
+    assert_true(eventually(lease_released, NULL));
+    assert_int_equal(atomic_load(&g.stopped), stopped_before + 1);
+    leader_describe(le, buf, sizeof buf);
+    if (!strstr(buf, "not campaigning"))
+        fail_msg("describe: \"%s\"", buf);
+
+    /* Stopping does not release again: the Lease is no longer ours. */
+    pthread_mutex_lock(&fake_lease.mu);
+    int writes = fake_lease.writes;
+    pthread_mutex_unlock(&fake_lease.mu);
+    leader_stop(le);
+    pthread_mutex_lock(&fake_lease.mu);
+    assert_int_equal(fake_lease.writes, writes);
+    pthread_mutex_unlock(&fake_lease.mu);
+    fakeapi_stop();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -214,6 +368,7 @@ int main(void)
         cmocka_unit_test(test_may_acquire),
         cmocka_unit_test(test_start_refuses_bad_config),
         cmocka_unit_test(test_unreachable_server),
+        cmocka_unit_test(test_may_lead_gate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,7 +16,7 @@
 
 #include "extender/options.h"
 
-#define MAX_ARGS 16
+#define MAX_ARGS 24
 
 /* The environment variables any test here sets; cleared before each test so
  * that neither the caller's environment nor an earlier test leaks in. */
@@ -109,12 +109,14 @@ static void test_both_forms_and_values(void **state)
     struct options o;
     char *err;
     assert_int_equal(parse(&o, CMD_SERVE, &err, "--state-file=s.yaml", "--placement", "bind", "--gpu-policy=spread",
-                           "--node-policy", "spread", "--assume-ttl", "1500ms", "--max-body-bytes", "64Mi",
+                           "--vcuda-shares", "refuse", "--node-policy", "spread", "--assume-ttl", "1500ms",
+                           "--max-body-bytes", "64Mi",
                            "--listen-http", "[::1]:0", "--threads=3", "--log-format", "json", NULL),
                      0);
     assert_string_equal(err, "");
     assert_int_equal(o.placement, PLACEMENT_BIND);
     assert_int_equal(o.policy.gpu, POLICY_SPREAD);
+    assert_true(o.policy.refuse_vcuda_shares);
     assert_int_equal(o.policy.node, POLICY_SPREAD);
     assert_int_equal(o.assume_ttl_ns, 1500LL * 1000000LL);
     assert_int_equal(o.max_body_bytes, 64LL << 20);
@@ -272,6 +274,14 @@ static void test_combinations(void **state)
     expect_refused(CMD_SERVE,
                    "gpu-quota-admission: --listen-http is empty and --listen-https is not set: nothing to serve\n",
                    "--state-file", "s", "--listen-http", "", NULL);
+    /* Spread with vcuda shares placed: refused at start, naming the fix. */
+    static const char spread_vcuda[] =
+        "gpu-quota-admission: --gpu-policy spread cannot place tencent.com/vcuda-core shares (GPU-Manager re-checks "
+        "them in its binpack order and fails the pod with \"Nvidia node mismatch\"): use --gpu-policy binpack, or add "
+        "--vcuda-shares refuse when no pod asks for vcuda shares\n";
+    expect_refused(CMD_SERVE, spread_vcuda, "--state-file", "s", "--gpu-policy", "spread", NULL);
+    expect_refused(CMD_SIMULATE, spread_vcuda, "--state-file", "s", "--pod", "p", "--gpu-policy", "spread",
+                   "--vcuda-shares", "place", NULL);
     /* --help needs nothing else. */
     struct options o;
     char *err;

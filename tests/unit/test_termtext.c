@@ -50,11 +50,44 @@ static void test_json_text(void **state)
     strbuf_free(&sb);
 }
 
+static void expect_fit(size_t size, const char *in, const char *want)
+{
+    char buf[64];
+    memset(buf, 'X', sizeof buf);
+    assert_true(size <= sizeof buf);
+    term_text_fit(buf, size, in);
+    assert_string_equal(buf, want);
+    assert_true(strlen(buf) < size);
+}
+
+static void test_fit(void **state)
+{
+    (void)state;
+    expect_fit(64, "403 Forbidden: no", "403 Forbidden: no");
+    expect_fit(64, NULL, "");
+    expect_fit(64, "a\x1b[31mred\r\nb\x7f", "a [31mred  b ");   /* controls become spaces */
+    expect_fit(64, "c1\xc2\x9bx\xffy", "c1 x y");                  /* C1 and invalid bytes too */
+    /* Cut at a word boundary, with "...": never mid-word. */
+    expect_fit(20, "403 Forbidden: configmaps is forbidden", "403 Forbidden:...");
+    expect_fit(18, "403 Forbidden: xyz", "403 Forbidden:...");
+    expect_fit(16, "403 Forbidden: x", "403 Forbidde...");    /* the space is too early */
+    expect_fit(17, "403 Forbidden: x", "403 Forbidden: x");
+    /* No space in the second half: cut at a character boundary. */
+    expect_fit(10, "abcdefghijklmnop", "abcdef...");
+    expect_fit(10, "abcde\xc3\xa9\xc3\xa9\xc3\xa9", "abcde...");   /* é never split */
+    expect_fit(4, "abcdef", "abc");                                 /* no room for "..." */
+    char one[1] = {'X'};
+    term_text_fit(one, 1, "abc");
+    assert_int_equal(one[0], '\0');
+    term_text_fit(NULL, 10, "abc");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_escapes),
         cmocka_unit_test(test_json_text),
+        cmocka_unit_test(test_fit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

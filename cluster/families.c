@@ -187,15 +187,18 @@ static bool names_family(const struct gpu_amounts *a, const struct gpu_family *f
     return false;
 }
 
-static void list_kinds(struct strbuf *err)
+/* "a and b" (or "a, b and c"): the first core resource of each kind in
+ * the mask, in registry order. */
+static void list_kinds(struct strbuf *err, uint32_t kinds)
 {
-    int seen = 0;
+    int total = __builtin_popcount(kinds), seen = 0;
     for (size_t f = 0; f < FAMILY_COUNT; f++) {
-        bool first_of_kind = true;
-        for (size_t g = 0; g < f; g++)
-            first_of_kind &= families[g]->kind != families[f]->kind;
-        if (first_of_kind)
-            strbuf_printf(err, "%s%s", seen++ ? ", " : "", families[f]->core_resource);
+        uint32_t bit = 1u << families[f]->kind;
+        if (!(kinds & bit))
+            continue;
+        kinds &= ~bit;
+        seen++;
+        strbuf_printf(err, "%s%s", seen == 1 ? "" : seen == total ? " and " : ", ", families[f]->core_resource);
     }
 }
 
@@ -212,7 +215,7 @@ int gpu_family_classify(const struct gpu_amounts *a, struct container_request *c
     }
     if (kinds & (kinds - 1)) {
         strbuf_printf(err, "container \"%s\" mixes GPU resources of different kinds (", c->name);
-        list_kinds(err);
+        list_kinds(err, kinds);
         strbuf_puts(err, "); a container uses one kind");
         return -1;
     }

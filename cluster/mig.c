@@ -483,9 +483,13 @@ void mig_node_read(const cJSON *labels, const cJSON *capacity, const cJSON *allo
     }
     read_resources(out, capacity, false);
     read_resources(out, allocatable, true);
+    /* As kube-scheduler reads a node: allocatable when the node has it (a
+     * key missing there is 0), capacity only when it has none. */
+    bool has_allocatable = cJSON_IsObject(allocatable) && allocatable->child;
     for (int i = 0; i < out->nprofiles; i++)
         if (out->profiles[i].allocatable < 0)
-            out->profiles[i].allocatable = out->profiles[i].capacity;
+            out->profiles[i].allocatable =
+                has_allocatable && out->profiles[i].capacity >= 0 ? 0 : out->profiles[i].capacity;
 }
 
 const struct mig_node_profile *mig_node_find(const struct mig_node *node, const char *name)

@@ -88,7 +88,7 @@ struct mig_node_profile {
     struct mig_profile_name profile;
     bool single;         /* nvidia.com/gpu backed by this profile (single strategy) */
     int64_t capacity;    /* status.capacity of the resource, -1 when absent */
-    int64_t allocatable; /* status.allocatable, else capacity, else -1 */
+    int64_t allocatable; /* status.allocatable (0 when the node has allocatable without it), else capacity, else -1 */
     int64_t label_count; /* <resource>.count */
     int64_t memory_mib;  /* <resource>.memory (MiB) */
     int multiprocessors; /* <resource>.multiprocessors */

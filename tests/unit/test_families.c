@@ -45,21 +45,25 @@ static void test_every_family_is_complete(void **state)
 }
 
 /* The keys are every family's container resources, each once, in the
- * order the families list them (the order errors are reported in). */
+ * order the families list them (the order errors are reported in); MIG's
+ * are read by prefix. */
 static void test_keys_follow_the_table(void **state)
 {
     (void)state;
     static const char *const want[] = {"tencent.com/vcuda-core", "tencent.com/vcuda-memory", "nvidia.com/mps-core",
                                        "nvidia.com/mps-memory",  "nvidia.com/gpu",           "nvidia.com/gpumem",
                                        "nvidia.com/gpumem-percentage", "nvidia.com/gpucores"};
-    assert_int_equal(gpu_amount_key_count(), sizeof(want) / sizeof(want[0]));
-    for (int k = 0; k < gpu_amount_key_count(); k++) {
+    /* Families registered after these append their keys. */
+    assert_true(gpu_amount_key_count() >= (int)(sizeof(want) / sizeof(want[0])));
+    for (int k = 0; k < (int)(sizeof(want) / sizeof(want[0])); k++) {
         assert_string_equal(gpu_amount_key_name(k), want[k]);
         assert_int_equal(gpu_amount_key_of(want[k], strlen(want[k])), k);
     }
     assert_int_equal(gpu_amount_key_of("nvidia.com/gp", 13), -1);
     assert_null(gpu_amount_key_name(-1));
     assert_true(gpu_family_names_resource("nvidia.com/priority", 19)); /* interest only */
+    assert_true(gpu_family_names_resource("nvidia.com/mig-1g.5gb", 21)); /* by prefix */
+    assert_false(gpu_family_names_resource("nvidia.com/mig-", 15));     /* the prefix alone names nothing */
     assert_false(gpu_family_names_resource("cpu", 3));
 }
 
@@ -108,8 +112,8 @@ static void test_one_family_per_container(void **state)
     assert_ptr_equal(classified(&a, &err), GPU_FAMILY_HAMI); /* one kind, the more specific family */
     set(&a, RES_MPS_CORE, 10);
     assert_null(classified(&a, &err));
-    assert_string_equal(err.data, "container \"main\" mixes GPU resources of different kinds (tencent.com/vcuda-core, "
-                                  "nvidia.com/mps-core, nvidia.com/gpu, nvidia.com/mig-<profile>); a container uses one kind");
+    assert_string_equal(err.data, "container \"main\" mixes GPU resources of different kinds (nvidia.com/mps-core and "
+                                  "nvidia.com/gpu); a container uses one kind");
     strbuf_free(&err);
 }
 

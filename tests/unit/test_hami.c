@@ -638,8 +638,8 @@ static void test_request_errors(void **state)
     expect_request_error("", "{'nvidia.com/gpu':1,'nvidia.com/gpucores':'-5'}",
                          "container \"main\": nvidia.com/gpucores \"-5\" is invalid: quantity is negative");
     expect_request_error("", "{'tencent.com/vcuda-core':10,'tencent.com/vcuda-memory':1,'nvidia.com/gpumem':10}",
-                         "container \"main\" mixes GPU resources of different kinds (tencent.com/vcuda-core, "
-                         "nvidia.com/mps-core, nvidia.com/gpu, nvidia.com/mig-<profile>); a container uses one kind");
+                         "container \"main\" mixes GPU resources of different kinds (tencent.com/vcuda-core and "
+                         "nvidia.com/gpu); a container uses one kind");
     expect_request_error("'hami.io/gpu-scheduler-policy':'fastest'", "{'nvidia.com/gpu':1}",
                          "annotation hami.io/gpu-scheduler-policy \"fastest\" is not binpack, spread, mutex, numa "
                          "or topology-aware (or a comma chain of them)");

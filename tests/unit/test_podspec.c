@@ -470,11 +470,16 @@ static void test_mps_rules(void **state)
 static void test_mixed_families(void **state)
 {
     (void)state;
-    const char *mixed = "container \"main\" mixes GPU resources of different kinds (tencent.com/vcuda-core, "
-                        "nvidia.com/mps-core, nvidia.com/gpu, nvidia.com/mig-<profile>); a container uses one kind";
-    expect_limits_error("{'tencent.com/vcuda-core':'50','tencent.com/vcuda-memory':'1','nvidia.com/gpu':'1'}", mixed);
-    expect_limits_error("{'nvidia.com/mps-core':'50','tencent.com/vcuda-memory':'1'}", mixed);
-    expect_limits_error("{'nvidia.com/mps-memory':'5','nvidia.com/gpu':'1'}", mixed);
+    const char *mixed = "container \"main\" mixes GPU resources of different kinds (%s); a container uses one kind";
+    char want[256];
+    snprintf(want, sizeof(want), mixed, "tencent.com/vcuda-core and nvidia.com/gpu");
+    expect_limits_error("{'tencent.com/vcuda-core':'50','tencent.com/vcuda-memory':'1','nvidia.com/gpu':'1'}", want);
+    snprintf(want, sizeof(want), mixed, "tencent.com/vcuda-core and nvidia.com/mps-core");
+    expect_limits_error("{'nvidia.com/mps-core':'50','tencent.com/vcuda-memory':'1'}", want);
+    snprintf(want, sizeof(want), mixed, "nvidia.com/mps-core and nvidia.com/gpu");
+    expect_limits_error("{'nvidia.com/mps-memory':'5','nvidia.com/gpu':'1'}", want);
+    snprintf(want, sizeof(want), mixed, "tencent.com/vcuda-core, nvidia.com/mps-core and nvidia.com/mig-<profile>");
+    expect_limits_error("{'nvidia.com/mps-memory':'5','tencent.com/vcuda-core':'10','nvidia.com/mig-1g.5gb':'1'}", want);
 
     /* Different families in different containers are fine. */
     struct pod_info *p = pod_with_containers(

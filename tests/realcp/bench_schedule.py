@@ -477,7 +477,8 @@ def main():
     ap.add_argument("--profile-seconds", type=int, default=3, help="how long each profile runs from the round's start")
     a = ap.parse_args()
     skip_unless_assets()
-    with ControlPlane() as cp:
+    # The fixture turns the API server's profiling off; --profile turns it on.
+    with ControlPlane(apiserver_flags=["--profiling=true"] if a.profile else ()) as cp:
         print("control plane up in %.1fs (%s)" % (cp.startup_seconds, cp.dir), flush=True)
         profiler = None
         if a.profile:

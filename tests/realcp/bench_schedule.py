@@ -310,6 +310,18 @@ class Bench:
         self.nodes, self.pods, self.cores, self.memory = nodes, pods, cores, memory
         self.ext_flags, self.timeout, self.quiet = list(ext_flags), timeout, quiet
         self.profiler = profiler
+        self.alt_binaries = {}
+        self.idle_rates = {}
+
+    def measure_idle(self, seconds=5.0):
+        """etcd's and the API server's CPU ms per second with nothing to do
+        (a measurement window, not a wait for anything)."""
+        procs = {"etcd": self.cp.etcd, "kube-apiserver": self.cp.apiserver}
+        c0, t0 = cpu_snapshot(procs), time.monotonic()
+        time.sleep(seconds)
+        c1, t1 = cpu_snapshot(procs), time.monotonic()
+        self.idle_rates = {k: (c1[k] - c0[k]) * 1e3 / (t1 - t0) for k in procs}
+        return self.idle_rates
 
     def say(self, *a):
         if not self.quiet:
@@ -331,8 +343,12 @@ class Bench:
         with ThreadPoolExecutor(SETUP_THREADS) as ex:
             list(ex.map(lambda n: self.cp.delete_pod(n, ns), names))
 
-    def round(self, mode, burst=False):
-        """One round: returns a dict of figures."""
+    def round(self, spec, burst=False):
+        """One round of spec, a mode or mode@name (the extender binary given
+        as --alt-binary name=PATH, for A/B rounds in one run); returns a dict
+        of figures."""
+        mode, _, alt = spec.partition("@")
+        binary = self.alt_binaries[alt] if alt else self.binary
         cp = self.cp
         ns = "bench-%s-%d" % (mode, int(time.time() * 1000) % 100000)
         cp.ensure_namespace(ns)
@@ -340,7 +356,7 @@ class Bench:
         ext_proc, extenders = None, []
         if mode != "none":
             placement = "bind" if mode == "watch" else mode
-            ext_proc = cp.start_product(self.binary, flags=["--placement", placement] + self.ext_flags,
+            ext_proc = cp.start_product(binary, flags=["--placement", placement] + self.ext_flags,
                                         name="bench-" + mode)
             ext = direct_extender(ext_proc.port, bind=(mode == "bind"), timeout="3s")
             ext.pop("preemptVerb", None)
@@ -356,12 +372,13 @@ class Bench:
         requests0 = api_requests(cp)
         watched = {"etcd": cp.etcd, "kube-apiserver": cp.apiserver, "extender": ext_proc}
         cpu0 = cpu_snapshot(watched)
+        window0 = time.monotonic()
         traffic0 = extender_traffic(ext_proc.port) if ext_proc is not None else ({}, None)
         sched = cp.start_scheduler(cfg, name="bench-sched-%s" % mode, extra_args=[
             "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/debug/pprof/*"])
         watched["kube-scheduler"] = sched
         if self.profiler:
-            self.profiler.start(cp, sched, mode)
+            self.profiler.start(cp, sched, spec.replace("@", "-"))
         timing0 = scheduler_timings(sched)
         if burst:
             self.make_pods(ns)
@@ -376,13 +393,14 @@ class Bench:
             time.sleep(0.25)   # a poll interval for progress, not a synchronisation
         tail.close()
         cpu1 = cpu_snapshot(watched)
+        window = time.monotonic() - window0
         cpu1["kube-scheduler"] = cpu1.get("kube-scheduler") or 0.0
         cpu0["kube-scheduler"] = 0.0   # from its exec
         timing1 = scheduler_timings(sched)
         traffic1 = extender_traffic(ext_proc.port) if ext_proc is not None else ({}, None)
         writes1 = pod_writes(cp)
         requests1 = api_requests(cp)
-        fig = {"mode": mode, "bound": len(times), "pods": self.pods, "nodes": self.nodes}
+        fig = {"mode": spec, "bound": len(times), "pods": self.pods, "nodes": self.nodes}
         # Binds kube-scheduler gave up on (its httpTimeout) but the extender
         # completed are in the API server, not in kube-scheduler's log.
         fig["bound_api"] = sum(1 for p in cp.admin.get(pod_path(ns))["items"] if p["spec"].get("nodeName"))
@@ -395,6 +413,8 @@ class Bench:
         fig["cpu_ms_per_pod"] = {k: (cpu1[k] - cpu0[k]) * 1e3 / nbound for k in cpu1
                                  if cpu1.get(k) is not None and cpu0.get(k) is not None}
         fig["sched_timing"] = diff_timings(timing0, timing1)
+        # What etcd and the API server spend anyway while the round lasts.
+        fig["idle_ms_per_pod"] = {k: r * window / nbound for k, r in self.idle_rates.items()}
         fig["api_per_pod"] = {k: (v - requests0.get(k, 0)) / nbound for k, v in requests1.items()
                               if (v - requests0.get(k, 0)) / nbound >= 0.005}
         if ext_proc is not None:
@@ -430,6 +450,10 @@ def fmt_cost(fig):
     parts = ["%s %.2f" % (k, cpu[k]) for k in CPU_ORDER if k in cpu]
     total = sum(cpu[k] for k in CPU_ORDER if k in cpu and k != "bench")
     lines = ["        cpu ms/pod: %s  (control plane + extender %.2f)" % ("  ".join(parts), total)]
+    idle = fig.get("idle_ms_per_pod")
+    if idle:
+        lines.append("        of which idle work (the rate with nothing to do x the round's length): %s" %
+                     "  ".join("%s %.2f" % (k, v) for k, v in sorted(idle.items())))
     if fig.get("traffic"):
         t = ["%s %d req, %.0f B in / %.0f B out each" % (v, n, bi / n, bo / n)
              for v, (n, bi, bo) in sorted(fig["traffic"].items()) if n]
@@ -472,6 +496,8 @@ def main():
     ap.add_argument("--extender-flag", action="append", default=[], help="one more flag for the extender")
     ap.add_argument("--timeout", type=int, default=600, help="seconds a round may take")
     ap.add_argument("--no-prioritize", action="store_true", help="leave out prioritizeVerb (to see its share)")
+    ap.add_argument("--alt-binary", action="append", default=[], metavar="NAME=PATH",
+                    help="another extender binary, run by modes written mode@NAME (bind@before)")
     ap.add_argument("--profile", metavar="DIR", help="save Go CPU profiles of kube-scheduler and kube-apiserver "
                     "for each round there (read them with pprof_top.py)")
     ap.add_argument("--profile-seconds", type=int, default=3, help="how long each profile runs from the round's start")
@@ -486,9 +512,14 @@ def main():
             profiler = Profiler(a.profile, a.profile_seconds)
         b = Bench(cp, os.path.abspath(a.binary), a.nodes, a.pods, a.cores, a.memory, a.extender_flag, a.timeout,
                   prioritize=not a.no_prioritize, profiler=profiler)
+        for alt in a.alt_binary:
+            name, _, path = alt.partition("=")
+            b.alt_binaries[name] = os.path.abspath(path)
         t0 = time.monotonic()
         b.make_nodes()
         print("%d nodes in %.1fs" % (a.nodes, time.monotonic() - t0), flush=True)
+        idle = b.measure_idle()
+        print("idle CPU ms/s: %s" % "  ".join("%s %.1f" % kv for kv in sorted(idle.items())), flush=True)
         for mode in a.modes.split(","):
             fig = b.round(mode.strip(), a.burst)
             print(fmt(fig), flush=True)

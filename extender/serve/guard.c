@@ -535,7 +535,7 @@ void guard_render_metrics(struct strbuf *out)
                   "# HELP gqa_request_body_budget_bytes The most request bodies in flight may hold (--body-budget).\n"
                   "# TYPE gqa_request_body_budget_bytes gauge\ngqa_request_body_budget_bytes %lld\n",
                   (unsigned long long)atomic_load(&open_connections),
-                  (unsigned long long)atomic_load(&accepted_connections), (unsigned long long)atomic_load(&deadline_closes),
-                  (unsigned long long)atomic_load(&evictions), (long long)atomic_load(&body_bytes),
-                  (long long)atomic_load(&body_budget));
+                  (unsigned long long)atomic_load(&accepted_connections),
+                  (unsigned long long)atomic_load(&deadline_closes), (unsigned long long)atomic_load(&evictions),
+                  (long long)atomic_load(&body_bytes), (long long)atomic_load(&body_budget));
 }

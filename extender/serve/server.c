@@ -347,8 +347,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         return;
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && !ctx->status)
         ctx->status = 499; /* the client went away before an answer */
-    metrics_observe_request(ctx->verb, ctx->status, seconds_since(ctx->started_ns), ctx->body.len,
-                            ctx->answer_bytes);
+    metrics_observe_request(ctx->verb, ctx->status, seconds_since(ctx->started_ns), ctx->body.len, ctx->answer_bytes);
     atomic_fetch_sub(&ctx->server->in_flight, 1);
     guard_body_release(&ctx->body, &ctx->body_charged);
     guard_request_done(conn);

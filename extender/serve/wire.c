@@ -889,6 +889,8 @@ char *wire_priority_list(const struct extender_args *a, const struct evaluation 
     return strbuf_detach(&sb, len);
 }
 
+/* ---- bind and preemption (small bodies: cJSON) ---------------------------- */
+
 static int take_string(const cJSON *obj, const char *field, char **out, bool required, char **err)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, field);

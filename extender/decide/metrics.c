@@ -22,6 +22,7 @@ struct verb_metrics {
     atomic_uint_fast64_t bucket[NBUCKETS + 1]; /* last: +Inf */
     atomic_uint_fast64_t sum_us;
     atomic_uint_fast64_t body_bytes;
+    atomic_uint_fast64_t answer_bytes;
 };
 
 static struct verb_metrics verbs[VERB_COUNT];
@@ -38,7 +39,8 @@ static atomic_uint_fast64_t hami_binds[HAMI_BIND_RESULTS];
 #define ANSWER_VERBS (VERB_PREEMPTION + 1)
 static atomic_uint_fast64_t answers[ANSWER_VERBS][ANSWER_OUTCOMES];
 
-void metrics_observe_request(enum metric_verb verb, int status, double seconds, uint64_t body_bytes)
+void metrics_observe_request(enum metric_verb verb, int status, double seconds, uint64_t body_bytes,
+                             uint64_t answer_bytes)
 {
     struct verb_metrics *m = &verbs[verb];
     size_t s = 0;
@@ -51,6 +53,7 @@ void metrics_observe_request(enum metric_verb verb, int status, double seconds, 
     atomic_fetch_add_explicit(&m->bucket[b], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&m->sum_us, (uint64_t)(seconds * 1e6), memory_order_relaxed);
     atomic_fetch_add_explicit(&m->body_bytes, body_bytes, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->answer_bytes, answer_bytes, memory_order_relaxed);
 }
 
 void metrics_count_filter(uint64_t fit, uint64_t failed, int decided)
@@ -228,6 +231,11 @@ static void render_latency(struct strbuf *out)
     for (int v = 0; v < VERB_COUNT; v++)
         strbuf_printf(out, "gqa_http_request_body_bytes_total{verb=\"%s\"} %llu\n", verb_names[v],
                       (unsigned long long)load(&verbs[v].body_bytes));
+    strbuf_puts(out, "# HELP gqa_http_response_body_bytes_total Answer body bytes queued, by verb.\n"
+                     "# TYPE gqa_http_response_body_bytes_total counter\n");
+    for (int v = 0; v < VERB_COUNT; v++)
+        strbuf_printf(out, "gqa_http_response_body_bytes_total{verb=\"%s\"} %llu\n", verb_names[v],
+                      (unsigned long long)load(&verbs[v].answer_bytes));
 }
 
 static void render_cache(struct strbuf *out, struct cluster_cache *cache)

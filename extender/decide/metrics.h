@@ -30,7 +30,10 @@ enum metric_verb {
     VERB_COUNT
 };
 
-void metrics_observe_request(enum metric_verb verb, int status, double seconds, uint64_t body_bytes);
+/* One request answered: its status, time, and the bytes of its request and
+ * answer bodies (the answer's 0 when none was queued). */
+void metrics_observe_request(enum metric_verb verb, int status, double seconds, uint64_t body_bytes,
+                             uint64_t answer_bytes);
 void metrics_count_filter(uint64_t nodes_fit, uint64_t nodes_failed, int decided);
 /* An object from the API server that was dropped: kind "node", "pod" or
  * "configmap"; reason "malformed", "invalid", "out_of_memory" or

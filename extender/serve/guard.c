@@ -67,7 +67,7 @@ struct guard {
 
 /* Process-wide: one budget for every listener's bodies, and the metrics. */
 static atomic_int_fast64_t body_bytes, body_budget;
-static atomic_uint_fast64_t open_connections, deadline_closes, evictions;
+static atomic_uint_fast64_t open_connections, accepted_connections, deadline_closes, evictions;
 
 /* ---- descriptors ---------------------------------------------------------- */
 
@@ -154,6 +154,7 @@ static struct guard_conn *watch_connection(struct guard_pool *pool, struct MHD_C
         arm(gc);
         link_conn(g, gc);
         atomic_fetch_add(&open_connections, 1);
+        atomic_fetch_add(&accepted_connections, 1);
         return gc;
     }
     log_warn("refusing a connection: %s", fd < 0 ? "no socket" : gc ? strerror(errno) : "out of memory");
@@ -520,6 +521,9 @@ void guard_render_metrics(struct strbuf *out)
     strbuf_printf(out,
                   "# HELP gqa_http_connections Client connections open on the listeners.\n"
                   "# TYPE gqa_http_connections gauge\ngqa_http_connections %llu\n"
+                  "# HELP gqa_http_connections_accepted_total Client connections taken on the listeners (a client "
+                  "that keeps its connection alive adds one, not one per request).\n"
+                  "# TYPE gqa_http_connections_accepted_total counter\ngqa_http_connections_accepted_total %llu\n"
                   "# HELP gqa_http_connections_timed_out_total Connections closed because a request did not arrive "
                   "whole within --read-timeout.\n"
                   "# TYPE gqa_http_connections_timed_out_total counter\ngqa_http_connections_timed_out_total %llu\n"
@@ -530,7 +534,8 @@ void guard_render_metrics(struct strbuf *out)
                   "# TYPE gqa_request_body_bytes gauge\ngqa_request_body_bytes %lld\n"
                   "# HELP gqa_request_body_budget_bytes The most request bodies in flight may hold (--body-budget).\n"
                   "# TYPE gqa_request_body_budget_bytes gauge\ngqa_request_body_budget_bytes %lld\n",
-                  (unsigned long long)atomic_load(&open_connections), (unsigned long long)atomic_load(&deadline_closes),
-                  (unsigned long long)atomic_load(&evictions), (long long)atomic_load(&body_bytes),
-                  (long long)atomic_load(&body_budget));
+                  (unsigned long long)atomic_load(&open_connections),
+                  (unsigned long long)atomic_load(&accepted_connections),
+                  (unsigned long long)atomic_load(&deadline_closes), (unsigned long long)atomic_load(&evictions),
+                  (long long)atomic_load(&body_bytes), (long long)atomic_load(&body_budget));
 }

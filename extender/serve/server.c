@@ -55,6 +55,7 @@ struct request_ctx {
     int64_t started_ns;
     enum metric_verb verb;
     int status;
+    uint64_t answer_bytes; /* of the body queued, for the metrics */
     int too_large;
     int over_budget;
     int answered; /* a response was queued early (413, 403, 400, 503) */
@@ -89,8 +90,19 @@ static struct MHD_Response *pieces_response(struct http_response *resp)
     return r;
 }
 
+static uint64_t answer_size(const struct http_response *resp)
+{
+    if (!resp->pieces)
+        return resp->body_len;
+    uint64_t n = 0;
+    for (size_t i = 0; i < resp->npieces; i++)
+        n += resp->pieces[i].len;
+    return n;
+}
+
 static enum MHD_Result queue(struct MHD_Connection *conn, struct request_ctx *ctx, struct http_response *resp)
 {
+    ctx->answer_bytes = answer_size(resp);
     struct MHD_Response *r = resp->pieces
                                  ? pieces_response(resp)
                                  : MHD_create_response_from_buffer(resp->body_len, resp->body, MHD_RESPMEM_MUST_FREE);
@@ -136,6 +148,7 @@ static enum MHD_Result queue_busy(struct MHD_Connection *conn, struct request_ct
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, CONTENT_JSON);
     MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
     ctx->status = 503;
+    ctx->answer_bytes = resp.body_len;
     enum MHD_Result rc = MHD_queue_response(conn, 503, r);
     MHD_destroy_response(r);
     return rc;
@@ -334,7 +347,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         return;
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && !ctx->status)
         ctx->status = 499; /* the client went away before an answer */
-    metrics_observe_request(ctx->verb, ctx->status, seconds_since(ctx->started_ns), ctx->body.len);
+    metrics_observe_request(ctx->verb, ctx->status, seconds_since(ctx->started_ns), ctx->body.len, ctx->answer_bytes);
     atomic_fetch_sub(&ctx->server->in_flight, 1);
     guard_body_release(&ctx->body, &ctx->body_charged);
     guard_request_done(conn);

@@ -837,21 +837,34 @@ char *wire_filter_error(const char *msg, size_t *len)
     return strbuf_detach(&sb, len);
 }
 
+/* The lowest priority among the requested nodes (0 when there are none). */
+static int lowest_priority(const struct evaluation *ev)
+{
+    int low = 0;
+    for (size_t i = 0; i < ev->count; i++) {
+        int p = verdict_priority(&ev->verdicts[i]);
+        if (i == 0 || p < low)
+            low = p;
+    }
+    return low;
+}
+
 char *wire_priority_list(const struct extender_args *a, const struct evaluation *ev, size_t *len)
 {
     struct strbuf sb;
     strbuf_init(&sb);
-    strbuf_reserve(&sb, 16 + ev->count * 40);
-    strbuf_putc(&sb, '[');
+    int low = lowest_priority(ev);
+    bool first = true;
     for (size_t i = 0; i < ev->count; i++) {
         static const char host[] = "{\"Host\":", score[] = ",\"Score\":";
-        int priority = verdict_priority(&ev->verdicts[i]); /* 0..10 */
+        int priority = verdict_priority(&ev->verdicts[i]) - low; /* 0..10 */
+        if (priority <= 0)
+            continue; /* the request's lowest: implied by leaving it out (wire.h) */
         const struct jscan_span *raw = raw_name(a, ev, i);
         char *w;
-        if (raw && priority >= 0 && priority <= 9 && (w = strbuf_begin(&sb, raw->len + 24))) {
+        if (raw && priority <= 9 && (w = strbuf_begin(&sb, raw->len + 25))) {
             /* The common entry, written in place: a name as it came, one digit. */
-            if (i)
-                *w++ = ',';
+            *w++ = first ? '[' : ',';
             memcpy(w, host, sizeof(host) - 1);
             w += sizeof(host) - 1;
             memcpy(w, raw->ptr, raw->len);
@@ -861,20 +874,18 @@ char *wire_priority_list(const struct extender_args *a, const struct evaluation 
             *w++ = (char)('0' + priority);
             *w++ = '}';
             strbuf_commit(&sb, w);
+            first = false;
             continue;
         }
-        if (i)
-            strbuf_putc(&sb, ',');
+        strbuf_putc(&sb, first ? '[' : ',');
+        first = false;
         strbuf_append(&sb, host, sizeof(host) - 1);
         put_node_name(&sb, a, ev, i);
         strbuf_append(&sb, score, sizeof(score) - 1);
-        if (priority >= 0 && priority <= 9)
-            strbuf_putc(&sb, (char)('0' + priority));
-        else
-            strbuf_put_i64(&sb, priority);
+        strbuf_put_i64(&sb, priority);
         strbuf_putc(&sb, '}');
     }
-    strbuf_putc(&sb, ']');
+    strbuf_puts(&sb, first ? "[]" : "]");
     return strbuf_detach(&sb, len);
 }
 

@@ -90,7 +90,15 @@ int wire_filter_result_pieces(const struct extender_args *args, const struct eva
                               struct http_piece **pieces, size_t *npieces);
 /* ExtenderFilterResult carrying only Error. */
 char *wire_filter_error(const char *message, size_t *len);
-/* HostPriorityList: every requested node with its score 0..10. */
+/* HostPriorityList, relative to the request's lowest score: each requested
+ * node scoring above the lowest, with its score 0..10 minus the lowest; the
+ * nodes at the lowest are left out. kube-scheduler (v1.27 and v1.31 alike)
+ * adds a left-out node's extender score as 0 and adds every extender score
+ * to the node's total, and picks the node of the highest total, so taking
+ * the same amount from every node's score changes no choice; the answer
+ * shrinks from every requested node to the few that stand out (under
+ * binpack, the partly used nodes), which kube-scheduler decodes inside its
+ * serial scheduling cycle. /inspect/explain keeps the absolute scores. */
 char *wire_priority_list(const struct extender_args *args, const struct evaluation *ev, size_t *len);
 
 /* ExtenderBindingArgs: PodName, PodNamespace, PodUID, Node. */

@@ -508,6 +508,10 @@ class Server:
     def prioritize(self, pod, names, path="/scheduler/prioritize"):
         return self.post_json(path, {"Pod": pod, "NodeNames": names})
 
+    def scores(self, pod, names):
+        """{name: score} of every name sent, from a prioritize answer (scores_of)."""
+        return scores_of(self.prioritize(pod, names), names)
+
     def explain(self, pod):
         return self.post_json("/inspect/explain", pod)
 
@@ -831,6 +835,21 @@ def metric(samples, name, **labels):
 # ---------------------------------------------------------------------------
 
 DEMO_NODES = ["cpu-0", "gpu-a100-0", "gpu-t4-0", "gpu-v100-0"]
+def scores_of(hp, names):
+    """{name: score} of every name sent, from a HostPriorityList: the answer
+    is relative to the request's lowest score and leaves the nodes at it out
+    (docs/design.md), so a name left out scores 0, as kube-scheduler counts
+    it. None when hp is not a list of entries for names sent, in order."""
+    if not isinstance(hp, list):
+        return None
+    hosts = [h.get("Host") for h in hp]
+    it = iter(names)
+    if not all(any(h == n for n in it) for h in hosts):
+        return None   # not a subsequence of the names sent
+    got = {h["Host"]: h.get("Score") for h in hp}
+    return {n: got.get(n, 0) for n in names}
+
+
 DEMO_ARGS_ORDER = ["gpu-a100-0", "gpu-t4-0", "gpu-v100-0", "cpu-0"]
 
 

@@ -161,8 +161,8 @@ class Env:
         fits = f.get("NodeNames") or []
         if not fits:
             return None, f
-        scores = self.srv.prioritize(pod, fits)
-        best = sorted(scores, key=lambda h: (-h["Score"], h["Host"]))[0]["Host"]
+        scores = self.srv.scores(pod, fits)
+        best = sorted(fits, key=lambda n: (-scores[n], n))[0]
         return (best if self.bind_retrying(name, best) else None), f
 
 

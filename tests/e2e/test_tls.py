@@ -95,7 +95,14 @@ def https_works(s):
         big = {"Pod": g.demo_pod("gpu-4"), "NodeNames": ["gpu-v100-0"] + ["n-%05d" % i for i in range(30000)]}
         r = https(srv, "POST", "/scheduler/prioritize", ctx, big)
         s.check_eq(r.status, 200, "a 0.3 MB prioritize over HTTPS")
-        s.check_eq(len(r.json()), 30001, "every node scored over HTTPS")
+        # Relative scores: the unknown nodes score 0, the lowest, and are left out.
+        s.check_eq([h.get("Host") for h in r.json()], ["gpu-v100-0"], "the one node above the lowest, over HTTPS")
+        # And a large answer over TLS: every unknown node fails by name.
+        r = https(srv, "POST", "/scheduler/filter", ctx, big)
+        s.check_eq(r.status, 200, "a 0.3 MB filter over HTTPS")
+        res = r.json()
+        failed = dict(res.get("FailedNodes") or {}, **(res.get("FailedAndUnresolvableNodes") or {}))
+        s.check_eq(len(failed), 30000, "every unknown node failed by name over HTTPS")
         # The Nodes form answers with spans of the request body (an iovec
         # response): over TLS too, each kept item comes back byte for byte.
         items = ['{"metadata": {"name": "%s", "labels": {"k": "v%d"}}, "status": {"pad": "%s"}}'

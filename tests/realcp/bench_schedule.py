@@ -14,6 +14,18 @@ nodes and pods scheduled by kube-scheduler alone, then with the extender in
                   apiserver_request_total: PATCH, PUT, POST binding);
   refused         the extender's Error answers to filter and bind.
 
+and, per round, where the CPU went (robust to a shared, loaded machine,
+where pods/s is not): CPU ms per pod bound of etcd, kube-apiserver,
+kube-scheduler, the extender and this script (utime+stime from
+/proc/<pid>/stat, from just before kube-scheduler starts to the last pod
+bound; kube-scheduler's own count starts at its exec, so it includes its
+initial list of nodes and pods, the same in every round); the extender's
+requests, request and answer bytes per verb and the connections it
+accepted (its /metrics); kube-scheduler's mean scheduling attempt,
+scheduling algorithm (where extender calls happen) and per extension
+point times (its /metrics on its secure port, opened to anonymous
+scrapes with --authorization-always-allow-paths).
+
 Default: 500 nodes x tencent.com/vcuda-core 800 (8 GPUs), 3,000 pods asking
 vcuda-core 50 / vcuda-memory 10, kube-scheduler started after the pods
 exist (--burst: started first, the pods created while it runs).
@@ -28,7 +40,9 @@ timing assertions. Figures depend on the machine: compare rounds of one run.
 import argparse
 import json
 import os
+import http.client
 import re
+import ssl
 import sys
 import threading
 import time
@@ -41,6 +55,10 @@ from controlplane import ControlPlane, http_get, pod_path, skip_unless_assets  #
 from realcp_suite import direct_extender  # noqa: E402
 
 MODES = ("none", "bind", "filter")
+# "watch": kube-scheduler alone, with the extender running (its watches and
+# caches) but not in kube-scheduler's configuration: what the extender costs
+# the control plane without any call.
+EXTRA_MODES = ("watch",)
 BOUND = re.compile(r'^I\d{4} (\d\d):(\d\d):(\d\d\.\d+)\s.*"Successfully bound pod to node" pod="([^"]+)"')
 SETUP_THREADS = 8
 
@@ -49,15 +67,29 @@ def log_seconds(h, m, s):
     return int(h) * 3600 + int(m) * 60 + float(s)
 
 
-def bound_times(log_path):
-    """pod -> the time of day (s) kube-scheduler logged it bound."""
-    out = {}
-    with open(log_path, errors="replace") as f:
-        for line in f:
+class BoundTail:
+    """pod -> the time of day (s) kube-scheduler logged it bound, read as
+    the log grows: each poll reads only the new
+    lines (a complete line at a time), so the script's own CPU stays small
+    next to the processes it measures."""
+
+    def __init__(self, log_path):
+        self.f = open(log_path, "rb")
+        self.rest = b""
+        self.times = {}
+
+    def poll(self):
+        data = self.rest + self.f.read()
+        cut = data.rfind(b"\n") + 1
+        self.rest = data[cut:]
+        for line in data[:cut].decode("utf-8", "replace").splitlines():
             m = BOUND.match(line)
-            if m and m.group(4) not in out:
-                out[m.group(4)] = log_seconds(m.group(1), m.group(2), m.group(3))
-    return out
+            if m and m.group(4) not in self.times:
+                self.times[m.group(4)] = log_seconds(m.group(1), m.group(2), m.group(3))
+        return self.times
+
+    def close(self):
+        self.f.close()
 
 
 def parse_metrics(text):
@@ -75,6 +107,23 @@ def parse_metrics(text):
         except ValueError:
             pass
     return out
+
+
+def api_requests(cp):
+    """API requests so far by "VERB resource[/subresource]" (apiserver_request_total),
+    and watch events sent by kind (apiserver_watch_events_total)."""
+    status, body = cp.admin.request("GET", "/metrics", raw=True)
+    tot = {}
+    for name, lab, v in parse_metrics(body.decode("utf-8", "replace")):
+        if name == "apiserver_request_total":
+            k = "%s %s%s" % (lab.get("verb", "?"), lab.get("resource", "?"),
+                             "/" + lab["subresource"] if lab.get("subresource") else "")
+        elif name == "apiserver_watch_events_total":
+            k = "watch-event %s" % lab.get("kind", lab.get("resource", "?"))
+        else:
+            continue
+        tot[k] = tot.get(k, 0) + v
+    return tot
 
 
 def pod_writes(cp):
@@ -124,6 +173,130 @@ def extender_figures(port):
     return calls, {verb: (sorted(b), c[0]) for verb, (b, c) in hist.items()}
 
 
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid):
+    """utime + stime of pid (all its threads), seconds; None once it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    # fields[0] is field 3 (state): utime is field 14, stime field 15.
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def cpu_snapshot(procs):
+    """{name: cpu seconds} of the named Process objects (None left out),
+    and this script's own (all its threads)."""
+    out = {name: cpu_seconds(p.pid) for name, p in procs.items() if p is not None}
+    t = os.times()
+    out["bench"] = t.user + t.system
+    return out
+
+
+def extender_traffic(port):
+    """{verb: (requests, request bytes, answer bytes)} and connections accepted, from the extender's /metrics."""
+    _, text = http_get(port, "/metrics")
+    per, accepted = {}, None
+    for name, lab, v in parse_metrics(text):
+        verb = lab.get("verb")
+        if name == "gqa_http_requests_total":
+            per.setdefault(verb, [0, 0, 0])[0] += v
+        elif name == "gqa_http_request_body_bytes_total":
+            per.setdefault(verb, [0, 0, 0])[1] += v
+        elif name == "gqa_http_response_body_bytes_total":
+            per.setdefault(verb, [0, 0, 0])[2] += v
+        elif name == "gqa_http_connections_accepted_total":
+            accepted = v
+    return per, accepted
+
+
+SCHED_HISTOGRAMS = {
+    "scheduler_scheduling_attempt_duration_seconds": "attempt",
+    "scheduler_scheduling_algorithm_duration_seconds": "algorithm",
+    "scheduler_framework_extension_point_duration_seconds": "ext_point",
+}
+
+
+def scheduler_timings(proc):
+    """{key: (sum s, count)} of kube-scheduler's histograms (SCHED_HISTOGRAMS;
+    extension points by name), or {} when its /metrics cannot be read."""
+    try:
+        status, raw = scheduler_get(proc, "/metrics")
+    except OSError:
+        return {}
+    if status != 200:
+        return {}
+    body = raw.decode("utf-8", "replace")
+    out = {}
+    for name, lab, v in parse_metrics(body):
+        for base, key in SCHED_HISTOGRAMS.items():
+            if name not in (base + "_sum", base + "_count"):
+                continue
+            if key == "ext_point":
+                key = lab.get("extension_point", "?")
+            elif key == "attempt" and lab.get("result") != "scheduled":
+                key += "_" + lab.get("result", "?")
+            sc = out.setdefault(key, [0.0, 0.0])
+            sc[0 if name.endswith("_sum") else 1] += v
+    return out
+
+
+def scheduler_get(proc, path, timeout=10):
+    """(status, bytes) of a GET on kube-scheduler's secure port (anonymous:
+    the paths are in --authorization-always-allow-paths)."""
+    ctx = ssl._create_unverified_context()
+    c = http.client.HTTPSConnection("127.0.0.1", proc.health_port, context=ctx, timeout=timeout)
+    try:
+        c.request("GET", path)
+        r = c.getresponse()
+        return r.status, r.read()
+    finally:
+        c.close()
+
+
+class Profiler:
+    """CPU profiles (Go pprof) of kube-scheduler and kube-apiserver for the
+    first `seconds` of a round, saved as DIR/<mode>-<process>.pb.gz
+    (pprof_top.py reads them)."""
+
+    def __init__(self, directory, seconds):
+        self.dir, self.seconds, self.threads = directory, seconds, []
+
+    def start(self, cp, sched, mode):
+        path = "/debug/pprof/profile?seconds=%d" % self.seconds
+
+        def fetch(name, get):
+            try:
+                status, body = get()
+                if status == 200:
+                    with open(os.path.join(self.dir, "%s-%s.pb.gz" % (mode, name)), "wb") as f:
+                        f.write(body)
+                else:
+                    print("profile of %s: HTTP %d" % (name, status), flush=True)
+            except (OSError, RuntimeError) as e:
+                print("profile of %s: %s" % (name, e), flush=True)
+        gets = {"kube-scheduler": lambda: scheduler_get(sched, path, timeout=self.seconds + 60),
+                "kube-apiserver": lambda: cp.admin.request("GET", path, raw=True, ok=None,
+                                                           timeout=self.seconds + 60)}
+        for name, get in gets.items():
+            t = threading.Thread(target=fetch, args=(name, get), daemon=True)
+            t.start()
+            self.threads.append(t)
+
+    def wait(self):
+        for t in self.threads:
+            t.join(self.seconds + 90)
+        self.threads = []
+
+
+def diff_timings(before, after):
+    return {k: (s - before.get(k, (0, 0))[0], n - before.get(k, (0, 0))[1]) for k, (s, n) in after.items()
+            if n - before.get(k, (0, 0))[1] > 0}
+
+
 def extender_errors(proc):
     """Error answers the extender logged (refused binds, failed decisions)."""
     with open(proc.log_path, errors="replace") as f:
@@ -132,10 +305,23 @@ def extender_errors(proc):
 
 class Bench:
     def __init__(self, cp, binary, nodes, pods, cores, memory, ext_flags=(), timeout=600, quiet=False,
-                 prioritize=True):
+                 prioritize=True, profiler=None):
         self.cp, self.binary, self.prioritize = cp, binary, prioritize
         self.nodes, self.pods, self.cores, self.memory = nodes, pods, cores, memory
         self.ext_flags, self.timeout, self.quiet = list(ext_flags), timeout, quiet
+        self.profiler = profiler
+        self.alt_binaries = {}
+        self.idle_rates = {}
+
+    def measure_idle(self, seconds=5.0):
+        """etcd's and the API server's CPU ms per second with nothing to do
+        (a measurement window, not a wait for anything)."""
+        procs = {"etcd": self.cp.etcd, "kube-apiserver": self.cp.apiserver}
+        c0, t0 = cpu_snapshot(procs), time.monotonic()
+        time.sleep(seconds)
+        c1, t1 = cpu_snapshot(procs), time.monotonic()
+        self.idle_rates = {k: (c1[k] - c0[k]) * 1e3 / (t1 - t0) for k in procs}
+        return self.idle_rates
 
     def say(self, *a):
         if not self.quiet:
@@ -157,40 +343,64 @@ class Bench:
         with ThreadPoolExecutor(SETUP_THREADS) as ex:
             list(ex.map(lambda n: self.cp.delete_pod(n, ns), names))
 
-    def round(self, mode, burst=False):
-        """One round: returns a dict of figures."""
+    def round(self, spec, burst=False):
+        """One round of spec, a mode or mode@name (the extender binary given
+        as --alt-binary name=PATH, for A/B rounds in one run); returns a dict
+        of figures."""
+        mode, _, alt = spec.partition("@")
+        binary = self.alt_binaries[alt] if alt else self.binary
         cp = self.cp
         ns = "bench-%s-%d" % (mode, int(time.time() * 1000) % 100000)
         cp.ensure_namespace(ns)
         cp.ensure_service_account(ns)
         ext_proc, extenders = None, []
         if mode != "none":
-            ext_proc = cp.start_product(self.binary, flags=["--placement", mode] + self.ext_flags,
+            placement = "bind" if mode == "watch" else mode
+            ext_proc = cp.start_product(binary, flags=["--placement", placement] + self.ext_flags,
                                         name="bench-" + mode)
             ext = direct_extender(ext_proc.port, bind=(mode == "bind"), timeout="3s")
             ext.pop("preemptVerb", None)
             if not self.prioritize:
                 ext.pop("prioritizeVerb", None)
-            extenders = [ext]
+            extenders = [ext] if mode != "watch" else []
         cfg = cp.scheduler_config(extenders)
         cfg["clientConnection"]["qps"] = 2000
         cfg["clientConnection"]["burst"] = 4000
         if not burst:
             self.make_pods(ns)
         writes0 = pod_writes(cp)
-        sched = cp.start_scheduler(cfg, name="bench-sched-%s" % mode)
+        requests0 = api_requests(cp)
+        watched = {"etcd": cp.etcd, "kube-apiserver": cp.apiserver, "extender": ext_proc}
+        cpu0 = cpu_snapshot(watched)
+        window0 = time.monotonic()
+        traffic0 = extender_traffic(ext_proc.port) if ext_proc is not None else ({}, None)
+        sched = cp.start_scheduler(cfg, name="bench-sched-%s" % mode, extra_args=[
+            "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/debug/pprof/*"])
+        watched["kube-scheduler"] = sched
+        if self.profiler:
+            self.profiler.start(cp, sched, spec.replace("@", "-"))
+        timing0 = scheduler_timings(sched)
         if burst:
             self.make_pods(ns)
         deadline = time.monotonic() + self.timeout
         prefix = ns + "/"
         times = {}
+        tail = BoundTail(sched.log_path)
         while time.monotonic() < deadline:
-            times = {k: v for k, v in bound_times(sched.log_path).items() if k.startswith(prefix)}
+            times = {k: v for k, v in tail.poll().items() if k.startswith(prefix)}
             if len(times) >= self.pods:
                 break
             time.sleep(0.25)   # a poll interval for progress, not a synchronisation
+        tail.close()
+        cpu1 = cpu_snapshot(watched)
+        window = time.monotonic() - window0
+        cpu1["kube-scheduler"] = cpu1.get("kube-scheduler") or 0.0
+        cpu0["kube-scheduler"] = 0.0   # from its exec
+        timing1 = scheduler_timings(sched)
+        traffic1 = extender_traffic(ext_proc.port) if ext_proc is not None else ({}, None)
         writes1 = pod_writes(cp)
-        fig = {"mode": mode, "bound": len(times), "pods": self.pods, "nodes": self.nodes}
+        requests1 = api_requests(cp)
+        fig = {"mode": spec, "bound": len(times), "pods": self.pods, "nodes": self.nodes}
         # Binds kube-scheduler gave up on (its httpTimeout) but the extender
         # completed are in the API server, not in kube-scheduler's log.
         fig["bound_api"] = sum(1 for p in cp.admin.get(pod_path(ns))["items"] if p["spec"].get("nodeName"))
@@ -199,6 +409,20 @@ class Bench:
             fig["pods_per_s"] = len(times) / span if span > 0 else float("inf")
         fig["writes"] = {k: writes1[k] - writes0.get(k, 0) for k in writes1 if writes1[k] - writes0.get(k, 0)}
         fig["writes_per_pod"] = sum(fig["writes"].values()) / max(len(times), 1)
+        nbound = max(len(times), 1)
+        fig["cpu_ms_per_pod"] = {k: (cpu1[k] - cpu0[k]) * 1e3 / nbound for k in cpu1
+                                 if cpu1.get(k) is not None and cpu0.get(k) is not None}
+        fig["sched_timing"] = diff_timings(timing0, timing1)
+        # What etcd and the API server spend anyway while the round lasts.
+        fig["idle_ms_per_pod"] = {k: r * window / nbound for k, r in self.idle_rates.items()}
+        fig["api_per_pod"] = {k: (v - requests0.get(k, 0)) / nbound for k, v in requests1.items()
+                              if (v - requests0.get(k, 0)) / nbound >= 0.005}
+        if ext_proc is not None:
+            per0, acc0 = traffic0
+            per1, acc1 = traffic1
+            fig["traffic"] = {v: tuple(per1[v][i] - per0.get(v, (0, 0, 0))[i] for i in range(3))
+                              for v in per1 if per1[v][0] - per0.get(v, (0, 0, 0))[0] > 0}
+            fig["connections"] = (acc1 - acc0) if acc0 is not None and acc1 is not None else None
         if ext_proc is not None:
             calls, hist = extender_figures(ext_proc.port)
             fig["filter_per_pod"] = calls.get("filter", 0) / self.pods
@@ -208,11 +432,40 @@ class Bench:
                 fig[verb + "_p50"] = quantile(buckets, count, 0.5)
                 fig[verb + "_p99"] = quantile(buckets, count, 0.99)
             fig["refused"] = extender_errors(ext_proc)
+        if self.profiler:
+            self.profiler.wait()
         cp.stop_scheduler(sched)
         if ext_proc is not None:
             fig["extender_exit"] = cp.stop_product(ext_proc)
         self.delete_pods(ns)
         return fig
+
+
+CPU_ORDER = ("etcd", "kube-apiserver", "kube-scheduler", "extender", "bench")
+
+
+def fmt_cost(fig):
+    """The CPU and traffic lines of a round."""
+    cpu = fig.get("cpu_ms_per_pod", {})
+    parts = ["%s %.2f" % (k, cpu[k]) for k in CPU_ORDER if k in cpu]
+    total = sum(cpu[k] for k in CPU_ORDER if k in cpu and k != "bench")
+    lines = ["        cpu ms/pod: %s  (control plane + extender %.2f)" % ("  ".join(parts), total)]
+    idle = fig.get("idle_ms_per_pod")
+    if idle:
+        lines.append("        of which idle work (the rate with nothing to do x the round's length): %s" %
+                     "  ".join("%s %.2f" % (k, v) for k, v in sorted(idle.items())))
+    if fig.get("traffic"):
+        t = ["%s %d req, %.0f B in / %.0f B out each" % (v, n, bi / n, bo / n)
+             for v, (n, bi, bo) in sorted(fig["traffic"].items()) if n]
+        lines.append("        extender: %s; connections accepted %s" % ("; ".join(t), fig.get("connections")))
+    if fig.get("api_per_pod"):
+        lines.append("        API requests/pod: %s" % "  ".join(
+            "%s %.2f" % (k, v) for k, v in sorted(fig["api_per_pod"].items())))
+    st = fig.get("sched_timing", {})
+    if st:
+        t = ["%s %.2f ms x%d" % (k, s * 1e3 / n, n) for k, (s, n) in sorted(st.items())]
+        lines.append("        kube-scheduler mean: %s" % "  ".join(t))
+    return "\n".join(lines)
 
 
 def fmt(fig):
@@ -237,22 +490,40 @@ def main():
     ap.add_argument("--pods", type=int, default=3000)
     ap.add_argument("--cores", type=int, default=50)
     ap.add_argument("--memory", type=int, default=10)
-    ap.add_argument("--modes", default=",".join(MODES), help="comma-separated, of none,bind,filter")
+    ap.add_argument("--modes", default=",".join(MODES),
+                    help="comma-separated, of none,bind,filter (and watch: the extender running, not configured)")
     ap.add_argument("--burst", action="store_true", help="create the pods while kube-scheduler runs")
     ap.add_argument("--extender-flag", action="append", default=[], help="one more flag for the extender")
     ap.add_argument("--timeout", type=int, default=600, help="seconds a round may take")
     ap.add_argument("--no-prioritize", action="store_true", help="leave out prioritizeVerb (to see its share)")
+    ap.add_argument("--alt-binary", action="append", default=[], metavar="NAME=PATH",
+                    help="another extender binary, run by modes written mode@NAME (bind@before)")
+    ap.add_argument("--profile", metavar="DIR", help="save Go CPU profiles of kube-scheduler and kube-apiserver "
+                    "for each round there (read them with pprof_top.py)")
+    ap.add_argument("--profile-seconds", type=int, default=3, help="how long each profile runs from the round's start")
     a = ap.parse_args()
     skip_unless_assets()
-    with ControlPlane() as cp:
+    # The fixture turns the API server's profiling off; --profile turns it on.
+    with ControlPlane(apiserver_flags=["--profiling=true"] if a.profile else ()) as cp:
         print("control plane up in %.1fs (%s)" % (cp.startup_seconds, cp.dir), flush=True)
+        profiler = None
+        if a.profile:
+            os.makedirs(a.profile, exist_ok=True)
+            profiler = Profiler(a.profile, a.profile_seconds)
         b = Bench(cp, os.path.abspath(a.binary), a.nodes, a.pods, a.cores, a.memory, a.extender_flag, a.timeout,
-                  prioritize=not a.no_prioritize)
+                  prioritize=not a.no_prioritize, profiler=profiler)
+        for alt in a.alt_binary:
+            name, _, path = alt.partition("=")
+            b.alt_binaries[name] = os.path.abspath(path)
         t0 = time.monotonic()
         b.make_nodes()
         print("%d nodes in %.1fs" % (a.nodes, time.monotonic() - t0), flush=True)
+        idle = b.measure_idle()
+        print("idle CPU ms/s: %s" % "  ".join("%s %.1f" % kv for kv in sorted(idle.items())), flush=True)
         for mode in a.modes.split(","):
-            print(fmt(b.round(mode.strip(), a.burst)), flush=True)
+            fig = b.round(mode.strip(), a.burst)
+            print(fmt(fig), flush=True)
+            print(fmt_cost(fig), flush=True)
 
 
 if __name__ == "__main__":

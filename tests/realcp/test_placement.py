@@ -10,6 +10,7 @@ python3 test_placement.py --binary build/release/gpu-quota-admission --source-di
 
 import time
 
+from controlplane import find_binary
 from realcp_suite import RealcpSuite, add_demo_nodes, direct_extender, gpu_indices, annotations
 
 suite = RealcpSuite("realcp placement")
@@ -220,6 +221,56 @@ def test_hami_vgpus(s):
         cp.delete_all_pods()
         s.check_eq(cp.stop_product(prod), 0, "gpu-quota-admission (HAMi) exits 0", prod.log())
 
+
+BINPACK_NODES = ("binpack-a", "binpack-b")
+BINPACK_LABEL = {"realcp.example/binpack": "yes"}
+# Half of the node's CPU and memory: kube-scheduler's LeastAllocated scores
+# the emptier node 50 points higher; binpack's 3 points x weight 5 x 10 outweigh it.
+BIG = {"tencent.com/vcuda-core": "300", "tencent.com/vcuda-memory": "96", "cpu": "32", "memory": "128Gi"}
+SHARE = {"tencent.com/vcuda-core": "50", "tencent.com/vcuda-memory": "10"}
+
+
+def binpack_round(s, binary, api_version):
+    """Two identical vcuda nodes, one holding 3 whole GPUs: a share pod goes
+    to that one. kube-scheduler's own scores lean the other way (its
+    LeastAllocated counts the first pod's CPU and memory), so only the
+    extender's prioritize scores bring it there, and
+    those answer the fuller node only, relative to the emptier one, which is
+    left out (docs/design.md): kube-scheduler must count it as 0."""
+    cp = s.cp
+    if not getattr(s, "binpack_nodes", False):
+        for n in BINPACK_NODES:
+            cp.add_node(n, {"tencent.com/vcuda-core": "800", "tencent.com/vcuda-memory": "256"},
+                        labels=BINPACK_LABEL)
+        s.binpack_nodes = True
+    sel = {"nodeSelector": dict(BINPACK_LABEL)}
+    prod = cp.start_product(s.binary, flags=["--placement", "bind"], name="gqa-binpack")
+    cfg = cp.scheduler_config([direct_extender(prod.port)], api_version=api_version)
+    sched = cp.start_scheduler(cfg, binary=binary, name="sched-binpack-" + binary)
+    try:
+        cp.create_pod(cp.pod("bp-big", BIG, extra_spec=sel))
+        first = cp.wait_bound("bp-big", timeout=90)
+        s.check(first in BINPACK_NODES, "%s: the 3-GPU pod is on a binpack node" % binary, first)
+        cp.create_pod(cp.pod("bp-share", SHARE, extra_spec=sel))
+        s.check_eq(cp.wait_bound("bp-share", timeout=90), first,
+                   "%s: binpack puts the share on the fuller node (prioritize answered only it)" % binary)
+    finally:
+        cp.stop_scheduler(sched)
+        cp.delete_all_pods()
+        s.check_eq(cp.stop_product(prod), 0, "gpu-quota-admission (binpack) exits 0", prod.log())
+
+
+@suite.test
+def test_prioritize_relative_scores_v1_31(s):
+    binpack_round(s, "kube-scheduler", "kubescheduler.config.k8s.io/v1")
+
+
+@suite.test
+def test_prioritize_relative_scores_v1_27(s):
+    if not find_binary("kube-scheduler-v1.27.16", required=False):
+        s.check(True, "kube-scheduler-v1.27.16 not in KUBEBUILDER_ASSETS: skipped")
+        return
+    binpack_round(s, "kube-scheduler-v1.27.16", "kubescheduler.config.k8s.io/v1beta3")
 
 if __name__ == "__main__":
     suite.main()

@@ -589,7 +589,8 @@ static void test_names_answered_as_they_came(void **state)
     assert_null(a.raw_names[4].ptr); /* not ASCII */
     struct evaluation ev;
     const char *reasons[] = {NULL, NULL, NULL, NULL, NULL, "full", NULL, "gone"};
-    make_evaluation(&ev, &a, "ffffffuu", reasons, (int[]){1, 2, 3, 4, 5, 6, 7, 8});
+    /* Every fitting node scores above the failing ones (0), so each is answered. */
+    make_evaluation(&ev, &a, "ffffffuu", reasons, (int[]){100, 200, 300, 400, 500, 600, 700, 800});
     ev.verdicts[5].fits = false;
     ev.verdicts[5].unresolvable = false;
     ev.verdicts[6].fits = true;
@@ -606,9 +607,10 @@ static void test_names_answered_as_they_came(void **state)
     text = wire_priority_list(&a, &ev, &len);
     assert_non_null(strstr(text, "{\"Host\":\"a\",\"Score\":"));
     assert_non_null(strstr(text, "{\"Host\":\"de\",\"Score\":"));
-    assert_non_null(strstr(text, "{\"Host\":\"h\",\"Score\":"));
+    assert_non_null(strstr(text, "{\"Host\":\"g\",\"Score\":"));
+    assert_non_null(strstr(text, "\"\\u00e9\"") || strstr(text, "\"\xc3\xa9\""));
     r = parse_answer(text, &len);
-    assert_int_equal(cJSON_GetArraySize(r), 8);
+    assert_int_equal(cJSON_GetArraySize(r), 6); /* f, h: the lowest (0), left out */
     cJSON_Delete(r);
     evaluation_free(&ev);
     wire_args_free(&a);
@@ -700,15 +702,16 @@ static void test_priority_list(void **state)
     parse_ok(fixture, &body, &a);
     struct evaluation ev;
     const char *reasons[] = {NULL, NULL, "no", NULL};
-    /* Scores 0..1000 map to 0..10, rounded; a failing node scores 0. */
+    /* Scores 0..1000 map to 0..10, rounded; a failing node scores 0, the
+     * lowest here, so it is left out and the others keep theirs. */
     make_evaluation(&ev, &a, "ffrf", reasons, (int[]){1000, 449, 900, 50});
     size_t len;
     cJSON *r = parse_answer(wire_priority_list(&a, &ev, &len), &len);
     assert_true(cJSON_IsArray(r));
-    assert_int_equal(cJSON_GetArraySize(r), 4);
-    const char *hosts[] = {"a", "b", "c", "d\\e"};
-    int scores[] = {10, 4, 0, 1};
-    for (int i = 0; i < 4; i++) {
+    assert_int_equal(cJSON_GetArraySize(r), 3);
+    const char *hosts[] = {"a", "b", "d\\e"};
+    int scores[] = {10, 4, 1};
+    for (int i = 0; i < 3; i++) {
         const cJSON *e = cJSON_GetArrayItem(r, i);
         expect_string_field(e, "Host", hosts[i]);
         const cJSON *s = field(e, "Score");
@@ -716,6 +719,33 @@ static void test_priority_list(void **state)
         assert_int_equal(s->valueint, scores[i]);
     }
     cJSON_Delete(r);
+    evaluation_free(&ev);
+    wire_args_free(&a);
+    free(body);
+
+    /* Every node fits: the answer is relative to the lowest (2 here), the
+     * nodes at it are left out, the order of the others is the request's. */
+    args_with(fixture, sizeof(fixture), "'NodeNames':['a','b','c','d']");
+    parse_ok(fixture, &body, &a);
+    make_evaluation(&ev, &a, "ffff", (const char *[]){NULL, NULL, NULL, NULL}, (int[]){200, 700, 200, 1000});
+    r = parse_answer(wire_priority_list(&a, &ev, &len), &len);
+    assert_int_equal(cJSON_GetArraySize(r), 2);
+    expect_string_field(cJSON_GetArrayItem(r, 0), "Host", "b");
+    assert_int_equal(field(cJSON_GetArrayItem(r, 0), "Score")->valueint, 5);
+    expect_string_field(cJSON_GetArrayItem(r, 1), "Host", "d");
+    assert_int_equal(field(cJSON_GetArrayItem(r, 1), "Score")->valueint, 8);
+    cJSON_Delete(r);
+    evaluation_free(&ev);
+    wire_args_free(&a);
+    free(body);
+
+    /* Every node at one score: nothing stands out, an empty list. */
+    parse_ok("{'Pod':{},'NodeNames':['a','b']}", &body, &a);
+    make_evaluation(&ev, &a, "ff", (const char *[]){NULL, NULL}, (int[]){600, 600});
+    char *same = wire_priority_list(&a, &ev, &len);
+    assert_string_equal(same, "[]");
+    assert_int_equal(len, 2);
+    free(same);
     evaluation_free(&ev);
     wire_args_free(&a);
     free(body);
@@ -841,12 +871,14 @@ static void test_round_trip_bind_mode(void **state)
     /* Bind mode records nothing. */
     assert_null(cache_find_pod(&w.cache, "ns/p"));
 
-    /* Prioritize the same verdicts: gpu-a 100 of 200 cores -> 5, gpu-b 50 of 200 -> 3. */
+    /* Prioritize the same verdicts: gpu-a 100 of 200 cores -> 5, gpu-b 50 of
+     * 200 -> 3; cpu and ghost do not fit (0, the lowest, left out). */
     size_t len;
     r = parse_answer(wire_priority_list(&a, &ev, &len), &len);
-    const char *hosts[] = {"cpu", "gpu-b", "ghost", "gpu-a"};
-    int scores[] = {0, 3, 0, 5};
-    for (int i = 0; i < 4; i++) {
+    assert_int_equal(cJSON_GetArraySize(r), 2);
+    const char *hosts[] = {"gpu-b", "gpu-a"};
+    int scores[] = {3, 5};
+    for (int i = 0; i < 2; i++) {
         expect_string_field(cJSON_GetArrayItem(r, i), "Host", hosts[i]);
         assert_int_equal(field(cJSON_GetArrayItem(r, i), "Score")->valueint, scores[i]);
     }

@@ -522,9 +522,10 @@ static bool has_units(const cJSON *nodes)
 static const char *profile_name(const char *resource)
 {
     static const char vendor[] = "nvidia.com/";
-    return strncmp(resource, vendor, sizeof(vendor) - 1) == 0 && resource[sizeof(vendor) - 1]
-               ? resource + sizeof(vendor) - 1
-               : *resource ? resource : "-";
+    size_t n = sizeof(vendor) - 1;
+    if (strncmp(resource, vendor, n) == 0 && resource[n])
+        return resource + n;
+    return *resource ? resource : "-";
 }
 
 static int top_mig_table(struct gpuctl *g, const cJSON *nodes)

@@ -173,6 +173,13 @@ def mig_instances_in_chromium(s):
         s.check(os.path.getsize(shot) > 10000, "the screenshot has content", os.path.getsize(shot))
         if os.environ.get("GQA_KEEP_SHOT"):
             shutil.copy(shot, os.environ["GQA_KEEP_SHOT"])
+        # #mig=NODE (as a click on the node's MIG cells): its instances in the side panel
+        dom = Dom(browse("http://127.0.0.1:%d/ui#mig=dgx-a100-mixed" % srv.port, "--virtual-time-budget=15000",
+                         "--dump-dom"))
+        s.check_in("dgx-a100-mixed MIG instances (NVIDIA-A100-SXM4-40GB)", dom.by_id.get("selected-text", ""),
+                   "the selected MIG node is named with its model")
+        s.check_eq(dom.pods, ["mig-1g.5gb: 0 of 14 used", "mig-2g.10gb: 0 of 8 used", "mig-3g.20gb: 1 of 8 used"],
+                   "one line per profile")
 
 
 def big_state(n_nodes=5000, gpus=8):

@@ -501,6 +501,82 @@ static int top_gpus_table(struct gpuctl *g, const cJSON *nodes)
     return failed ? 1 : 0;
 }
 
+/* ---- MIG instances ---------------------------------------------------------------- */
+
+/* Nodes that advertise MIG instances (nvidia.com/mig-<profile>, docs/mig.md)
+ * list them in "units": one entry per profile with total and used. They
+ * are not GPUs with cores and memory, so they get a table of their own
+ * after the GPU table, one row per node and profile; a cluster without
+ * MIG prints exactly what it printed before. */
+static bool has_units(const cJSON *nodes)
+{
+    const cJSON *node;
+    cJSON_ArrayForEach(node, nodes) if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(node, "units")) > 0)
+    {
+        return true;
+    }
+    return false;
+}
+
+/* "nvidia.com/mig-3g.20gb" -> "mig-3g.20gb": the name a pod asks for, without the vendor. */
+static const char *profile_name(const char *resource)
+{
+    static const char vendor[] = "nvidia.com/";
+    size_t n = sizeof(vendor) - 1;
+    if (strncmp(resource, vendor, n) == 0 && resource[n])
+        return resource + n;
+    return *resource ? resource : "-";
+}
+
+static int top_mig_table(struct gpuctl *g, const cJSON *nodes)
+{
+    bool wide = g->opts->output == OUT_WIDE;
+    static const char *const narrow_h[] = {"NODE", "MODEL", "PROFILE", "INSTANCES", "USE%"};
+    static const char *const wide_h[] = {"NODE", "MODEL", "POOL", "PROFILE", "INSTANCES", "FREE", "USE%"};
+    struct table *t = wide ? table_new(7, wide_h) : table_new(5, narrow_h);
+    bool failed = !t;
+    const cJSON *node, *unit;
+    cJSON_ArrayForEach(node, nodes)
+    {
+        const char *model = *str(node, "model") ? str(node, "model") : "-";
+        const char *pool = *str(node, "pool") ? str(node, "pool") : "-";
+        cJSON_ArrayForEach(unit, cJSON_GetObjectItemCaseSensitive(node, "units"))
+        {
+            if (failed)
+                break;
+            int64_t used = num(unit, "used"), total = num(unit, "total");
+            char instances[48], free_[32], ubar[64];
+            snprintf(instances, sizeof(instances), "%" PRId64 "/%" PRId64, used, total);
+            snprintf(free_, sizeof(free_), "%" PRId64, total > used ? total - used : 0);
+            bar(g, used, total, ubar, sizeof(ubar));
+            const char *profile = profile_name(str(unit, "resource"));
+            const char *narrow_row[] = {str(node, "node"), model, profile, instances, ubar};
+            const char *wide_row[] = {str(node, "node"), model, pool, profile, instances, free_, ubar};
+            failed = table_add_row(t, wide ? wide_row : narrow_row) != 0;
+        }
+    }
+    print_table(g, t, failed);
+    return failed ? 1 : 0;
+}
+
+/* The GPU table (nodes or GPUs), then the MIG table when a node has MIG
+ * instances. The GPU table is left out when only MIG nodes matched. */
+static int top_tables(struct gpuctl *g, const cJSON *nodes, bool gpus)
+{
+    bool mig = has_units(nodes), any_gpu = false;
+    const cJSON *node;
+    cJSON_ArrayForEach(node, nodes) any_gpu = any_gpu || num(node, "gpuCount") > 0;
+    int rc = 0;
+    if (any_gpu || !mig)
+        rc = gpus ? top_gpus_table(g, nodes) : top_nodes_table(g, nodes);
+    if (mig && rc == 0) {
+        if (any_gpu)
+            fputc('\n', g->out);
+        rc = top_mig_table(g, nodes);
+    }
+    return rc;
+}
+
 /* /inspect/nodes?topology=false with the node filters, as query parameters. */
 static char *nodes_path(const struct gpuctl_options *o)
 {
@@ -540,7 +616,7 @@ int gpuctl_top(struct gpuctl *g, const char *what)
     else if (cJSON_GetArraySize(nodes) == 0)
         rc = (fprintf(g->err, "No GPU nodes found.\n"), 0);
     else
-        rc = gpus ? top_gpus_table(g, nodes) : top_nodes_table(g, nodes);
+        rc = top_tables(g, nodes, gpus);
     cJSON_Delete(nodes);
     return rc;
 }

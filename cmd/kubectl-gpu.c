@@ -120,6 +120,7 @@ static void usage(FILE *out)
                  "Usage:\n"
                  "  kubectl gpu top [nodes|gpus] [-l SELECTOR] [--model M] [-o wide|json|yaml]\n"
                  "      one row per GPU node (or per GPU): GPUs, cores and memory used, pods\n"
+                 "      and, when nodes have MIG instances, one row per node and MIG profile\n"
                  "  kubectl gpu explain POD [-n NS] | - | -f POD.yaml [-o wide|json|yaml]\n"
                  "      why a pod fits where it fits, the other nodes grouped by reason, the nearest miss;\n"
                  "      - (or -f -) reads the pod from standard input; exit 3 when no node fits\n"

@@ -112,6 +112,81 @@ def top_filters_and_data_output(s):
                    "-o yaml reads back as the same data")
 
 
+def mig_node(name, gpus=0):
+    """A node as NVIDIA's device plugin (mixed strategy) and GFD write it;
+    gpus > 0: that many whole GPUs besides the MIG instances."""
+    with open(suite.path("tests", "fixtures", "mig", "node-a100-mixed.json")) as f:
+        n = json.load(f)
+    n["metadata"]["name"] = name
+    n["metadata"]["labels"]["kubernetes.io/hostname"] = name
+    for part in ("capacity", "allocatable"):
+        n["status"][part]["nvidia.com/gpu"] = str(gpus)
+    return n
+
+
+def mig_objects():
+    """The demo state, a MIG-only node with one 3g.20gb instance held by a
+    bound pod, and a node with 4 whole GPUs beside its MIG instances."""
+    held = e2e.pod("mig-job", {"nvidia.com/mig-3g.20gb": "1"}, namespace="team-a", node="dgx-a100-mixed",
+                   phase="Running")
+    return demo_objects() + [mig_node("dgx-a100-mixed"), mig_node("dgx-a100-half", gpus=4), held]
+
+
+@suite.test
+def top_shows_mig_instances(s):
+    """issue 28: MIG instances per node and profile, in a table after the GPU table."""
+    with e2e.Server(s, e2e.write_state(s, mig_objects())) as srv:
+        r = kubectl_gpu(["top"] + server_flag(srv))
+        s.check_eq(r.code, 0, "top exits 0 with MIG nodes", r)
+        check_golden("top-mig.txt", r.out)
+        rows = [ln.split() for ln in r.out.splitlines()]
+        s.check_in(["dgx-a100-mixed", "NVIDIA-A100-SXM4-40GB", "mig-3g.20gb", "1/8", "[#---------]", "12%"], rows,
+                   "the bound pod holds one of 8 3g.20gb instances")
+        s.check_in(["dgx-a100-mixed", "NVIDIA-A100-SXM4-40GB", "mig-1g.5gb", "0/14", "[----------]", "0%"], rows,
+                   "every profile of the node has its row")
+        s.check_eq([x[0] for x in rows if x and x[0] == "dgx-a100-half"].count("dgx-a100-half"), 4,
+                   "a node with GPUs and MIG: its GPU row and a row per profile")
+        s.check_eq([x[2] for x in rows if x and x[0] == "dgx-a100-mixed"], ["mig-1g.5gb", "mig-2g.10gb", "mig-3g.20gb"],
+                   "a MIG-only node: a row per profile and no GPU row", r.out)
+        check_golden("top-mig-wide.txt", kubectl_gpu(["top", "-o", "wide"] + server_flag(srv)).out)
+        r = kubectl_gpu(["top", "gpus"] + server_flag(srv))
+        check_golden("top-gpus-mig.txt", r.out)
+        r = kubectl_gpu(["top", "-l", "kubernetes.io/hostname=dgx-a100-mixed"] + server_flag(srv))
+        s.check_eq(r.out.splitlines()[0].split(), ["NODE", "MODEL", "PROFILE", "INSTANCES", "USE%"],
+                   "only MIG nodes matched: the MIG table alone", r)
+        s.check_eq(r.code, 0, "... exit 0", r)
+        r = kubectl_gpu(["top", "-o", "json"] + server_flag(srv))
+        units = {n["node"]: n["units"] for n in json.loads(r.out)}
+        s.check_in({"resource": "nvidia.com/mig-3g.20gb", "total": 8, "used": 1}, units["dgx-a100-mixed"],
+                   "-o json carries the instances as the service answers")
+        s.check_eq(units["gpu-a100-0"], [], "... and none for a node without MIG")
+        coloured = kubectl_gpu(["top", "--server", "http://127.0.0.1:%d" % srv.port, "--color", "always"]).out
+        import re
+        s.check_eq(re.sub(r"\033\[[0-9;]*m", "", coloured), kubectl_gpu(["top"] + server_flag(srv)).out,
+                   "colour does not shift the MIG columns")
+    # The same cluster without MIG: the tables are those of the demo state, byte for byte.
+    with e2e.Server(s) as srv:
+        with open(os.path.join(GOLDEN, "top-nodes.txt")) as f:
+            s.check_eq(kubectl_gpu(["top"] + server_flag(srv)).out, f.read(), "no MIG: no MIG table")
+
+
+@suite.test
+def mig_text_is_escaped(s):
+    """A MIG node's name and product label come from the cluster: no raw
+    control character reaches the terminal from the MIG table."""
+    odd = mig_node("mig\x1b[31mred\x7f")
+    odd["metadata"]["labels"]["nvidia.com/gpu.product"] = "A100" + CONTROL
+    state = e2e.write_state(s, [odd])
+    with e2e.Server(s, state) as srv:
+        for args in (["top"], ["top", "-o", "wide"], ["top", "gpus"]):
+            r = kubectl_gpu(args + server_flag(srv))
+            s.check_eq(r.code, 0, "kubectl gpu %s exits 0" % " ".join(args), r)
+            s.check(no_controls(r.out) and no_controls(r.err), "no control character in kubectl gpu %s" % " ".join(args),
+                    repr(r.out[:800]))
+            s.check_in("mig\\x1b[31mred\\x7f", r.out, "the MIG node's name shows its escapes")
+            s.check_in("mig-3g.20gb", r.out, "its instances are shown")
+
+
 @suite.test
 def explain_groups_and_near_miss(s):
     with e2e.Server(s) as srv:

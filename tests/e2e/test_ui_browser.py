@@ -42,11 +42,12 @@ def browse(url, *extra, timeout=120):
 
 
 class Dom(html.parser.HTMLParser):
-    """Text by element id, attributes of <body>, and the <li> of #selected-pods."""
+    """Text and attributes by element id, attributes of <body>, the <li> of
+    #selected-pods, and the body rows of #mig as lists of cell texts."""
 
     def __init__(self, text):
         super().__init__()
-        self.by_id, self.body, self.pods = {}, {}, []
+        self.by_id, self.attrs, self.body, self.pods, self.mig_rows = {}, {}, {}, [], []
         self._stack = []
         self.feed(text)
 
@@ -54,9 +55,15 @@ class Dom(html.parser.HTMLParser):
         a = dict(attrs)
         if tag == "body":
             self.body = a
+        ids = [i for _, i in self._stack if i]
+        if tag == "tr" and "mig" in ids and "tbody" in [t for t, _ in self._stack]:
+            self.mig_rows.append([])
+        if tag == "td" and "mig" in ids and self.mig_rows:
+            self.mig_rows[-1].append("")
         self._stack.append((tag, a.get("id")))
         if a.get("id"):
             self.by_id.setdefault(a["id"], "")
+            self.attrs[a["id"]] = a
 
     def handle_endtag(self, tag):
         while self._stack:
@@ -70,6 +77,8 @@ class Dom(html.parser.HTMLParser):
             self.by_id[i] += data
         if "selected-pods" in ids and self._stack and self._stack[-1][0] == "li":
             self.pods.append(data.strip())
+        if "mig" in ids and "td" in [t for t, _ in self._stack] and self.mig_rows and self.mig_rows[-1]:
+            self.mig_rows[-1][-1] += data
 
 
 def png_size(path):
@@ -109,11 +118,68 @@ def demo_state_in_chromium(s):
         s.check_in("memory 35 GiB / 80 GiB", dom.by_id.get("selected-text", ""), "GPU memory shown in bytes units")
         s.check("vcuda-memory" not in dom.by_id.get("selected-text", ""), "not in blocks of a resource")
         s.check_in("A100", dom.by_id.get("groups", ""), "the model/pool table")
+        s.check("hidden" in dom.attrs.get("mig-section", {}), "no MIG node: the MIG table stays hidden")
+        s.check("hidden" in dom.attrs.get("mig-figure", {}), "no MIG node: no MIG figure")
+        s.check("hidden" in dom.attrs.get("mig-legend", {}), "no MIG node: no MIG legend")
+        s.check_eq(dom.body.get("data-node-rows"), "3", "the canvas lists the 3 GPU nodes")
         shot = os.path.join(s.tempdir("shot"), "ui.png")
         browse(url, "--virtual-time-budget=15000", "--window-size=1280,640", "--screenshot=" + shot)
         w, h = png_size(shot)
         s.check_eq((w, h), (1280, 640), "a screenshot of the window size")
         s.check(os.path.getsize(shot) > 10000, "the screenshot has content", os.path.getsize(shot))
+
+
+def mig_node(name, gpus=0):
+    """A node as NVIDIA's device plugin (mixed strategy) and GFD write it;
+    gpus > 0: that many whole GPUs besides the MIG instances."""
+    with open(suite.path("tests", "fixtures", "mig", "node-a100-mixed.json")) as f:
+        n = json.load(f)
+    n["metadata"]["name"] = name
+    n["metadata"]["labels"]["kubernetes.io/hostname"] = name
+    for part in ("capacity", "allocatable"):
+        n["status"][part]["nvidia.com/gpu"] = str(gpus)
+    return n
+
+
+@suite.test
+def mig_instances_in_chromium(s):
+    """issue 28: MIG nodes on the canvas beside the GPU nodes, and their
+    instances per profile (used/total) in the MIG table and figure."""
+    import yaml
+    with open(s.demo_state) as f:
+        demo = yaml.safe_load(f)["items"]
+    held = e2e.pod("mig-job", {"nvidia.com/mig-3g.20gb": "1"}, namespace="team-a", node="dgx-a100-mixed",
+                   phase="Running")
+    state = e2e.write_state(s, demo + [mig_node("dgx-a100-mixed"), mig_node("dgx-a100-half", gpus=4), held])
+    with e2e.Server(s, state) as srv:
+        url = "http://127.0.0.1:%d/ui#gpu=gpu-a100-0/0" % srv.port
+        dom = Dom(browse(url, "--virtual-time-budget=15000", "--dump-dom"))
+        s.require(dom.body.get("data-loaded") == "true", "the page loaded its data", dom.by_id.get("status"))
+        s.check_eq(dom.body.get("data-node-rows"), "5", "the canvas lists the 3 GPU nodes and both MIG nodes")
+        s.check("hidden" not in dom.attrs.get("mig-section", {}), "the MIG table is shown")
+        rows = [[c.strip() for c in r] for r in dom.mig_rows]
+        s.check_in(["dgx-a100-mixed", "NVIDIA-A100-SXM4-40GB", "none", "mig-3g.20gb", "1 / 8", "12.5%"], rows,
+                   "the bound pod holds one of 8 3g.20gb instances")
+        s.check_in(["dgx-a100-half", "NVIDIA-A100-SXM4-40GB", "none", "mig-1g.5gb", "0 / 14", "0%"], rows,
+                   "a node with GPUs and MIG lists its instances too")
+        s.check_eq(len(rows), 6, "a row per node and profile", rows)
+        s.check_eq(dom.by_id.get("mig-count"), "1 / 60", "the figure: instances used of all")
+        s.check("hidden" not in dom.attrs.get("mig-figure", {}), "the MIG figure is shown")
+        s.check("hidden" not in dom.attrs.get("mig-legend", {}), "and the MIG legend")
+        # the GPU nodes are drawn and selected as before
+        s.check_eq(sorted(dom.pods), ["team-a/inference-1", "team-a/notebook-1"], "A100 GPU 0 lists its two pods")
+        shot = os.path.join(s.tempdir("shot"), "ui-mig.png")
+        browse(url, "--virtual-time-budget=15000", "--window-size=1280,640", "--screenshot=" + shot)
+        s.check(os.path.getsize(shot) > 10000, "the screenshot has content", os.path.getsize(shot))
+        if os.environ.get("GQA_KEEP_SHOT"):
+            shutil.copy(shot, os.environ["GQA_KEEP_SHOT"])
+        # #mig=NODE (as a click on the node's MIG cells): its instances in the side panel
+        dom = Dom(browse("http://127.0.0.1:%d/ui#mig=dgx-a100-mixed" % srv.port, "--virtual-time-budget=15000",
+                         "--dump-dom"))
+        s.check_in("dgx-a100-mixed MIG instances (NVIDIA-A100-SXM4-40GB)", dom.by_id.get("selected-text", ""),
+                   "the selected MIG node is named with its model")
+        s.check_eq(dom.pods, ["mig-1g.5gb: 0 of 14 used", "mig-2g.10gb: 0 of 8 used", "mig-3g.20gb: 1 of 8 used"],
+                   "one line per profile")
 
 
 def big_state(n_nodes=5000, gpus=8):

@@ -18,7 +18,7 @@ int app_init(struct app *app, const struct options *opts)
                               .prepare_pod = policy_apply_defaults,
                               .prepares_pods = policy_writes_defaults,
                               .ctx = &app->policy};
-    struct placement_config pc = {.mode = opts->placement, .policy = opts->policy};
+    struct placement_config pc = {.mode = opts->placement, .policy = opts->policy, .filter_best = opts->filter_best};
     snprintf(app->not_ready_reason, sizeof(app->not_ready_reason), "initial state not loaded yet");
     if (cache_init(&app->cache, &cc) != 0) {
         policy_destroy(&app->policy);

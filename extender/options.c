@@ -301,6 +301,11 @@ static int set_decision_workers(void *target, const char *v)
     return set_int_in(v, 1, WORKERS_MAX_THREADS, &((struct options *)target)->decision_workers);
 }
 
+static int set_filter_best(void *target, const char *v)
+{
+    return set_int_in(v, 0, PLACEMENT_FILTER_BEST_MAX, &((struct options *)target)->filter_best);
+}
+
 static int set_decision_queue(void *target, const char *v)
 {
     return set_int_in(v, 1, WORKERS_MAX_QUEUE, &((struct options *)target)->decision_queue);
@@ -449,6 +454,10 @@ static const struct flag_spec flags[] = {
     {"pod", "FILE", set_pod_file, "simulate: the Pod (YAML or JSON) to place; - reads standard input", BOTH},
     {"placement", "filter|bind", set_placement,
      "filter: decide in the filter and answer one node (default); bind: answer every feasible node", BOTH},
+    {"filter-best", "N", set_filter_best,
+     "bind placement: answer only the N best feasible nodes (0..1000; default 0: every one), so kube-scheduler "
+     "scores N nodes, not all",
+     BOTH},
     {"gpu-policy", "binpack|spread", set_gpu_policy,
      "order of GPUs for shared requests (default binpack; spread needs --vcuda-shares refuse)", BOTH},
     {"vcuda-shares", "place|refuse", set_vcuda_shares,

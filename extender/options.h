@@ -34,6 +34,7 @@ struct options {
     char *set_scheduler_name; /* the scheduler-name webhook's name; NULL: that webhook is off */
     char *pod_file;           /* simulate only */
     enum placement_mode placement;
+    int filter_best; /* bind placement: answer at most this many feasible nodes, the best; 0: all */
     struct alloc_policy policy;
     struct hami_config hami; /* the --hami-* flags */
     int hami_resource_quota; /* live: watch ResourceQuotas and check HAMi's rule (admission/hamiquota.h) */

@@ -1107,6 +1107,44 @@ static int filter_decide(struct placement *p, const struct pod_info *request, st
     return rc;
 }
 
+/* Leave all but the n best feasible nodes out of the answer: the kept
+ * indices are held in order of merit, and a node better than the worst
+ * kept one takes its place. Only feasible nodes are left out, and only
+ * when more than n fit, so a pod that fits somewhere is still answered
+ * with its best nodes, and one that fits nowhere keeps every reason. */
+static void keep_best(struct evaluation *ev, size_t n)
+{
+    size_t feasible = 0;
+    for (size_t i = 0; i < ev->count; i++)
+        feasible += ev->verdicts[i].fits;
+    if (feasible <= n)
+        return;
+    size_t *best = malloc(n * sizeof(*best));
+    if (!best)
+        return; /* answer every feasible node: correct, only larger */
+    size_t kept = 0;
+    for (size_t i = 0; i < ev->count; i++) {
+        const struct verdict *v = &ev->verdicts[i];
+        if (!v->fits || (kept == n && !better_verdict(v, &ev->verdicts[best[n - 1]])))
+            continue;
+        size_t at = kept < n ? kept++ : n - 1;
+        while (at > 0 && better_verdict(v, &ev->verdicts[best[at - 1]])) {
+            best[at] = best[at - 1];
+            at--;
+        }
+        best[at] = i;
+    }
+    for (size_t i = 0; i < ev->count; i++)
+        if (ev->verdicts[i].fits)
+            ev->verdicts[i].left_out = true;
+    for (size_t k = 0; k < kept; k++)
+        ev->verdicts[best[k]].left_out = false;
+    for (size_t i = 0; i < ev->count; i++)
+        if (ev->verdicts[i].left_out)
+            ev->verdicts[i].fits = false;
+    free(best);
+}
+
 int placement_filter(struct placement *p, const struct pod_info *pod, const char *const *names, size_t n,
                      struct evaluation *ev)
 {
@@ -1122,8 +1160,12 @@ int placement_filter_block(struct placement *p, const struct pod_info *pod, cons
             return -1;
         return answer_error(ev, strdup(refused));
     }
-    if (p->cfg.mode == PLACEMENT_BIND)
-        return evaluate(p, pod, names, n, block, true, ev);
+    if (p->cfg.mode == PLACEMENT_BIND) {
+        int rc = evaluate(p, pod, names, n, block, true, ev);
+        if (rc == 0 && !ev->error && p->cfg.filter_best > 0)
+            keep_best(ev, (size_t)p->cfg.filter_best);
+        return rc;
+    }
     if (evaluation_start(ev, pod, names, n, block) != 0)
         return -1;
     int pre = precheck(p, pod, ev);

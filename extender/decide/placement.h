@@ -56,9 +56,16 @@ struct admission_policy;
 
 enum placement_mode { PLACEMENT_FILTER = 0, PLACEMENT_BIND };
 
+/* The most --filter-best may keep. */
+#define PLACEMENT_FILTER_BEST_MAX 1000
+
 struct placement_config {
     enum placement_mode mode;
     struct alloc_policy policy;
+    /* Bind placement: a filter answers at most this many feasible nodes, the
+     * best by score (then name); the others are left out of the answer, in
+     * neither failed map (docs/behaviour.md). 0: every feasible node. */
+    int filter_best;
 };
 
 /* The node list of the last evaluation, resolved: kube-scheduler sends the
@@ -134,6 +141,9 @@ struct verdict {
     int16_t score;     /* 0..FIT_SCORE_MAX */
     bool known;        /* the node is in the cache */
     bool fits;
+    /* Fits, but left out of a filter answer (placement_config.filter_best):
+     * then fits is false and the node is in no failed map either. */
+    bool left_out;
     bool unresolvable;
     /* Why it does not fit, as a class (allocator.h), with the container and
      * GPU slot concerned (-1: none). */

@@ -749,7 +749,7 @@ static bool put_failed(struct strbuf *sb, const char *field, const struct extend
     strbuf_printf(sb, "\"%s\":{", field);
     for (size_t i = 0; i < ev->count; i++) {
         const struct verdict *v = &ev->verdicts[i];
-        if (v->fits)
+        if (v->fits || v->left_out)
             continue;
         if (v->unresolvable != unresolvable) {
             others = true;

@@ -627,6 +627,16 @@ static const struct pod_entry *own_charge(const struct node_state *n, const stru
     return NULL;
 }
 
+/* HAMi lists the allocations as it walks its device list: init containers
+ * first, each container's vGPUs in order. */
+static int by_container_device(const void *a, const void *b)
+{
+    const struct mig_hami_allocation *x = a, *y = b;
+    if (x->container_index != y->container_index)
+        return x->container_index < y->container_index ? -1 : 1;
+    return (x->device_index > y->device_index) - (x->device_index < y->device_index);
+}
+
 int hami_fit_mig(const struct node_state *n, const struct pod_info *pod, const uint64_t *masks,
                  struct hami_alloc *alloc, struct mig_hami_allocation **out, int *count, char **err)
 {
@@ -685,6 +695,7 @@ int hami_fit_mig(const struct node_state *n, const struct pod_info *pod, const u
         free(a);
         return rc;
     }
+    qsort(a, (size_t)na, sizeof(*a), by_container_device);
     *out = a;
     *count = na;
     return 0;

@@ -379,6 +379,30 @@ static void put_pods(struct strbuf *sb, const struct node_state *n, int dev)
     cache_put_charged_keys(sb, n, uses_device, dev);
 }
 
+/* `,"mig":{...}` of a MIG-mode device with profiles: its profiles, the
+ * instances in use and its fragmentation. */
+static void put_mig(struct strbuf *sb, const struct node_state *n, int i)
+{
+    const struct mig_gpu *t = n->spec->hami->devices[i].mig;
+    if (!t || !n->hami->mig)
+        return;
+    strbuf_puts(sb, ",\"mig\":{\"profiles\":[");
+    for (int k = 0; k < t->ntemplates; k++) {
+        strbuf_puts(sb, k ? "," : "");
+        strbuf_json_string(sb, t->templates[k].name);
+    }
+    strbuf_puts(sb, "],\"instances\":[");
+    const struct hami_mig_use *u = &n->hami->mig[i];
+    for (int k = 0; k < u->n; k++) {
+        strbuf_puts(sb, k ? ",{\"profile\":" : "{\"profile\":");
+        strbuf_json_string(sb, t->templates[u->inst[k].tmpl].name);
+        strbuf_printf(sb, ",\"start\":%d,\"size\":%d}", u->inst[k].start, u->inst[k].size);
+    }
+    struct mig_gpu g;
+    hami_mig_gpu(t, u, &g);
+    strbuf_printf(sb, "],\"fragmentation\":%.4f}", mig_fragmentation(&g));
+}
+
 static void put_device(struct strbuf *sb, const struct node_state *n, int i)
 {
     const struct hami_device *d = &n->spec->hami->devices[i];
@@ -394,6 +418,7 @@ static void put_device(struct strbuf *sb, const struct node_state *n, int i)
                   hami_mode_name(d->mode), d->healthy ? "true" : "false", d->cordoned ? "true" : "false", d->numa,
                   g->tasks, d->split, g->memory_used, d->memory_mib, g->cores_used, d->cores);
     put_pods(sb, n, i);
+    put_mig(sb, n, i);
     strbuf_putc(sb, '}');
 }
 

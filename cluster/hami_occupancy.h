@@ -116,7 +116,8 @@ void hami_occupancy_check(const struct node_state *n);
 int64_t hami_quota_cores(const struct pod_info *p, const struct node_state *n);
 
 /* `,"hami":{...}` for /inspect/nodes: usability, handshake, every device by
- * index and UUID with memory in MiB and its pods, and unattributed use.
+ * index and UUID with memory in MiB and its pods (MIG-mode devices with
+ * their profiles, instances in use and fragmentation), and unattributed use.
  * Nothing for other nodes. */
 void hami_occupancy_json(struct strbuf *sb, const struct node_state *n, int64_t now_ns);
 

@@ -30,9 +30,9 @@ struct hstate {
     struct hami_usage unattributed;
     uint64_t eligible; /* devices the pod may use at all */
     int64_t pairs;
-    bool has_mig;                                /* the node has MIG-mode devices with profiles */
-    struct hami_mig_use mig[HAMI_MAX_DEVICES];   /* their instances in use (only when has_mig) */
-    char mig_reason[FIT_REASON_MAX];             /* the MIG choices made, for explain */
+    bool has_mig;                              /* the node has MIG-mode devices with profiles */
+    struct hami_mig_use mig[HAMI_MAX_DEVICES]; /* their instances in use (only when has_mig) */
+    char mig_reason[FIT_REASON_MAX];           /* the MIG choices made, for explain */
     size_t mig_reason_len;
 };
 
@@ -412,8 +412,8 @@ static int take_mig(struct hstate *st, int d, const struct hami_request *r, stru
     if (mig_pick(st, d, hami_request_memory(r, st->use[d].memory_mib), r->cores, c) != 0)
         return -1;
     const struct mig_template *t = &st->h->devices[d].mig->templates[c->template_index];
-    hami_mig_add(&st->mig[d], (struct hami_mig_inst){(int16_t)c->template_index, (int8_t)c->at.start,
-                                                     (int8_t)c->at.size});
+    hami_mig_add(&st->mig[d],
+                 (struct hami_mig_inst){(int16_t)c->template_index, (int8_t)c->at.start, (int8_t)c->at.size});
     st->use[d].tasks++;
     st->use[d].memory_used += t->memory_mib;
     st->use[d].cores_used += t->cores;
@@ -427,8 +427,9 @@ static void note_mig(struct hstate *st, int ci, int d, const struct mig_choice *
     size_t room = sizeof(st->mig_reason) - st->mig_reason_len;
     int n = snprintf(st->mig_reason + st->mig_reason_len, room, "%scontainer \"%s\" on %s: %s",
                      st->mig_reason_len ? "; " : "", st->pod->containers[ci].name, label, c->reason);
-    st->mig_reason_len = n < 0 ? st->mig_reason_len : (size_t)n >= room ? sizeof(st->mig_reason) - 1
-                                                                         : st->mig_reason_len + (size_t)n;
+    st->mig_reason_len = n < 0               ? st->mig_reason_len
+                         : (size_t)n >= room ? sizeof(st->mig_reason) - 1
+                                             : st->mig_reason_len + (size_t)n;
 }
 
 static void take(struct hstate *st, int ci, uint64_t set)

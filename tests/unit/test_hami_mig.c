@@ -26,15 +26,15 @@
 
 /* One A100-40GB in MIG mode as HAMi v2.10 registers it, with devmem and
  * count large enough that only the MIG geometry limits it. */
-#define PROFILES                                                                                                   \
-    "[{'name':'1g.5gb','memoryMB':4864,'core':14,'sliceCount':1,'placements':[{'start':0,'size':1},{'start':1,"    \
-    "'size':1},{'start':2,'size':1},{'start':3,'size':1},{'start':4,'size':1},{'start':5,'size':1},{'start':6,"    \
-    "'size':1}]},{'name':'2g.10gb','memoryMB':9984,'core':28,'sliceCount':2,'placements':[{'start':0,'size':2},{"  \
-    "'start':2,'size':2},{'start':4,'size':2}]},{'name':'3g.20gb','memoryMB':19968,'core':42,'sliceCount':3,"      \
-    "'placements':[{'start':0,'size':4},{'start':4,'size':4}]},{'name':'4g.20gb','memoryMB':19968,'core':56,"      \
-    "'sliceCount':4,'placements':[{'start':0,'size':4}]},{'name':'7g.40gb','memoryMB':40192,'core':98,"            \
+#define PROFILES                                                                                                  \
+    "[{'name':'1g.5gb','memoryMB':4864,'core':14,'sliceCount':1,'placements':[{'start':0,'size':1},{'start':1,"   \
+    "'size':1},{'start':2,'size':1},{'start':3,'size':1},{'start':4,'size':1},{'start':5,'size':1},{'start':6,"   \
+    "'size':1}]},{'name':'2g.10gb','memoryMB':9984,'core':28,'sliceCount':2,'placements':[{'start':0,'size':2},{" \
+    "'start':2,'size':2},{'start':4,'size':2}]},{'name':'3g.20gb','memoryMB':19968,'core':42,'sliceCount':3,"     \
+    "'placements':[{'start':0,'size':4},{'start':4,'size':4}]},{'name':'4g.20gb','memoryMB':19968,'core':56,"     \
+    "'sliceCount':4,'placements':[{'start':0,'size':4}]},{'name':'7g.40gb','memoryMB':40192,'core':98,"           \
     "'sliceCount':7,'placements':[{'start':0,'size':8}]}]"
-#define MIG_DEV(id, index) \
+#define MIG_DEV(id, index)                                                                                      \
     "{'id':'" id "','index':" #index ",'count':16,'devmem':81920,'devcore':100,'type':'NVIDIA-A100-SXM4-40GB'," \
     "'mode':'mig','health':true,'migProfiles':" PROFILES "}"
 
@@ -113,8 +113,8 @@ static void add_hami_pod(struct cluster_cache *c, const char *name, const char *
 static void one_mig(char *buf, size_t size, const char *uuid, const char *profile, int start, int slots)
 {
     fmt(buf, size,
-        "[{'containerIndex':0,'deviceIndex':0,'gpuUUID':'%s','profile':'%s','placement':{'start':%d,'size':%d}}]",
-        uuid, profile, start, slots);
+        "[{'containerIndex':0,'deviceIndex':0,'gpuUUID':'%s','profile':'%s','placement':{'start':%d,'size':%d}}]", uuid,
+        profile, start, slots);
 }
 
 /* The instances in use on device d of node, as "1g.5gb@6/1 ..." in order. */
@@ -258,7 +258,7 @@ static void test_occupancy_refuses_bad_instances(void **state)
     char mig[512];
     one_mig(mig, sizeof(mig), "GPU-M0", "1g.5gb", 6, 1);
     add_hami_pod(c, "a", "m", "{'nvidia.com/gpu':1,'nvidia.com/gpumem':4000}", "GPU-M0,NVIDIA,4864,14:;", mig);
-    one_mig(mig, sizeof(mig), "GPU-M0", "2g.10gb", 4, 2); /* overlaps slot 6? no: 4..5 */
+    one_mig(mig, sizeof(mig), "GPU-M0", "2g.10gb", 4, 2); /* slots 4..5: free */
     add_hami_pod(c, "b", "m", "{'nvidia.com/gpu':1,'nvidia.com/gpumem':9000}", "GPU-M0,NVIDIA,9984,28:;", mig);
     one_mig(mig, sizeof(mig), "GPU-M0", "1g.5gb", 5, 1); /* overlaps b's 2g.10gb */
     add_hami_pod(c, "c", "m", "{'nvidia.com/gpu':1,'nvidia.com/gpumem':4000}", "GPU-M0,NVIDIA,4864,14:;", mig);
@@ -331,7 +331,8 @@ static void test_decision_annotation(void **state)
     struct cluster_cache *c = *state;
     add_mig_node(c, "m", "[" MIG_DEV("GPU-M0", 0) "]");
     struct pod_info *p = pod_of(
-        "{'metadata':{'name':'new','namespace':'t','uid':'u1'},'spec':{'initContainers':[{'name':'init','restartPolicy':'Always','resources':{"
+        "{'metadata':{'name':'new','namespace':'t','uid':'u1'},'spec':{'initContainers':[{'name':'init','restartPolicy'"
+        ":'Always','resources':{"
         "'limits':{'nvidia.com/gpu':1,'nvidia.com/gpumem':4000}}}],'containers':[{'name':'main','resources':{'limits'"
         ":{'nvidia.com/gpu':1,'nvidia.com/gpumem':9900}}}]}}");
     struct fit_out out;

@@ -405,8 +405,8 @@ static uint64_t with_topology(struct hstate *st, uint64_t candidates, uint64_t p
 
 /* The MIG instance for one vGPU of r on device d (check_device said it
  * fits): recorded in use; the device is charged the profile's memory and
- * cores, as HAMi's AddResourceUsage charges them. With why non-NULL, the
- * choice's reason is appended to it (explain). 0, or -1. */
+ * cores, as HAMi's AddResourceUsage charges them. 0 with the choice in *c,
+ * or -1. */
 static int take_mig(struct hstate *st, int d, const struct hami_request *r, struct mig_choice *c)
 {
     if (mig_pick(st, d, hami_request_memory(r, st->use[d].memory_mib), r->cores, c) != 0)
@@ -420,6 +420,8 @@ static int take_mig(struct hstate *st, int d, const struct hami_request *r, stru
     return 0;
 }
 
+/* The choice's reason, appended to the node's note for explain (cut at
+ * FIT_REASON_MAX). */
 static void note_mig(struct hstate *st, int ci, int d, const struct mig_choice *c)
 {
     char label[64];

@@ -74,6 +74,18 @@ int hami_decision_annotations(cJSON *ann, const char *node, int64_t now_ns, cons
     return 0;
 }
 
+int hami_decision_mig_annotation(cJSON *ann, const struct hami_pod *pod)
+{
+    if (!pod->mig || pod->nmig <= 0)
+        return cJSON_AddNullToObject(ann, MIG_HAMI_ALLOCATIONS_ANNOTATION) ? 0 : -1;
+    char *err = NULL;
+    char *value = mig_hami_encode_allocations(pod->mig, pod->nmig, &err);
+    free(err);
+    int rc = value ? json_set_string(ann, MIG_HAMI_ALLOCATIONS_ANNOTATION, value) : -1;
+    free(value);
+    return rc;
+}
+
 static bool label_char(char c, bool edge)
 {
     bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');

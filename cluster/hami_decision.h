@@ -6,7 +6,7 @@
  * with the memory and cores each takes, an empty entry for containers
  * without vGPUs), the pod annotations of a decision
  * (hami.io/vgpu-devices-to-allocate and -allocated, hami.io/vgpu-node,
- * hami.io/vgpu-time) and of a bind (hami.io/bind-phase, hami.io/bind-time),
+ * hami.io/vgpu-time, hami.io/vgpu-mig-allocations) and of a bind (hami.io/bind-phase, hami.io/bind-time),
  * and the node lock hami.io/mutex.lock: its value, and whether a value found
  * on a node may be taken. Pure formatting: the caller does the API calls.
  */
@@ -35,6 +35,12 @@ int hami_alloc_from_fit(const struct hami_node *h, const struct pod_info *pod, c
  * -to-allocate and -allocated = allocation (hami_alloc_encode), vgpu-node,
  * vgpu-time = Unix seconds. 0, or -1 when memory ran out. */
 int hami_decision_annotations(cJSON *annotations, const char *node, int64_t now_ns, const char *allocation);
+/* hami.io/vgpu-mig-allocations of the decision (HAMi v2.10 dynamic MIG):
+ * the pod's MIG instances as HAMi's scheduler encodes them (containerIndex
+ * init containers first, as HAMi's device plugin reads it), or null when
+ * it has none (a merge patch then removes an earlier attempt's). 0, or -1
+ * when memory ran out. */
+int hami_decision_mig_annotation(cJSON *annotations, const struct hami_pod *pod);
 /* Is value a valid Kubernetes label value (at most 63 characters of
  * [A-Za-z0-9._-], starting and ending alphanumeric, or empty)? */
 bool hami_label_value_valid(const char *value);

@@ -1,5 +1,6 @@
 /* hami_node.c - HAMi registration and handshake. See hami_node.h. */
 #include "cluster/hami_node.h"
+#include "cluster/mig_hami.h"
 #include "lib/clock.h"
 #include "lib/log.h"
 #include "lib/strbuf.h"
@@ -142,6 +143,8 @@ void hami_devices_free(struct hami_device *devices, int count)
         free(devices[i].uuid);
         free(devices[i].type);
         free(devices[i].type_upper);
+        free(devices[i].mig);
+        free(devices[i].mig_error);
     }
     free(devices);
 }
@@ -300,6 +303,26 @@ static int json_int(const cJSON *obj, const char *key, int64_t min, int64_t max,
     return 0;
 }
 
+/* A MIG-mode entry's "migProfiles" (HAMi v2.10): the device keeps its
+ * templates, or none with the reason when they do not read (the device is
+ * then not used; the rest of the registration is). 0, or -1 when memory ran
+ * out. */
+static int read_mig_profiles(const cJSON *e, struct hami_device *d, char **err)
+{
+    const cJSON *profiles = cJSON_GetObjectItem(e, "migProfiles"); /* Go matches keys without case */
+    if (!profiles || cJSON_IsNull(profiles))
+        return 0;
+    if (!(d->mig = calloc(1, sizeof(*d->mig))))
+        return (*err = NULL), -1;
+    char *why = NULL;
+    if (mig_hami_parse_profiles(profiles, d->mig, &why) == 0 && d->mig->ntemplates > 0)
+        return 0;
+    free(d->mig);
+    d->mig = NULL;
+    d->mig_error = why ? why : strdup("migProfiles lists no profile");
+    return d->mig_error ? 0 : ((*err = NULL), -1);
+}
+
 static int json_entry(const cJSON *e, int entry, struct hami_device *d, char **err)
 {
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "id");
@@ -342,7 +365,7 @@ static int json_entry(const cJSON *e, int entry, struct hami_device *d, char **e
     set_numbers(d, split, mem, cores, numa, index);
     if (set_strings(d, id->valuestring, strlen(id->valuestring), type_text, strlen(type_text)) != 0)
         return (*err = NULL), -1;
-    return 0;
+    return d->mode == HAMI_MODE_MIG ? read_mig_profiles(e, d, err) : 0;
 }
 
 static int parse_json(const char *text, struct hami_device **out, int *count, char **err)
@@ -556,9 +579,14 @@ int hami_node_from_annotations(const cJSON *annotations, int64_t allocatable_gpu
         log_warn("node %s: %s is unusable, its HAMi devices are not used: %s", node, HAMI_REGISTER_ANNOTATION,
                  h->error);
     mark_cordoned(h, annotations);
-    for (int i = 0; i < h->count; i++)
-        if (h->devices[i].healthy && h->devices[i].mode != HAMI_MODE_MIG && !h->devices[i].cordoned)
+    for (int i = 0; i < h->count; i++) {
+        const struct hami_device *d = &h->devices[i];
+        if (d->mode == HAMI_MODE_MIG && d->mig_error)
+            log_warn("node %s: HAMi MIG device %s is not used: its migProfiles are unusable: %s", node, d->uuid,
+                     d->mig_error);
+        if (d->healthy && !d->cordoned && (d->mode != HAMI_MODE_MIG || d->mig))
             h->usable |= 1ULL << i;
+    }
     if (read_handshake(h, annotations) != 0)
         goto oom;
     *out = h;
@@ -566,6 +594,14 @@ int hami_node_from_annotations(const cJSON *annotations, int64_t allocatable_gpu
 oom:
     hami_node_free(h);
     return -1;
+}
+
+bool hami_node_has_mig(const struct hami_node *h)
+{
+    for (int i = 0; h && i < h->count; i++)
+        if (h->devices[i].mode == HAMI_MODE_MIG && h->devices[i].mig)
+            return true;
+    return false;
 }
 
 static void quoted(struct strbuf *sb, const char *value)

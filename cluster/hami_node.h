@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct mig_gpu; /* cluster/mig_place.h */
+
 #define HAMI_REGISTER_ANNOTATION "hami.io/node-nvidia-register"
 #define HAMI_HANDSHAKE_ANNOTATION "hami.io/node-handshake"
 #define HAMI_HANDSHAKE_NVIDIA_ANNOTATION "hami.io/node-handshake-nvidia"
@@ -90,6 +92,12 @@ struct hami_device {
     bool cordoned; /* listed in the node's hami.io/device-cordon: no new task */
     enum hami_mode mode;
     int topo; /* its GPU in the node's topology annotation, -1 when none */
+    /* MIG mode (HAMi v2.10 dynamic MIG, docs/mig.md): the profiles and
+     * placements of the entry's "migProfiles" (ninuse 0), or NULL when the
+     * entry has none (colon forms, older HAMi) or they are unusable, then
+     * with the reason in mig_error (NULL when there simply are none). */
+    struct mig_gpu *mig;
+    char *mig_error;
     /* 1/split, 1/memory, 1/cores (0 when cores is 0): the fit scores every
      * device of every HAMi node per request, without dividing */
     double inv_split, inv_memory, inv_cores;
@@ -100,7 +108,7 @@ struct hami_node {
     int count;       /* 0 when error is set */
     bool advertised; /* the node's allocatable nvidia.com/gpu is above 0 */
     enum hami_handshake handshake;
-    uint64_t usable; /* bit i: devices[i] may take vGPUs at all (healthy, not MIG, not cordoned) */
+    uint64_t usable; /* bit i: devices[i] may take vGPUs at all (healthy, not cordoned; MIG mode only with profiles) */
     char *error;     /* why the registration is unusable, or NULL */
     struct hami_device *devices;
     int64_t handshake_ns;  /* time of a Requesting_/Deleted_ value (Unix ns), 0 if unreadable */
@@ -132,6 +140,10 @@ bool hami_handshake_due(const struct hami_node *h);
 /* Read "2006-01-02 15:04:05" or "2006.01.02 15:04:05" (older plugins) as
  * local time: Unix ns, or -1. */
 int64_t hami_parse_handshake_time(const char *text);
+
+/* Does the node have a MIG-mode device with profiles (what the MIG fit,
+ * occupancy and gauge look at)? */
+bool hami_node_has_mig(const struct hami_node *h);
 
 /* "GPU-0fc3…": the UUID shortened for reasons (at most size bytes). */
 void hami_short_uuid(const char *uuid, char *buf, size_t size);

@@ -1,10 +1,12 @@
 /* hami_occupancy.c - HAMi devices in the cache's occupancy index. See hami_occupancy.h. */
 #include "cluster/hami_occupancy.h"
+#include "cluster/mig_hami.h"
 #include "cluster/occupancy.h"
 #include "cluster/podparts.h"
 
 #include <assert.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,9 +24,15 @@ int hami_occupancy_reset(struct node_state *n)
     n->hami = NULL;
     if (!h)
         return 0;
-    n->hami = calloc(1, sizeof(*n->hami) + sizeof(n->hami->gpus[0]) * (size_t)h->count);
+    bool mig = hami_node_has_mig(h);
+    /* The MIG table lives in the same block (after gpus[], whose entries
+     * keep it aligned), so the cache frees both with one free(). */
+    size_t gpus_size = sizeof(n->hami->gpus[0]) * (size_t)h->count;
+    n->hami = calloc(1, sizeof(*n->hami) + gpus_size + (mig ? sizeof(struct hami_mig_use) * (size_t)h->count : 0));
     if (!n->hami)
         return -1;
+    if (mig)
+        n->hami->mig = (struct hami_mig_use *)((char *)n->hami->gpus + gpus_size);
     for (int i = 0; i < h->count; i++) {
         const struct hami_device *d = &h->devices[i];
         n->hami->gpus[i] = (struct hami_gpu_state){.split = d->split,
@@ -104,7 +112,108 @@ static bool allocation_matches(const struct pod_info *p, const struct node_state
     return true;
 }
 
-static int attribute(struct pod_entry *e, const struct hami_node *h)
+/* ---- MIG instances ------------------------------------------------------------------ */
+
+static uint32_t inst_mask(struct hami_mig_inst i)
+{
+    return i.size <= 0 ? 0 : (uint32_t)(((1ULL << i.size) - 1) << i.start);
+}
+
+bool hami_mig_free(const struct hami_mig_use *u, struct hami_mig_inst inst)
+{
+    if (u->n >= MIG_MAX_INUSE)
+        return false;
+    for (int k = 0; k < u->n; k++)
+        if (inst_mask(u->inst[k]) & inst_mask(inst))
+            return false;
+    return true;
+}
+
+void hami_mig_add(struct hami_mig_use *u, struct hami_mig_inst inst)
+{
+    if (u->n < MIG_MAX_INUSE)
+        u->inst[u->n++] = inst;
+}
+
+void hami_mig_remove(struct hami_mig_use *u, struct hami_mig_inst inst)
+{
+    for (int k = 0; k < u->n; k++)
+        if (u->inst[k].tmpl == inst.tmpl && u->inst[k].start == inst.start && u->inst[k].size == inst.size) {
+            u->inst[k] = u->inst[--u->n];
+            return;
+        }
+}
+
+void hami_mig_gpu(const struct mig_gpu *templates, const struct hami_mig_use *u, struct mig_gpu *out)
+{
+    out->ntemplates = templates->ntemplates;
+    memcpy(out->templates, templates->templates, sizeof(out->templates[0]) * (size_t)templates->ntemplates);
+    out->ninuse = 0;
+    for (int k = 0; u && k < u->n && k < MIG_MAX_INUSE; k++) {
+        struct mig_instance *m = &out->inuse[out->ninuse++];
+        snprintf(m->profile, sizeof(m->profile), "%s", templates->templates[u->inst[k].tmpl].name);
+        m->at = (struct mig_placement){u->inst[k].start, u->inst[k].size};
+    }
+}
+
+double hami_mig_node_fragmentation(const struct node_state *n, int *devices)
+{
+    *devices = 0;
+    const struct hami_node *h = devices_of(n);
+    if (!h || !n->hami->mig)
+        return 0;
+    double worst = 0;
+    for (int d = 0; d < h->count; d++) {
+        if (!h->devices[d].mig)
+            continue;
+        struct mig_gpu g;
+        hami_mig_gpu(h->devices[d].mig, &n->hami->mig[d], &g);
+        double f = mig_fragmentation(&g);
+        worst = f > worst ? f : worst;
+        (*devices)++;
+    }
+    return worst;
+}
+
+/* The MIG instance the pod's hami.io/vgpu-mig-allocations gives HAMi entry
+ * `entry`'s vGPU `k` on device dev: its profile must be one of the
+ * device's, its placement one of that profile's, and it must overlap no
+ * instance in use on the node nor one this pod took earlier (slots[0..n)).
+ * tmpl -1 otherwise: the pod is then charged memory and cores only. */
+static struct hami_mig_inst mig_of(const struct pod_info *p, const struct node_state *n, const struct hami_node *h,
+                                   int dev, int entry, int k, const struct hami_charge *slots, int nslots)
+{
+    struct hami_mig_inst none = {.tmpl = -1};
+    const struct mig_gpu *g = h->devices[dev].mig;
+    if (!g || !n->hami->mig)
+        return none;
+    const struct mig_hami_allocation *a = NULL;
+    for (int i = 0; i < p->hami->nmig && !a; i++) {
+        const struct mig_hami_allocation *m = &p->hami->mig[i];
+        if (m->container_index == entry && m->device_index == k && strcmp(m->gpu_uuid, h->devices[dev].uuid) == 0)
+            a = m;
+    }
+    if (!a)
+        return none;
+    for (int t = 0; t < g->ntemplates; t++) {
+        if (strcmp(g->templates[t].name, a->profile) != 0)
+            continue;
+        for (int q = 0; q < g->templates[t].nplacements; q++) {
+            struct mig_placement pl = g->templates[t].placements[q];
+            if (pl.start != a->placement.start || pl.size != a->placement.size)
+                continue;
+            struct hami_mig_inst inst = {(int16_t)t, (int8_t)pl.start, (int8_t)pl.size};
+            struct hami_mig_use mine = {0};
+            for (int s = 0; s < nslots; s++)
+                if (slots[s].dev == dev && slots[s].mig.tmpl >= 0)
+                    hami_mig_add(&mine, slots[s].mig);
+            return hami_mig_free(&n->hami->mig[dev], inst) && hami_mig_free(&mine, inst) ? inst : none;
+        }
+    }
+    return none;
+}
+
+static int attribute(struct pod_entry *e, const struct node_state *n, const struct hami_node *h)
 {
     const struct hami_alloc *a = &e->info->hami->alloc;
     int total = 0;
@@ -116,7 +225,9 @@ static int attribute(struct pod_entry *e, const struct hami_node *h)
     for (int i = 0; i < a->ncontainers; i++)
         for (int k = 0; k < a->containers[i].count; k++) {
             const struct hami_alloc_device *d = &a->containers[i].devices[k];
-            c->slots[c->nslots++] = (struct hami_charge){device_of(h, d->uuid), d->memory_mib, d->cores};
+            int dev = device_of(h, d->uuid);
+            struct hami_mig_inst mig = mig_of(e->info, n, h, dev, i, k, c->slots, c->nslots);
+            c->slots[c->nslots++] = (struct hami_charge){dev, mig, d->memory_mib, d->cores};
         }
     e->hami_charge = c;
     return 0;
@@ -163,7 +274,7 @@ int hami_occupancy_charge(struct pod_entry *e, const struct node_state *n)
         return 0;
     const struct hami_node *h = devices_of(n);
     if (h && allocation_matches(p, n, h))
-        return attribute(e, h);
+        return attribute(e, n, h);
     return unattribute(e, n);
 }
 
@@ -186,6 +297,10 @@ void hami_occupancy_apply(struct node_state *n, const struct pod_entry *e, int s
         g->tasks += sign;
         g->memory_used += sign * c->memory_mib;
         g->cores_used += sign * c->cores;
+        if (c->mig.tmpl >= 0 && n->hami->mig && sign > 0)
+            hami_mig_add(&n->hami->mig[c->dev], c->mig);
+        else if (c->mig.tmpl >= 0 && n->hami->mig)
+            hami_mig_remove(&n->hami->mig[c->dev], c->mig);
     }
     add_usage(&n->hami->unattributed, &pc->unattributed, sign);
 }
@@ -219,6 +334,11 @@ void hami_occupancy_check(const struct node_state *n)
                 }
         assert(g.tasks == h->gpus[d].tasks && g.memory_used == h->gpus[d].memory_used &&
                g.cores_used == h->gpus[d].cores_used);
+        int instances = 0;
+        for (const struct pod_entry *e = n->charged; e; e = e->node_next)
+            for (int i = 0; e->hami_charge && i < e->hami_charge->nslots; i++)
+                instances += e->hami_charge->slots[i].dev == d && e->hami_charge->slots[i].mig.tmpl >= 0;
+        assert(instances == (h->mig ? h->mig[d].n : 0));
     }
     assert(sum.vgpus == h->unattributed.vgpus && sum.memory_mib == h->unattributed.memory_mib &&
            sum.cores == h->unattributed.cores && sum.pods == h->unattributed.pods);
@@ -259,6 +379,30 @@ static void put_pods(struct strbuf *sb, const struct node_state *n, int dev)
     cache_put_charged_keys(sb, n, uses_device, dev);
 }
 
+/* `,"mig":{...}` of a MIG-mode device with profiles: its profiles, the
+ * instances in use and its fragmentation. */
+static void put_mig(struct strbuf *sb, const struct node_state *n, int i)
+{
+    const struct mig_gpu *t = n->spec->hami->devices[i].mig;
+    if (!t || !n->hami->mig)
+        return;
+    strbuf_puts(sb, ",\"mig\":{\"profiles\":[");
+    for (int k = 0; k < t->ntemplates; k++) {
+        strbuf_puts(sb, k ? "," : "");
+        strbuf_json_string(sb, t->templates[k].name);
+    }
+    strbuf_puts(sb, "],\"instances\":[");
+    const struct hami_mig_use *u = &n->hami->mig[i];
+    for (int k = 0; k < u->n; k++) {
+        strbuf_puts(sb, k ? ",{\"profile\":" : "{\"profile\":");
+        strbuf_json_string(sb, t->templates[u->inst[k].tmpl].name);
+        strbuf_printf(sb, ",\"start\":%d,\"size\":%d}", u->inst[k].start, u->inst[k].size);
+    }
+    struct mig_gpu g;
+    hami_mig_gpu(t, u, &g);
+    strbuf_printf(sb, "],\"fragmentation\":%.4f}", mig_fragmentation(&g));
+}
+
 static void put_device(struct strbuf *sb, const struct node_state *n, int i)
 {
     const struct hami_device *d = &n->spec->hami->devices[i];
@@ -274,6 +418,7 @@ static void put_device(struct strbuf *sb, const struct node_state *n, int i)
                   hami_mode_name(d->mode), d->healthy ? "true" : "false", d->cordoned ? "true" : "false", d->numa,
                   g->tasks, d->split, g->memory_used, d->memory_mib, g->cores_used, d->cores);
     put_pods(sb, n, i);
+    put_mig(sb, n, i);
     strbuf_putc(sb, '}');
 }
 

@@ -7,7 +7,12 @@
  * memory and cores written there. A pod whose annotation is missing, names
  * another node, or does not match the node's devices and the pod's requests
  * is held against the node as a whole ("unattributed"), like the other
- * families. Also owns the HAMi part of /inspect/nodes.
+ * families. A pod on a MIG-mode device (HAMi v2.10 dynamic MIG,
+ * docs/mig.md) also holds the MIG instance its hami.io/vgpu-mig-allocations
+ * entry names (profile and placement), when that placement is one of the
+ * device's and free; the instances in use are kept per device for the
+ * fit's choice and the fragmentation gauge. Also owns the HAMi part of
+ * /inspect/nodes.
  *
  * Concurrency: the cache (cache.c) calls the writers under its write lock,
  * with the same bookkeeping as for the other families (each pod remembers
@@ -19,6 +24,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cluster/mig_place.h"
 #include "cluster/podspec.h"
 #include "lib/strbuf.h"
 
@@ -43,9 +49,23 @@ struct hami_usage {
     int pods;
 };
 
-/* One device's share of a pod's charge. */
+/* A MIG instance in use on a HAMi device: the device's template (index
+ * into hami_device.mig->templates, -1: none) and its placement. */
+struct hami_mig_inst {
+    int16_t tmpl;
+    int8_t start, size;
+};
+
+/* The MIG instances in use on one MIG-mode device (never overlapping). */
+struct hami_mig_use {
+    int n;
+    struct hami_mig_inst inst[MIG_MAX_INUSE];
+};
+
+/* One device's share of a pod's charge (mig.tmpl -1: no MIG instance). */
 struct hami_charge {
     int dev;
+    struct hami_mig_inst mig;
     int64_t memory_mib, cores;
 };
 
@@ -54,6 +74,9 @@ struct hami_charge {
 struct hami_node_state {
     int count; /* = spec->hami->count; 0 after a failed rebuild */
     struct hami_usage unattributed;
+    /* count entries, inside this allocation, when the node has a MIG-mode
+     * device with profiles (hami_node_has_mig); else NULL */
+    struct hami_mig_use *mig;
     struct hami_gpu_state gpus[]; /* count entries */
 };
 
@@ -65,6 +88,20 @@ struct hami_pod_charge {
 };
 
 /* hami_node_is() and hami_container_on() are inline in cache.h. */
+
+/* ---- MIG instances (pure helpers the fit shares) ---- */
+
+/* Does inst overlap none of u's instances, and is there room? */
+bool hami_mig_free(const struct hami_mig_use *u, struct hami_mig_inst inst);
+/* Add inst (it must be free: hami_mig_free), or remove one equal to it. */
+void hami_mig_add(struct hami_mig_use *u, struct hami_mig_inst inst);
+void hami_mig_remove(struct hami_mig_use *u, struct hami_mig_inst inst);
+/* The device's geometry with u's instances in use, for mig_choose. */
+void hami_mig_gpu(const struct mig_gpu *templates, const struct hami_mig_use *u, struct mig_gpu *out);
+/* The MIG fragmentation of a node (the largest of its MIG devices',
+ * mig_fragmentation), and how many MIG devices with profiles it has
+ * (0: no figure). Under the cache's read lock. */
+double hami_mig_node_fragmentation(const struct node_state *n, int *devices);
 
 /* Writers, under the cache's write lock. */
 int hami_occupancy_reset(struct node_state *n);                             /* the device table from n->spec */
@@ -79,7 +116,8 @@ void hami_occupancy_check(const struct node_state *n);
 int64_t hami_quota_cores(const struct pod_info *p, const struct node_state *n);
 
 /* `,"hami":{...}` for /inspect/nodes: usability, handshake, every device by
- * index and UUID with memory in MiB and its pods, and unattributed use.
+ * index and UUID with memory in MiB and its pods (MIG-mode devices with
+ * their profiles, instances in use and fragmentation), and unattributed use.
  * Nothing for other nodes. */
 void hami_occupancy_json(struct strbuf *sb, const struct node_state *n, int64_t now_ns);
 

@@ -561,6 +561,52 @@ static int read_alloc(const cJSON *ann, struct hami_pod *p)
     return 0;
 }
 
+/* hami.io/vgpu-mig-allocations: read as HAMi's DecodeMigAllocations reads
+ * it (a bad value is all unusable; its reason is kept). */
+static int read_mig(const cJSON *ann, struct hami_pod *p)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(ann, MIG_HAMI_ALLOCATIONS_ANNOTATION);
+    if (!cJSON_IsString(v))
+        return 0;
+    char *err = NULL;
+    if (mig_hami_decode_allocations(v->valuestring, &p->mig, &p->nmig, &err) == 0)
+        return 0;
+    if (!err)
+        return -1;
+    p->mig_error = strbuf_format("%s: %s", MIG_HAMI_ALLOCATIONS_ANNOTATION, err);
+    free(err);
+    return p->mig_error ? 0 : -1;
+}
+
+static int mig_copy(struct hami_pod *to, const struct hami_pod *from)
+{
+    if (from->nmig <= 0 || !from->mig)
+        return 0;
+    size_t size = sizeof(*from->mig) * (size_t)from->nmig;
+    if (!(to->mig = malloc(size)))
+        return -1;
+    memcpy(to->mig, from->mig, size);
+    to->nmig = from->nmig;
+    return 0;
+}
+
+static void mig_clear(struct hami_pod *p)
+{
+    free(p->mig);
+    p->mig = NULL;
+    p->nmig = 0;
+    free(p->mig_error);
+    p->mig_error = NULL;
+}
+
+void hami_pod_set_mig(struct hami_pod *p, struct mig_hami_allocation **mig, int n)
+{
+    mig_clear(p);
+    p->mig = *mig;
+    p->nmig = *mig ? n : 0;
+    *mig = NULL;
+}
+
 int hami_pod_from_annotations(const cJSON *ann, struct hami_pod **out, char **request_error)
 {
     *out = NULL;
@@ -574,7 +620,7 @@ int hami_pod_from_annotations(const cJSON *ann, struct hami_pod **out, char **re
         read_vgpu_mode(ann, &p->vgpu_mode, request_error) ||
         read_policy(ann, HAMI_GPU_POLICY_ANNOTATION, &p->gpu_policy, request_error) ||
         read_policy(ann, HAMI_NODE_POLICY_ANNOTATION, &p->node_policy, request_error) ||
-        read_weights(ann, p, request_error) || read_alloc(ann, p)) {
+        read_weights(ann, p, request_error) || read_alloc(ann, p) || read_mig(ann, p)) {
         hami_pod_free(p);
         return -1;
     }
@@ -595,6 +641,7 @@ void hami_pod_free(struct hami_pod *p)
     free(p->vgpu_mode);
     hami_alloc_free(&p->alloc);
     free(p->alloc_error);
+    mig_clear(p);
     free(p);
 }
 
@@ -623,7 +670,8 @@ struct hami_pod *hami_pod_clone(const struct hami_pod *src)
         list_copy(&p->use_uuids, &src->use_uuids) || list_copy(&p->nouse_uuids, &src->nouse_uuids) ||
         (src->vgpu_mode && !(p->vgpu_mode = strdup(src->vgpu_mode))) ||
         (src->alloc_error && !(p->alloc_error = strdup(src->alloc_error))) ||
-        hami_alloc_copy(&p->alloc, &src->alloc) != 0) {
+        hami_alloc_copy(&p->alloc, &src->alloc) != 0 || mig_copy(p, src) != 0 ||
+        (src->mig_error && !(p->mig_error = strdup(src->mig_error)))) {
         hami_pod_free(p);
         return NULL;
     }
@@ -643,6 +691,7 @@ void hami_pod_set_alloc(struct hami_pod *p, struct hami_alloc *alloc)
 
 void hami_pod_clear_alloc(struct hami_pod *p)
 {
+    mig_clear(p);
     hami_alloc_free(&p->alloc);
     p->has_alloc = false;
     p->alloc_done = false;
@@ -659,7 +708,8 @@ int hami_pod_keep_alloc(struct hami_pod *to, const struct hami_pod *from)
         return -1;
     hami_pod_set_alloc(to, &copy);
     to->alloc_done = from->alloc_done;
-    return 0;
+    mig_clear(to);
+    return mig_copy(to, from);
 }
 
 /* ---- device checks --------------------------------------------------------------------- */

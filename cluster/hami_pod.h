@@ -23,6 +23,7 @@
 
 #include "cluster/family.h"
 #include "cluster/hami_node.h"
+#include "cluster/mig_hami.h"
 #include "lib/strbuf.h"
 
 #define RES_HAMI_MEMORY "nvidia.com/gpumem"
@@ -160,6 +161,12 @@ struct hami_pod {
     bool alloc_done;                             /* ...read from -allocated (else -to-allocate) */
     struct hami_alloc alloc;
     char *alloc_error; /* why a present allocation annotation was unreadable, or NULL */
+    /* hami.io/vgpu-mig-allocations (HAMi v2.10 dynamic MIG): the MIG
+     * instances of the allocation's vGPUs on MIG-mode devices; NULL when
+     * absent, empty or unreadable (mig_error says why) */
+    struct mig_hami_allocation *mig;
+    int nmig;
+    char *mig_error;
 };
 
 /* Read the pod's HAMi annotations (annotations may be NULL). 0 with *out
@@ -171,6 +178,9 @@ struct hami_pod *hami_pod_clone(const struct hami_pod *p);
 /* A decision's allocation becomes what the pod holds (as if read from
  * -allocated): the previous one is freed, *alloc is moved in and zeroed. */
 void hami_pod_set_alloc(struct hami_pod *p, struct hami_alloc *alloc);
+/* A decision's MIG instances go with its allocation: *mig (n entries,
+ * malloc'd, may be NULL for 0) is moved in and set NULL. */
+void hami_pod_set_mig(struct hami_pod *p, struct mig_hami_allocation **mig, int n);
 /* The pod holds no allocation (a decision on a node that is not HAMi's, or
  * whose containers no HAMi device serves: an earlier attempt's is void). */
 void hami_pod_clear_alloc(struct hami_pod *p);

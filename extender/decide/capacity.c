@@ -637,12 +637,36 @@ static void render_gpu_metrics(struct cluster_cache *cache, struct strbuf *out)
     }
 }
 
+/* HAMi MIG-mode GPUs (docs/mig.md): per node with such GPUs (their number
+ * is small, so the series come without --metrics-per-node), the largest
+ * MIG fragmentation of its GPUs: 1 - (slots of the largest instance that
+ * still fits) / (free slots). Call under the read lock. */
+static void render_mig_metrics(struct cluster_cache *cache, struct strbuf *out)
+{
+    family(out, "gqa_node_mig_fragmentation_ratio",
+           "Largest MIG fragmentation of a node's HAMi MIG-mode GPUs: 1 - slots of the largest MIG instance that "
+           "still fits / free slots (0: the free slots take one instance).");
+    size_t pos = 0;
+    struct dict_entry *de;
+    while ((de = dict_next(&cache->nodes, &pos))) {
+        const struct node_state *n = de->value;
+        int gpus = 0;
+        double ratio = n->present ? hami_mig_node_fragmentation(n, &gpus) : 0;
+        if (gpus == 0)
+            continue;
+        strbuf_puts(out, "gqa_node_mig_fragmentation_ratio{node=");
+        metrics_label_value(out, n->name);
+        strbuf_printf(out, "} %.4f\n", ratio);
+    }
+}
+
 void capacity_render_metrics(struct cluster_cache *cache, bool per_node, struct strbuf *out)
 {
     cache_read_lock(cache);
     size_t n = 0;
     struct group *groups = collect(cache, &n);
     render_group_metrics(out, groups, n);
+    render_mig_metrics(cache, out);
     if (per_node) {
         render_node_metrics(cache, out);
         render_gpu_metrics(cache, out);

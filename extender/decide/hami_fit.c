@@ -1,6 +1,8 @@
 /* hami_fit.c - HAMi vGPUs on one node. See hami_fit.h. */
 #include "extender/decide/hami_fit.h"
 #include "cluster/hami_occupancy.h"
+#include "cluster/mig_hami.h"
+#include "cluster/podparts.h"
 #include "lib/clock.h"
 #include "lib/strbuf.h"
 #include "topology/select.h"
@@ -8,10 +10,15 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Why a device cannot take one vGPU of a container, most promising first. */
-enum verdict { V_OK = 0, V_MEMORY, V_CORES, V_SPLIT, V_EXCLUSIVE, V_CORES_FULL, V_TOO_SMALL, V_COUNT };
+enum verdict { V_OK = 0, V_MEMORY, V_CORES, V_SPLIT, V_EXCLUSIVE, V_CORES_FULL, V_MIG, V_TOO_SMALL, V_COUNT };
+
+/* The placement policy of MIG instances: HAMi's profile, and among its free
+ * placements the one that keeps the largest profiles possible (docs/mig.md). */
+#define HAMI_MIG_POLICY MIG_POLICY_KEEP_LARGEST
 
 struct hstate {
     const struct node_state *n;
@@ -23,6 +30,10 @@ struct hstate {
     struct hami_usage unattributed;
     uint64_t eligible; /* devices the pod may use at all */
     int64_t pairs;
+    bool has_mig;                              /* the node has MIG-mode devices with profiles */
+    struct hami_mig_use mig[HAMI_MAX_DEVICES]; /* their instances in use (only when has_mig) */
+    char mig_reason[FIT_REASON_MAX];           /* the MIG choices made, for explain */
+    size_t mig_reason_len;
 };
 
 /* Devices left out before any capacity check, for explanations. */
@@ -70,6 +81,8 @@ static void release(struct hstate *st, const struct pod_entry *e)
         st->use[c->dev].tasks--;
         st->use[c->dev].memory_used -= c->memory_mib;
         st->use[c->dev].cores_used -= c->cores;
+        if (c->mig.tmpl >= 0 && st->has_mig)
+            hami_mig_remove(&st->mig[c->dev], c->mig);
     }
     st->unattributed.vgpus -= pc->unattributed.vgpus;
     st->unattributed.memory_mib -= pc->unattributed.memory_mib;
@@ -88,9 +101,10 @@ static bool type_ok_cached(const struct hami_pod *p, const struct hami_device *d
     return *last_ok;
 }
 
-/* Which devices the pod may use at all: healthy, not MIG (placing MIG
- * instances needs HAMi's geometry tables), of the pod's mode, type and
- * UUIDs. With counts non-NULL, also why the others are not. */
+/* Which devices the pod may use at all: healthy, not MIG mode without
+ * profiles (placing an instance needs the geometry HAMi v2.10 registers),
+ * of the pod's mode, type and UUIDs. With counts non-NULL, also why the
+ * others are not. */
 static uint64_t classify_devices(const struct hstate *st, struct excluded *counts)
 {
     const struct hami_pod *p = st->pod->hami;
@@ -106,7 +120,7 @@ static uint64_t classify_devices(const struct hstate *st, struct excluded *count
         const struct hami_device *dev = &st->h->devices[d];
         if (!dev->healthy)
             c.unhealthy++;
-        else if (dev->mode == HAMI_MODE_MIG)
+        else if (dev->mode == HAMI_MODE_MIG && !dev->mig)
             c.mig++;
         else if (dev->cordoned)
             c.cordoned++;
@@ -124,7 +138,23 @@ static uint64_t classify_devices(const struct hstate *st, struct excluded *count
     return eligible;
 }
 
-/* Capacity and use both come from st->use (the node's device table). */
+/* A MIG instance for a vGPU of `need` MiB on MIG-mode device d, next to
+ * the instances in use: 0 with *c, or -1 with c->reason. */
+static int mig_pick(const struct hstate *st, int d, int64_t need, int cores, struct mig_choice *c)
+{
+    struct mig_gpu g;
+    hami_mig_gpu(st->h->devices[d].mig, &st->mig[d], &g);
+    return mig_choose(&g, need, cores, HAMI_MIG_POLICY, c);
+}
+
+static bool is_mig(const struct hstate *st, int d)
+{
+    return st->has_mig && st->h->devices[d].mig != NULL;
+}
+
+/* Capacity and use both come from st->use (the node's device table); a
+ * MIG-mode device must also have a profile and placement free (HAMi checks
+ * those last). */
 static enum verdict check_device(const struct hstate *st, int d, const struct hami_request *r, int64_t *need)
 {
     const struct hami_gpu_state *u = &st->use[d];
@@ -141,6 +171,9 @@ static enum verdict check_device(const struct hstate *st, int d, const struct ha
         return V_EXCLUSIVE;
     if (u->cores > 0 && u->cores_used >= u->cores && r->cores == 0)
         return V_CORES_FULL;
+    struct mig_choice c;
+    if (is_mig(st, d) && mig_pick(st, d, *need, r->cores, &c) != 0)
+        return V_MIG;
     return V_OK;
 }
 
@@ -206,6 +239,12 @@ static void put_device_reason(struct strbuf *sb, const struct hstate *st, int d,
     case V_CORES_FULL:
         strbuf_printf(sb, "%s has no cores left, and a container reserving none may not join it", label);
         break;
+    case V_MIG: {
+        struct mig_choice c;
+        mig_pick(st, d, need, r->cores, &c);
+        strbuf_printf(sb, "%s (MIG mode): %s", label, c.reason);
+        break;
+    }
     default:
         strbuf_printf(sb, "%s has %" PRId64 " MiB and %d%% cores in all, container needs %" PRId64 " and %d", label,
                       dev->memory_mib, dev->cores, need, r->cores);
@@ -235,7 +274,7 @@ static void put_excluded(struct strbuf *sb, const struct hstate *st)
         int count;
         const char *what;
     } parts[] = {{c.unhealthy, "unhealthy"},
-                 {c.mig, "in MIG mode"},
+                 {c.mig, "in MIG mode without usable migProfiles"},
                  {c.cordoned, "cordoned by " HAMI_DEVICE_CORDON_ANNOTATION},
                  {c.other_mode, "of another mode than " HAMI_VGPU_MODE_ANNOTATION},
                  {c.other_type, "excluded by " HAMI_USE_TYPE_ANNOTATION "/nouse-gputype"},
@@ -364,12 +403,48 @@ static uint64_t with_topology(struct hstate *st, uint64_t candidates, uint64_t p
     return better ? from_topology(st, best) : pick;
 }
 
+/* The MIG instance for one vGPU of r on device d (check_device said it
+ * fits): recorded in use; the device is charged the profile's memory and
+ * cores, as HAMi's AddResourceUsage charges them. 0 with the choice in *c,
+ * or -1. */
+static int take_mig(struct hstate *st, int d, const struct hami_request *r, struct mig_choice *c)
+{
+    if (mig_pick(st, d, hami_request_memory(r, st->use[d].memory_mib), r->cores, c) != 0)
+        return -1;
+    const struct mig_template *t = &st->h->devices[d].mig->templates[c->template_index];
+    hami_mig_add(&st->mig[d],
+                 (struct hami_mig_inst){(int16_t)c->template_index, (int8_t)c->at.start, (int8_t)c->at.size});
+    st->use[d].tasks++;
+    st->use[d].memory_used += t->memory_mib;
+    st->use[d].cores_used += t->cores;
+    return 0;
+}
+
+/* The choice's reason, appended to the node's note for explain (cut at
+ * FIT_REASON_MAX). */
+static void note_mig(struct hstate *st, int ci, int d, const struct mig_choice *c)
+{
+    char label[64];
+    device_label(st, d, label, sizeof(label));
+    size_t room = sizeof(st->mig_reason) - st->mig_reason_len;
+    int n = snprintf(st->mig_reason + st->mig_reason_len, room, "%scontainer \"%s\" on %s: %s",
+                     st->mig_reason_len ? "; " : "", st->pod->containers[ci].name, label, c->reason);
+    st->mig_reason_len = n < 0               ? st->mig_reason_len
+                         : (size_t)n >= room ? sizeof(st->mig_reason) - 1
+                                             : st->mig_reason_len + (size_t)n;
+}
+
 static void take(struct hstate *st, int ci, uint64_t set)
 {
     const struct hami_request *r = &st->pod->containers[ci].hami;
     for (int d = 0; d < st->h->count; d++) {
         if (!(set >> d & 1))
             continue;
+        struct mig_choice c;
+        if (is_mig(st, d) && take_mig(st, d, r, &c) == 0) {
+            note_mig(st, ci, d, &c);
+            continue;
+        }
         st->use[d].tasks++;
         st->use[d].memory_used += hami_request_memory(r, st->use[d].memory_mib);
         st->use[d].cores_used += r->cores;
@@ -497,6 +572,11 @@ static void load(struct hstate *st, const struct pod_entry *const *excluded, siz
 {
     for (int d = 0; d < st->h->count; d++)
         st->use[d] = st->n->hami->gpus[d];
+    st->has_mig = st->n->hami->mig != NULL;
+    if (st->has_mig)
+        memcpy(st->mig, st->n->hami->mig, sizeof(st->mig[0]) * (size_t)st->h->count);
+    st->mig_reason[0] = '\0';
+    st->mig_reason_len = 0;
     st->unattributed = st->n->hami->unattributed;
     for (size_t i = 0; i < nexcluded; i++)
         release(st, excluded[i]);
@@ -529,5 +609,97 @@ bool hami_fit(const struct node_state *n, const struct pod_info *pod, const stru
         return false;
     out->policy = policy_score(&st, policy->node);
     out->pairs = st.pairs;
+    /* A fitting node's reason is empty, but for the MIG choices: explain
+     * shows where the instances go and what stays possible. */
+    if (st.mig_reason_len > 0) {
+        memcpy(fit->reason, st.mig_reason, st.mig_reason_len + 1);
+        fit->reason_len = st.mig_reason_len;
+    }
     return true;
+}
+
+/* ---- the decision's MIG instances ------------------------------------------------------ */
+
+/* The pod's own charge on n (an earlier decision), which its new fit does
+ * not count against it. */
+static const struct pod_entry *own_charge(const struct node_state *n, const struct pod_info *pod)
+{
+    for (const struct pod_entry *e = n->charged; e; e = e->node_next)
+        if (e->info && strcmp(e->info->key, pod->key) == 0)
+            return e;
+    return NULL;
+}
+
+/* HAMi lists the allocations as it walks its device list: init containers
+ * first, each container's vGPUs in order. */
+static int by_container_device(const void *a, const void *b)
+{
+    const struct mig_hami_allocation *x = a, *y = b;
+    if (x->container_index != y->container_index)
+        return x->container_index < y->container_index ? -1 : 1;
+    return (x->device_index > y->device_index) - (x->device_index < y->device_index);
+}
+
+int hami_fit_mig(const struct node_state *n, const struct pod_info *pod, const uint64_t *masks,
+                 struct hami_alloc *alloc, struct mig_hami_allocation **out, int *count, char **err)
+{
+    *out = NULL;
+    *count = 0;
+    *err = NULL;
+    const struct hami_node *h = n->spec ? n->spec->hami : NULL;
+    if (!h || !n->hami || !n->hami->mig || n->hami->count != h->count)
+        return 0;
+    struct hstate *st = calloc(1, sizeof(*st));
+    int total = 0;
+    for (int i = 0; i < pod->ncontainers; i++)
+        total += __builtin_popcountll(masks[i]);
+    struct mig_hami_allocation *a = total ? calloc((size_t)total, sizeof(*a)) : NULL;
+    if (!st || (total && !a)) {
+        free(st);
+        free(a);
+        return -1;
+    }
+    st->n = n;
+    st->h = h;
+    st->pod = pod;
+    const struct pod_entry *self = own_charge(n, pod);
+    load(st, &self, self ? 1 : 0);
+    int rc = 0, na = 0;
+    for (int i = 0; rc == 0 && i < pod->ncontainers; i++) {
+        int entry = pod_hami_entry(pod, i), k = 0;
+        const struct hami_request *r = &pod->containers[i].hami;
+        for (int d = 0; rc == 0 && d < h->count; d++) {
+            if (!(masks[i] >> d & 1))
+                continue;
+            struct mig_choice c;
+            struct hami_alloc_device *ad =
+                entry >= 0 && entry < alloc->ncontainers && k < alloc->containers[entry].count
+                    ? &alloc->containers[entry].devices[k]
+                    : NULL;
+            if (is_mig(st, d) && (!ad || take_mig(st, d, r, &c) != 0)) {
+                rc = strbuf_set_error(err, "container \"%s\": no MIG instance free on GPU %d any more",
+                                      pod->containers[i].name, h->devices[d].index);
+            } else if (is_mig(st, d)) {
+                const struct mig_template *t = &h->devices[d].mig->templates[c.template_index];
+                ad->memory_mib = t->memory_mib; /* HAMi writes the profile's memory and cores */
+                ad->cores = t->cores;
+                struct mig_hami_allocation *m = &a[na++];
+                m->container_index = entry;
+                m->device_index = k;
+                snprintf(m->gpu_uuid, sizeof(m->gpu_uuid), "%s", h->devices[d].uuid);
+                snprintf(m->profile, sizeof(m->profile), "%s", t->name);
+                m->placement = c.at;
+            }
+            k++;
+        }
+    }
+    free(st);
+    if (rc != 0 || na == 0) {
+        free(a);
+        return rc;
+    }
+    qsort(a, (size_t)na, sizeof(*a), by_container_device);
+    *out = a;
+    *count = na;
+    return 0;
 }

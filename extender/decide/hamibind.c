@@ -26,7 +26,16 @@ int hamibind_attach(const struct node_state *n, struct pod_info *decided, const 
             *err = strdup("out of memory");
         return -1;
     }
+    struct mig_hami_allocation *mig = NULL;
+    int nmig = 0;
+    if (hami_fit_mig(n, decided, hami_masks, &alloc, &mig, &nmig, err) != 0) {
+        hami_alloc_free(&alloc);
+        if (!*err)
+            *err = strdup("out of memory");
+        return -1;
+    }
     hami_pod_set_alloc(decided->hami, &alloc);
+    hami_pod_set_mig(decided->hami, &mig, nmig);
     return 0;
 }
 

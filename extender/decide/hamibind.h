@@ -5,7 +5,8 @@
  * beyond what it does for every family: the allocation of the fit carried
  * on the decided pod (so the cache's reservation charges exactly the chosen
  * devices, and the recorder writes hami.io/vgpu-devices-to-allocate and
- * -allocated, hami.io/vgpu-node and hami.io/vgpu-time), and a bind's steps
+ * -allocated, hami.io/vgpu-node and hami.io/vgpu-time), with the MIG
+ * instances of vGPUs on MIG-mode devices (hami.io/vgpu-mig-allocations), and a bind's steps
  * around the Binding, in HAMi's order: the node lock hami.io/mutex.lock,
  * then hami.io/bind-phase: allocating with hami.io/bind-time; on a failure
  * after the lock, bind-phase failed and the lock released when it is still

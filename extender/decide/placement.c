@@ -452,6 +452,8 @@ static int judge(struct judging *j, const struct node_state *n, struct verdict *
         v->score = (int16_t)fit->score; /* 0..FIT_SCORE_MAX */
         v->set_score = saturate_i32(fit->set_score);
         v->set_best = saturate_i32(fit->set_best);
+        if (fit->reason_len > 0) /* a fitting node's note: where HAMi MIG instances go (explain) */
+            set_reason(ev, v, fit->reason, fit->reason_len);
         return ev->skip_gpus ? 0 : record_gpus(ev, v, n, fit->masks);
     }
     if (quota) {

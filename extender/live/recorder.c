@@ -118,7 +118,7 @@ static cJSON *hami_labels(const struct pod_info *d, bool decided, bool *failed)
 static int null_hami_decision(cJSON *ann)
 {
     static const char *const keys[] = {HAMI_TO_ALLOCATE_ANNOTATION, HAMI_ALLOCATED_ANNOTATION, HAMI_NODE_ANNOTATION,
-                                       HAMI_TIME_ANNOTATION};
+                                       HAMI_TIME_ANNOTATION, MIG_HAMI_ALLOCATIONS_ANNOTATION};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
         if (!cJSON_AddNullToObject(ann, keys[i]))
             return -1;
@@ -136,7 +136,7 @@ static int hami_part(cJSON *ann, const struct pod_info *d)
     char *allocation = hami_alloc_encode(&d->hami->alloc);
     int rc = allocation ? hami_decision_annotations(ann, d->decision.node, d->decision.time_ns, allocation) : -1;
     free(allocation);
-    return rc;
+    return rc == 0 ? hami_decision_mig_annotation(ann, d->hami) : rc;
 }
 
 static int null_key(cJSON *ann, const char *prefix, int i)

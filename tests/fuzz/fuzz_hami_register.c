@@ -5,6 +5,7 @@
  * count has a split of 0: Go's zero value, a device of no tasks). */
 #include "fuzz_common.h"
 #include "cluster/hami_node.h"
+#include "cluster/mig_place.h"
 
 #include <cjson/cJSON.h>
 
@@ -15,6 +16,14 @@ static void check_devices(const struct hami_device *d, int count)
     for (int i = 0; i < count; i++)
         if (!d[i].uuid || !d[i].type || !d[i].type_upper || d[i].split < 0 || d[i].split > HAMI_MAX_SPLIT || d[i].memory_mib < 1 ||
             d[i].cores < 0 || d[i].numa < -1 || d[i].index < 0)
+            abort();
+    /* A MIG-mode device keeps profiles only when they are a valid geometry
+     * (HAMi v2.10 migProfiles), else the reason. */
+    char why[128];
+    for (int i = 0; i < count; i++)
+        if ((d[i].mig && (d[i].mode != HAMI_MODE_MIG || d[i].mig_error || d[i].mig->ntemplates < 1 ||
+                          mig_gpu_check(d[i].mig, why, sizeof(why)) != 0)) ||
+            (d[i].mig_error && d[i].mig))
             abort();
 }
 

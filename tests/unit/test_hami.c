@@ -827,10 +827,11 @@ static void test_fit_unhealthy_mig_never_used(void **state)
     assert_int_equal(expect_fit(c, "u", vgpu_pod("", "{'nvidia.com/gpu':1}"), POLICY_SPREAD), 0x4);
     expect_misfit(c, "u", vgpu_pod("", "{'nvidia.com/gpu':2}"), true,
                   "container \"main\" needs 2 vGPUs on different GPUs, each with 100% of the GPU's memory and 0% "
-                  "cores; only 1 GPU can take one (not considered: 1 unhealthy, 1 in MIG mode)");
+                  "cores; only 1 GPU can take one (not considered: 1 unhealthy, 1 in MIG mode without usable migProfiles)");
     expect_misfit(c, "u", vgpu_pod("'nvidia.com/vgpu-mode':'hami-core'", "{'nvidia.com/gpu':1}"), true,
                   "container \"main\" needs 100% of the GPU's memory and 0% cores on one GPU: no GPU of this node may "
-                  "be used (not considered: 1 unhealthy, 1 in MIG mode, 1 of another mode than nvidia.com/vgpu-mode)");
+                  "be used (not considered: 1 unhealthy, 1 in MIG mode without usable migProfiles, 1 of another mode "
+                  "than nvidia.com/vgpu-mode)");
 }
 
 /* HAMi v2.10's hami.io/device-cordon: listed devices (trimmed, empty

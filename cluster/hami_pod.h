@@ -154,6 +154,7 @@ struct hami_pod {
     struct hami_list use_uuids, nouse_uuids;     /* nvidia.com/[no]use-gpuuuid */
     char *vgpu_mode;                             /* nvidia.com/vgpu-mode, or NULL */
     enum hami_pack gpu_policy, node_policy;      /* the hami.io/...-scheduler-policy annotations */
+    bool topology_aware; /* hami.io/gpu-scheduler-policy is exactly "topology-aware" (cluster/hami_topology.h) */
     int weight_slot, weight_core, weight_memory; /* hami.io/device-scoring-weights (default 1 each) */
     bool filters;                                /* any of the lists or vgpu_mode is set */
     bool has_alloc;                              /* alloc holds a readable allocation annotation */
@@ -186,8 +187,8 @@ bool hami_pod_type_ok(const struct hami_pod *p, const struct hami_device *d);
 bool hami_pod_uuid_ok(const struct hami_pod *p, const struct hami_device *d);
 bool hami_pod_mode_ok(const struct hami_pod *p, const struct hami_device *d);
 
-/* "binpack", "spread" (and HAMi's "topology-aware", read as the default:
- * topology is always scored where the node has an annotation). 0, or -1. */
+/* "binpack", "spread" (and HAMi's "topology-aware", read as the default
+ * order; hami_pod.topology_aware says it was asked). 0, or -1. */
 int hami_pack_parse(const char *text, enum hami_pack *out);
 
 #endif

@@ -1,6 +1,5 @@
 /* hami_node.c - HAMi registration and handshake. See hami_node.h. */
 #include "cluster/hami_node.h"
-#include "cluster/hami_topology.h"
 #include "lib/clock.h"
 #include "lib/log.h"
 #include "lib/strbuf.h"
@@ -504,7 +503,6 @@ void hami_node_free(struct hami_node *h)
     hami_devices_free(h->devices, h->count);
     free(h->error);
     free(h->handshake_value);
-    hami_pair_scores_free(h->pair_scores);
     free(h);
 }
 

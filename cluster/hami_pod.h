@@ -154,13 +154,14 @@ struct hami_pod {
     struct hami_list use_uuids, nouse_uuids;     /* nvidia.com/[no]use-gpuuuid */
     char *vgpu_mode;                             /* nvidia.com/vgpu-mode, or NULL */
     enum hami_pack gpu_policy, node_policy;      /* the hami.io/...-scheduler-policy annotations */
-    bool topology_aware; /* hami.io/gpu-scheduler-policy is exactly "topology-aware" (cluster/hami_topology.h) */
     int weight_slot, weight_core, weight_memory; /* hami.io/device-scoring-weights (default 1 each) */
     bool filters;                                /* any of the lists or vgpu_mode is set */
     bool has_alloc;                              /* alloc holds a readable allocation annotation */
     bool alloc_done;                             /* ...read from -allocated (else -to-allocate) */
     struct hami_alloc alloc;
     char *alloc_error; /* why a present allocation annotation was unreadable, or NULL */
+    /* hami.io/gpu-scheduler-policy is exactly "topology-aware" (cluster/hami_topology.h) */
+    bool topology_aware;
 };
 
 /* Read the pod's HAMi annotations (annotations may be NULL). 0 with *out

@@ -3,8 +3,8 @@
 #include "lib/log.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -34,7 +34,7 @@
 #define HAMI_SCORE_ANNOTATION "hami.io/node-nvidia-score"
 /* 64 GPUs x 63 pairs x ~60 bytes is ~240 kB; anything much larger is not a plugin's. */
 #define HAMI_SCORE_MAX_BYTES (512 * 1024)
-#define HAMI_SCORE_MAX_ENTRIES 1024      /* array entries, and members of one "score" object */
+#define HAMI_SCORE_MAX_ENTRIES 1024       /* array entries, and members of one "score" object */
 #define HAMI_SCORE_MAX_VALUE 1000000000LL /* |score|; the plugin writes at most 1800 per pair */
 /* Combinations HAMi's exhaustive search may try per container before the
  * policy's own pick is taken instead (C(16,8) = 12870 fits; C(64,32) not). */

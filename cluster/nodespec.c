@@ -400,6 +400,8 @@ void node_spec_free(struct node_spec *s)
     free(s->pool);
     free(s->labels);
     free(s->mig);
+    if (s->hami) /* attached by hami_topology_read, so freed here (hami_node.c does not know it) */
+        hami_pair_scores_free(s->hami->pair_scores);
     hami_node_free(s->hami);
     free(s);
 }

@@ -37,8 +37,8 @@
 #define HAMI_SCORE_MAX_ENTRIES 1024       /* array entries, and members of one "score" object */
 #define HAMI_SCORE_MAX_VALUE 1000000000LL /* |score|; the plugin writes at most 1800 per pair */
 /* Combinations HAMi's exhaustive search may try per container before the
- * policy's own pick is taken instead (C(16,8) = 12870 fits; C(64,32) not). */
-#define HAMI_TOPOLOGY_MAX_COMBINATIONS 200000
+ * policy's own pick is taken instead (C(16,8) = 12870 fits, C(20,8) = 125970 not). */
+#define HAMI_TOPOLOGY_MAX_COMBINATIONS 20000
 
 struct hami_pair_scores {
     int count;      /* the node's HAMi devices */

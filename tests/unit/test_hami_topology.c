@@ -292,6 +292,8 @@ static void test_choose_bound(void **state)
     for (int i = 0; i < 64; i++)
         order[i] = 63 - i;
     assert_int_equal(hami_topology_choose(s, order, 64, 32), 0);
+    assert_int_equal(hami_topology_choose(s, order, 20, 8), 0);              /* C(20,8) = 125970 */
+    assert_int_equal(__builtin_popcountll(hami_topology_choose(s, order, 16, 8)), 8); /* C(16,8) = 12870 */
     assert_int_equal(hami_topology_choose(s, order, 64, 63), ~1ULL); /* C(64,63) = 64: searched, first wins */
     assert_int_equal(hami_topology_choose(s, order, 64, 64), ~0ULL); /* the one combination */
     assert_int_equal(hami_topology_choose(s, order, 17, 2), 3ULL << 62);

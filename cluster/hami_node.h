@@ -103,6 +103,8 @@ struct hami_device {
     double inv_split, inv_memory, inv_cores;
 };
 
+struct hami_pair_scores; /* cluster/hami_topology.h */
+
 /* What the filter reads of every HAMi node comes first (one cache line). */
 struct hami_node {
     int count;       /* 0 when error is set */
@@ -113,6 +115,10 @@ struct hami_node {
     struct hami_device *devices;
     int64_t handshake_ns;  /* time of a Requesting_/Deleted_ value (Unix ns), 0 if unreadable */
     char *handshake_value; /* the value read (for reasons and /inspect), or NULL */
+    /* hami.io/node-nvidia-score on the devices, NULL when absent or
+     * unreadable: attached by hami_topology_read and freed by nodespec.c
+     * (cluster/hami_topology.h), never by hami_node_free */
+    struct hami_pair_scores *pair_scores;
 };
 
 /* The HAMi part of a Node: *out stays NULL when the annotations (may be

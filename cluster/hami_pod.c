@@ -624,6 +624,9 @@ int hami_pod_from_annotations(const cJSON *ann, struct hami_pod **out, char **re
         hami_pod_free(p);
         return -1;
     }
+    /* HAMi's Fit compares the whole value: a chain naming topology-aware is not it */
+    const cJSON *gp = cJSON_GetObjectItemCaseSensitive(ann, HAMI_GPU_POLICY_ANNOTATION);
+    p->topology_aware = cJSON_IsString(gp) && strcmp(gp->valuestring, "topology-aware") == 0;
     p->filters =
         p->use_types.count || p->nouse_types.count || p->use_uuids.count || p->nouse_uuids.count || p->vgpu_mode;
     *out = p;
@@ -659,6 +662,7 @@ struct hami_pod *hami_pod_clone(const struct hami_pod *src)
     if (!p)
         return NULL;
     p->gpu_policy = src->gpu_policy;
+    p->topology_aware = src->topology_aware;
     p->node_policy = src->node_policy;
     p->weight_slot = src->weight_slot;
     p->weight_core = src->weight_core;

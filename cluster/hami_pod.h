@@ -167,6 +167,8 @@ struct hami_pod {
     struct mig_hami_allocation *mig;
     int nmig;
     char *mig_error;
+    /* hami.io/gpu-scheduler-policy is exactly "topology-aware" (cluster/hami_topology.h) */
+    bool topology_aware;
 };
 
 /* Read the pod's HAMi annotations (annotations may be NULL). 0 with *out
@@ -196,8 +198,8 @@ bool hami_pod_type_ok(const struct hami_pod *p, const struct hami_device *d);
 bool hami_pod_uuid_ok(const struct hami_pod *p, const struct hami_device *d);
 bool hami_pod_mode_ok(const struct hami_pod *p, const struct hami_device *d);
 
-/* "binpack", "spread" (and HAMi's "topology-aware", read as the default:
- * topology is always scored where the node has an annotation). 0, or -1. */
+/* "binpack", "spread" (and HAMi's "topology-aware", read as the default
+ * order; hami_pod.topology_aware says it was asked). 0, or -1. */
 int hami_pack_parse(const char *text, enum hami_pack *out);
 
 #endif

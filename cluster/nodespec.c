@@ -1,5 +1,6 @@
 /* nodespec.c - Node object -> node_spec. See nodespec.h. */
 #include "cluster/nodespec.h"
+#include "cluster/hami_topology.h"
 #include "cluster/podspec.h"
 #include "lib/log.h"
 #include "lib/quantity.h"
@@ -358,6 +359,7 @@ struct node_spec *node_spec_from_json(const cJSON *obj, char **err)
         goto oom;
     if (hami_node_from_annotations(cJSON_GetObjectItemCaseSensitive(meta, "annotations"),
                                    offer_named(s, RES_NVIDIA_GPU), s->name, &s->hami) != 0 ||
+        hami_topology_read(cJSON_GetObjectItemCaseSensitive(meta, "annotations"), s->hami, s->name) != 0 ||
         hami_model(s) != 0)
         goto oom;
     for (size_t f = 0; f < gpu_family_count(); f++)
@@ -398,6 +400,8 @@ void node_spec_free(struct node_spec *s)
     free(s->pool);
     free(s->labels);
     free(s->mig);
+    if (s->hami) /* attached by hami_topology_read, so freed here (hami_node.c does not know it) */
+        hami_pair_scores_free(s->hami->pair_scores);
     hami_node_free(s->hami);
     free(s);
 }

@@ -1,6 +1,7 @@
 /* hami_fit.c - HAMi vGPUs on one node. See hami_fit.h. */
 #include "extender/decide/hami_fit.h"
 #include "cluster/hami_occupancy.h"
+#include "cluster/hami_topology.h"
 #include "cluster/mig_hami.h"
 #include "cluster/podparts.h"
 #include "lib/clock.h"
@@ -29,6 +30,8 @@ struct hstate {
     struct hami_gpu_state use[HAMI_MAX_DEVICES];
     struct hami_usage unattributed;
     uint64_t eligible; /* devices the pod may use at all */
+    /* the node's hami.io/node-nvidia-score when the pod asks topology-aware, else NULL */
+    const struct hami_pair_scores *pair_scores;
     int64_t pairs;
     bool has_mig;                              /* the node has MIG-mode devices with profiles */
     struct hami_mig_use mig[HAMI_MAX_DEVICES]; /* their instances in use (only when has_mig) */
@@ -483,7 +486,7 @@ static bool place(struct hstate *st, int ci)
     if (r->nums > st->h->count)
         return fail(st, true, "container \"%s\" needs %d vGPUs on different GPUs; the node has %d HAMi GPU%s",
                     st->pod->containers[ci].name, r->nums, st->h->count, st->h->count == 1 ? "" : "s");
-    if (r->nums == 1)
+    if (r->nums == 1 && !st->pair_scores)
         return place_one(st, ci);
     int cand[HAMI_MAX_DEVICES], nc = 0;
     double score[HAMI_MAX_DEVICES];
@@ -503,6 +506,11 @@ static bool place(struct hstate *st, int ci)
     uint64_t pick = 0;
     for (int i = 0; i < r->nums; i++)
         pick |= 1ULL << cand[i];
+    if (st->pair_scores) { /* HAMi's topology-aware pick; its policy's first ones past the search bound */
+        uint64_t chosen = hami_topology_choose(st->pair_scores, cand, nc, r->nums);
+        take(st, ci, chosen ? chosen : pick);
+        return true;
+    }
     take(st, ci, with_topology(st, candidates, pick, r->nums));
     return true;
 }
@@ -593,6 +601,9 @@ bool hami_fit(const struct node_state *n, const struct pod_info *pod, const stru
     st.pairs = 0;
     enum hami_pack gp = pod->hami->gpu_policy;
     st.spread = gp == HAMI_PACK_SPREAD || (gp == HAMI_PACK_DEFAULT && policy->hami_gpu == POLICY_SPREAD);
+    /* HAMi sorts by any policy other than binpack as by spread */
+    st.pair_scores = pod->hami->topology_aware ? st.h->pair_scores : NULL;
+    st.spread |= st.pair_scores != NULL;
     char why[FIT_REASON_MAX];
     /* Only a pending handshake request depends on the time. */
     int64_t now = st.h->handshake == HAMI_HS_REQUESTING ? clock_realtime_ns() : 0;

@@ -17,7 +17,9 @@
  * exclude. GPUs are tried in the order of the pod's
  * hami.io/gpu-scheduler-policy, else --hami-gpu-policy; a container of
  * several vGPUs takes the best-connected set where the node has a topology
- * annotation (the policy's own pick when it is as good). Use of the pod
+ * annotation (the policy's own pick when it is as good). A pod asking
+ * exactly topology-aware, on a node with hami.io/node-nvidia-score, takes
+ * HAMi's pick from those pair scores instead (cluster/hami_topology.h). Use of the pod
  * itself (and of preemption victims) is not counted against it. Every
  * failure names the GPU, its UUID and the numbers.
  *

@@ -22,9 +22,7 @@ static void printable(char *s)
             *s = '?';
 }
 
-static int fail(char *why, size_t why_size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int fail(char *why, size_t why_size, const char *fmt, ...)
+int mig_fail(char *why, size_t why_size, const char *fmt, ...)
 {
     if (why && why_size) {
         va_list ap;
@@ -74,26 +72,26 @@ static int parse_attrs(const char *s, const char *end, bool dots, struct mig_pro
             s++;
         size_t n = (size_t)(s - a);
         if (n == 0)
-            return fail(why, why_size, "an empty attribute");
+            return mig_fail(why, why_size, "an empty attribute");
         if (n > MIG_MAX_ATTR_LEN)
-            return fail(why, why_size, "an attribute longer than %d characters", MIG_MAX_ATTR_LEN);
+            return mig_fail(why, why_size, "an attribute longer than %d characters", MIG_MAX_ATTR_LEN);
         if (!((a[0] >= 'a' && a[0] <= 'z') || (a[0] >= 'A' && a[0] <= 'Z')))
-            return fail(why, why_size, "an attribute must begin with a letter");
+            return mig_fail(why, why_size, "an attribute must begin with a letter");
         for (size_t i = 0; i < n; i++)
             if (!is_alnum(a[i]))
-                return fail(why, why_size, "an attribute of other characters than letters and digits");
+                return mig_fail(why, why_size, "an attribute of other characters than letters and digits");
         if (out->nattrs == MIG_MAX_ATTRS)
-            return fail(why, why_size, "more than %d attributes", MIG_MAX_ATTRS);
+            return mig_fail(why, why_size, "more than %d attributes", MIG_MAX_ATTRS);
         for (int i = 0; i < out->nattrs; i++)
             if (strlen(names[i]) == n && memcmp(names[i], a, n) == 0)
-                return fail(why, why_size, "attribute \"%.*s\" given twice", (int)n, a);
+                return mig_fail(why, why_size, "attribute \"%.*s\" given twice", (int)n, a);
         memcpy(names[out->nattrs], a, n);
         names[out->nattrs][n] = '\0';
         if (n == 2 && memcmp(a, "me", 2) == 0)
             out->attrs |= MIG_ATTR_ME;
         int w = snprintf(attr_text + used, attr_size - used, "%s%.*s", out->nattrs ? "," : "", (int)n, a);
         if (w < 0 || (size_t)w >= attr_size - used)
-            return fail(why, why_size, "attributes too long");
+            return mig_fail(why, why_size, "attributes too long");
         used += (size_t)w;
         out->nattrs++;
         if (s == end)
@@ -108,43 +106,44 @@ static int parse_profile(const char *text, size_t len, bool resource_form, struc
 {
     memset(out, 0, sizeof(*out));
     if (!text || len == 0)
-        return fail(why, why_size, "an empty MIG profile");
+        return mig_fail(why, why_size, "an empty MIG profile");
     if (len >= MIG_NAME_MAX)
-        return fail(why, why_size, "a MIG profile longer than %d characters", MIG_NAME_MAX - 1);
+        return mig_fail(why, why_size, "a MIG profile longer than %d characters", MIG_NAME_MAX - 1);
     const char *p = text, *end = text + len;
     int first = 0, g = 0, gb = 0, c = 0;
     bool has_c = false;
     if (read_number(&p, end, &first) != 0)
-        return fail(why, why_size, "\"%.*s\" does not begin with a slice count", (int)len, text);
+        return mig_fail(why, why_size, "\"%.*s\" does not begin with a slice count", (int)len, text);
     if (p < end && *p == 'c') {
         c = first;
         has_c = true;
         p++;
         if (p >= end || *p != '.')
-            return fail(why, why_size, "\"%.*s\": \"<c>c\" must be followed by \".<g>g\"", (int)len, text);
+            return mig_fail(why, why_size, "\"%.*s\": \"<c>c\" must be followed by \".<g>g\"", (int)len, text);
         p++;
         if (read_number(&p, end, &g) != 0 || p >= end || *p != 'g')
-            return fail(why, why_size, "\"%.*s\": no \"<g>g\" after \"%dc.\"", (int)len, text, c);
+            return mig_fail(why, why_size, "\"%.*s\": no \"<g>g\" after \"%dc.\"", (int)len, text, c);
     } else if (p < end && *p == 'g') {
         g = first;
     } else {
-        return fail(why, why_size, "\"%.*s\" is not \"[<c>c.]<g>g.<gb>gb\"", (int)len, text);
+        return mig_fail(why, why_size, "\"%.*s\" is not \"[<c>c.]<g>g.<gb>gb\"", (int)len, text);
     }
     p++; /* the 'g' */
     if (p >= end || *p != '.')
-        return fail(why, why_size, "\"%.*s\": \"<g>g\" must be followed by \".<gb>gb\"", (int)len, text);
+        return mig_fail(why, why_size, "\"%.*s\": \"<g>g\" must be followed by \".<gb>gb\"", (int)len, text);
     p++;
     if (read_number(&p, end, &gb) != 0 || end - p < 2 || p[0] != 'g' || p[1] != 'b')
-        return fail(why, why_size, "\"%.*s\": no memory \"<gb>gb\" after the slices", (int)len, text);
+        return mig_fail(why, why_size, "\"%.*s\": no memory \"<gb>gb\" after the slices", (int)len, text);
     p += 2;
     if (g < 1 || g > MIG_MAX_SLICES)
-        return fail(why, why_size, "\"%.*s\": %d GPU-instance slices, not in 1..%d", (int)len, text, g, MIG_MAX_SLICES);
+        return mig_fail(why, why_size, "\"%.*s\": %d GPU-instance slices, not in 1..%d", (int)len, text, g,
+                        MIG_MAX_SLICES);
     if (!has_c)
         c = g;
     else if (c < 1 || c > g)
-        return fail(why, why_size, "\"%.*s\": %d compute slices, not in 1..%d", (int)len, text, c, g);
+        return mig_fail(why, why_size, "\"%.*s\": %d compute slices, not in 1..%d", (int)len, text, c, g);
     if (gb < 1 || gb > MIG_MAX_MEMORY_GB)
-        return fail(why, why_size, "\"%.*s\": %d GB, not in 1..%d", (int)len, text, gb, MIG_MAX_MEMORY_GB);
+        return mig_fail(why, why_size, "\"%.*s\": %d GB, not in 1..%d", (int)len, text, gb, MIG_MAX_MEMORY_GB);
     out->compute = c;
     out->slices = g;
     out->memory_gb = gb;
@@ -152,7 +151,8 @@ static int parse_profile(const char *text, size_t len, bool resource_form, struc
     if (p < end) {
         bool dots = resource_form && *p == '.';
         if (*p != '+' && !dots)
-            return fail(why, why_size, "\"%.*s\": unexpected \"%.*s\" after \"gb\"", (int)len, text, (int)(end - p), p);
+            return mig_fail(why, why_size, "\"%.*s\": unexpected \"%.*s\" after \"gb\"", (int)len, text, (int)(end - p),
+                            p);
         if (parse_attrs(p + 1, end, dots, out, attrs, sizeof(attrs), why, why_size) != 0)
             return -1;
     }
@@ -160,7 +160,7 @@ static int parse_profile(const char *text, size_t len, bool resource_form, struc
                    : snprintf(out->canonical, sizeof(out->canonical), "%dc.%dg.%dgb%s%s", c, g, gb, *attrs ? "+" : "",
                               attrs);
     if (n < 0 || (size_t)n >= sizeof(out->canonical))
-        return fail(why, why_size, "a MIG profile longer than %d characters", MIG_NAME_MAX - 1);
+        return mig_fail(why, why_size, "a MIG profile longer than %d characters", MIG_NAME_MAX - 1);
     memcpy(out->resource, out->canonical, sizeof(out->resource));
     for (char *q = out->resource; *q; q++)
         if (*q == '+')
@@ -511,13 +511,13 @@ int mig_request_add(struct mig_request *req, const char *name, const char *quant
     struct mig_profile_name profile;
     char reason[MIG_REASON_MAX];
     if (mig_profile_parse_resource(name + plen, strlen(name + plen), &profile, reason, sizeof(reason)) != 0)
-        return fail(why, why_size, "%s: %s", name, reason);
+        return mig_fail(why, why_size, "%s: %s", name, reason);
     int64_t n = 0;
     qty_status st = quantity ? quantity_parse_int(quantity, strlen(quantity), &n) : QTY_ERR_SYNTAX;
     if (st != QTY_OK)
-        return fail(why, why_size, "%s: %s", name, quantity_status_text(st));
+        return mig_fail(why, why_size, "%s: %s", name, quantity_status_text(st));
     if (n > MIG_MAX_REQUEST)
-        return fail(why, why_size, "%s: %lld instances, more than %d", name, (long long)n, MIG_MAX_REQUEST);
+        return mig_fail(why, why_size, "%s: %lld instances, more than %d", name, (long long)n, MIG_MAX_REQUEST);
     for (int i = 0; i < req->n; i++)
         if (strcmp(req->items[i].profile.canonical, profile.canonical) == 0) {
             if (n == 0) {
@@ -530,7 +530,7 @@ int mig_request_add(struct mig_request *req, const char *name, const char *quant
     if (n == 0)
         return 1;
     if (req->n == MIG_MAX_REQ_PROFILES)
-        return fail(why, why_size, "%s: more than %d MIG profiles in one container", name, MIG_MAX_REQ_PROFILES);
+        return mig_fail(why, why_size, "%s: more than %d MIG profiles in one container", name, MIG_MAX_REQ_PROFILES);
     req->items[req->n].profile = profile;
     req->items[req->n].count = n;
     req->n++;

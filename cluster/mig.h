@@ -71,6 +71,10 @@ int mig_profile_parse(const char *text, size_t len, struct mig_profile_name *out
  * Attributes may follow "gb" after '.', or after '+' as in a profile name. */
 int mig_profile_parse_resource(const char *text, size_t len, struct mig_profile_name *out, char *why, size_t why_size);
 
+/* Write a reason into why (at most why_size bytes; none when why is NULL),
+ * non-printable bytes made '?' (a reason may quote untrusted text); -1. */
+int mig_fail(char *why, size_t why_size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* ---- a node under NVIDIA's device plugin and GFD ----------------------------- */
 
 enum mig_strategy {

@@ -8,19 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static int fail(char *why, size_t why_size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int fail(char *why, size_t why_size, const char *fmt, ...)
-{
-    if (why && why_size) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, why_size, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 static uint32_t mask_of(struct mig_placement p)
 {
     if (p.size <= 0 || p.start < 0 || p.start + p.size > MIG_MAX_SLOTS)
@@ -54,28 +41,28 @@ static uint32_t span_slots(const struct mig_gpu *gpu)
 int mig_gpu_check(const struct mig_gpu *gpu, char *why, size_t why_size)
 {
     if (gpu->ntemplates < 0 || gpu->ntemplates > MIG_MAX_TEMPLATES || gpu->ninuse < 0 || gpu->ninuse > MIG_MAX_INUSE)
-        return fail(why, why_size, "template or instance count out of range");
+        return mig_fail(why, why_size, "template or instance count out of range");
     for (int t = 0; t < gpu->ntemplates; t++) {
         const struct mig_template *tp = &gpu->templates[t];
         if (tp->nplacements < 0 || tp->nplacements > MIG_MAX_PLACEMENTS)
-            return fail(why, why_size, "profile %s: placement count out of range", tp->name);
+            return mig_fail(why, why_size, "profile %s: placement count out of range", tp->name);
         for (int k = 0; k < tp->nplacements; k++)
             if (!placement_valid(tp->placements[k]))
-                return fail(why, why_size, "profile %s: placement %d+%d is not inside slots 0..%d", tp->name,
-                            tp->placements[k].start, tp->placements[k].size, MIG_MAX_SLOTS - 1);
+                return mig_fail(why, why_size, "profile %s: placement %d+%d is not inside slots 0..%d", tp->name,
+                                tp->placements[k].start, tp->placements[k].size, MIG_MAX_SLOTS - 1);
         for (int u = 0; u < t; u++)
             if (strcmp(gpu->templates[u].name, tp->name) == 0)
-                return fail(why, why_size, "profile %s is listed twice", tp->name);
+                return mig_fail(why, why_size, "profile %s is listed twice", tp->name);
     }
     uint32_t used = 0;
     for (int i = 0; i < gpu->ninuse; i++) {
         struct mig_placement p = gpu->inuse[i].at;
         if (!placement_valid(p))
-            return fail(why, why_size, "instance %s at %d+%d is not inside slots 0..%d", gpu->inuse[i].profile, p.start,
-                        p.size, MIG_MAX_SLOTS - 1);
+            return mig_fail(why, why_size, "instance %s at %d+%d is not inside slots 0..%d", gpu->inuse[i].profile,
+                            p.start, p.size, MIG_MAX_SLOTS - 1);
         if (used & mask_of(p))
-            return fail(why, why_size, "instance %s at %d+%d overlaps another instance", gpu->inuse[i].profile, p.start,
-                        p.size);
+            return mig_fail(why, why_size, "instance %s at %d+%d overlaps another instance", gpu->inuse[i].profile,
+                            p.start, p.size);
         used |= mask_of(p);
     }
     return 0;
@@ -84,11 +71,12 @@ int mig_gpu_check(const struct mig_gpu *gpu, char *why, size_t why_size)
 int mig_gpu_add_inuse(struct mig_gpu *gpu, const char *profile, struct mig_placement at, char *why, size_t why_size)
 {
     if (!placement_valid(at))
-        return fail(why, why_size, "placement %d+%d is not inside slots 0..%d", at.start, at.size, MIG_MAX_SLOTS - 1);
+        return mig_fail(why, why_size, "placement %d+%d is not inside slots 0..%d", at.start, at.size,
+                        MIG_MAX_SLOTS - 1);
     if (mig_gpu_used_slots(gpu) & mask_of(at))
-        return fail(why, why_size, "placement %d+%d overlaps an instance in use", at.start, at.size);
+        return mig_fail(why, why_size, "placement %d+%d overlaps an instance in use", at.start, at.size);
     if (gpu->ninuse >= MIG_MAX_INUSE)
-        return fail(why, why_size, "more than %d MIG instances on one GPU", MIG_MAX_INUSE);
+        return mig_fail(why, why_size, "more than %d MIG instances on one GPU", MIG_MAX_INUSE);
     struct mig_instance *in = &gpu->inuse[gpu->ninuse++];
     snprintf(in->profile, sizeof(in->profile), "%s", profile ? profile : "");
     in->at = at;

@@ -720,6 +720,23 @@ def node(name, resources, topo=None, labels=None):
             "status": {"capacity": dict(cap), "allocatable": dict(cap)}}
 
 
+def mig_node(suite, name, gpus=None, allocatable=None):
+    """A node as NVIDIA's device plugin (mixed strategy) and GFD write it
+    (tests/fixtures/mig/node-a100-mixed.json), named name; gpus: that many
+    whole GPUs (nvidia.com/gpu) besides the MIG instances; allocatable:
+    {profile: count} overriding the instances it offers."""
+    with open(suite.path("tests", "fixtures", "mig", "node-a100-mixed.json")) as f:
+        n = json.load(f)
+    n["metadata"]["name"] = name
+    n["metadata"]["labels"]["kubernetes.io/hostname"] = name
+    for part in ("capacity", "allocatable"):
+        if gpus is not None:
+            n["status"][part]["nvidia.com/gpu"] = str(gpus)
+    for profile, count in (allocatable or {}).items():
+        n["status"]["allocatable"]["nvidia.com/mig-" + profile] = str(count)
+    return n
+
+
 def write_state(suite, objects, name="state.json"):
     d = suite.tempdir("state")
     path = os.path.join(d, name)

@@ -112,16 +112,6 @@ def top_filters_and_data_output(s):
                    "-o yaml reads back as the same data")
 
 
-def mig_node(name, gpus=0):
-    """A node as NVIDIA's device plugin (mixed strategy) and GFD write it;
-    gpus > 0: that many whole GPUs besides the MIG instances."""
-    with open(suite.path("tests", "fixtures", "mig", "node-a100-mixed.json")) as f:
-        n = json.load(f)
-    n["metadata"]["name"] = name
-    n["metadata"]["labels"]["kubernetes.io/hostname"] = name
-    for part in ("capacity", "allocatable"):
-        n["status"][part]["nvidia.com/gpu"] = str(gpus)
-    return n
 
 
 def mig_objects():
@@ -129,7 +119,8 @@ def mig_objects():
     bound pod, and a node with 4 whole GPUs beside its MIG instances."""
     held = e2e.pod("mig-job", {"nvidia.com/mig-3g.20gb": "1"}, namespace="team-a", node="dgx-a100-mixed",
                    phase="Running")
-    return demo_objects() + [mig_node("dgx-a100-mixed"), mig_node("dgx-a100-half", gpus=4), held]
+    return demo_objects() + [e2e.mig_node(suite, "dgx-a100-mixed", gpus=0),
+            e2e.mig_node(suite, "dgx-a100-half", gpus=4), held]
 
 
 @suite.test
@@ -174,7 +165,7 @@ def top_shows_mig_instances(s):
 def mig_text_is_escaped(s):
     """A MIG node's name and product label come from the cluster: no raw
     control character reaches the terminal from the MIG table."""
-    odd = mig_node("mig\x1b[31mred\x7f")
+    odd = e2e.mig_node(suite, "mig\x1b[31mred\x7f", gpus=0)
     odd["metadata"]["labels"]["nvidia.com/gpu.product"] = "A100" + CONTROL
     state = e2e.write_state(s, [odd])
     with e2e.Server(s, state) as srv:

@@ -21,14 +21,8 @@ suite = g.Suite("test_mig")
 MIG_NODE = "dgx-a100-mixed"
 
 
-def mig_node(name=MIG_NODE, **allocatable):
-    with open(suite.path("tests", "fixtures", "mig", "node-a100-mixed.json")) as f:
-        n = json.load(f)
-    n["metadata"]["name"] = name
-    n["metadata"]["labels"]["kubernetes.io/hostname"] = name
-    for k, v in allocatable.items():
-        n["status"]["allocatable"]["nvidia.com/mig-" + k.replace("_", ".")] = str(v)
-    return n
+def mig_node(**allocatable):
+    return g.mig_node(suite, MIG_NODE, allocatable={k.replace("_", "."): v for k, v in allocatable.items()})
 
 
 def mig(profile, count=1):

@@ -129,16 +129,6 @@ def demo_state_in_chromium(s):
         s.check(os.path.getsize(shot) > 10000, "the screenshot has content", os.path.getsize(shot))
 
 
-def mig_node(name, gpus=0):
-    """A node as NVIDIA's device plugin (mixed strategy) and GFD write it;
-    gpus > 0: that many whole GPUs besides the MIG instances."""
-    with open(suite.path("tests", "fixtures", "mig", "node-a100-mixed.json")) as f:
-        n = json.load(f)
-    n["metadata"]["name"] = name
-    n["metadata"]["labels"]["kubernetes.io/hostname"] = name
-    for part in ("capacity", "allocatable"):
-        n["status"][part]["nvidia.com/gpu"] = str(gpus)
-    return n
 
 
 @suite.test
@@ -150,7 +140,8 @@ def mig_instances_in_chromium(s):
         demo = yaml.safe_load(f)["items"]
     held = e2e.pod("mig-job", {"nvidia.com/mig-3g.20gb": "1"}, namespace="team-a", node="dgx-a100-mixed",
                    phase="Running")
-    state = e2e.write_state(s, demo + [mig_node("dgx-a100-mixed"), mig_node("dgx-a100-half", gpus=4), held])
+    state = e2e.write_state(s, demo + [e2e.mig_node(suite, "dgx-a100-mixed", gpus=0),
+            e2e.mig_node(suite, "dgx-a100-half", gpus=4), held])
     with e2e.Server(s, state) as srv:
         url = "http://127.0.0.1:%d/ui#gpu=gpu-a100-0/0" % srv.port
         dom = Dom(browse(url, "--virtual-time-budget=15000", "--dump-dom"))

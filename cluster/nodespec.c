@@ -275,12 +275,21 @@ static void map_hami_topology(struct node_spec *s)
  * (first) device's type, e.g. "NVIDIA-Tesla V100-PCIE-32GB". */
 /* A MIG node without the model label is of its parent GPU's product
  * (nvidia.com/gpu.product, the -MIG-<profile> suffix removed), e.g.
- * "NVIDIA-A100-SXM4-40GB". */
+ * "NVIDIA-A100-SXM4-40GB"; under the single strategy, of its instances. */
 static int mig_model(struct node_spec *s)
 {
-    if (s->model || !s->mig || !s->mig->product[0])
+    const struct mig_node *m = s->mig;
+    if (s->model || !m || !m->product[0])
         return 0;
-    return (s->model = strdup(s->mig->product)) ? 0 : -1;
+    /* Single strategy: nvidia.com/gpu counts instances, so the model says
+     * so ("NVIDIA-A100-SXM4-40GB-MIG-1g.5gb", as GFD's product label). */
+    if (m->single && m->nprofiles > 0) {
+        struct strbuf sb;
+        strbuf_init(&sb);
+        strbuf_printf(&sb, "%s-MIG-%s", m->product, m->profiles[0].profile.canonical);
+        return (s->model = strbuf_detach(&sb, NULL)) ? 0 : -1;
+    }
+    return (s->model = strdup(m->product)) ? 0 : -1;
 }
 
 static int hami_model(struct node_spec *s)

@@ -435,6 +435,20 @@ static void put_unit(void *ctx, const char *resource, int64_t total, int64_t use
     strbuf_printf(sb, ",\"total\":%lld,\"used\":%lld}", (long long)total, (long long)used);
 }
 
+/* "mig": what GFD says of the node's MIG (strategy, parent product), or null. */
+static void put_mig_strategy(struct strbuf *sb, const struct node_spec *s)
+{
+    strbuf_puts(sb, ",\"mig\":");
+    if (!s || !s->mig) {
+        strbuf_puts(sb, "null");
+        return;
+    }
+    strbuf_printf(sb, "{\"strategy\":\"%s\",\"single\":%s,\"product\":", mig_strategy_name(s->mig->strategy),
+                  s->mig->single ? "true" : "false");
+    strbuf_json_string(sb, s->mig->product);
+    strbuf_putc(sb, '}');
+}
+
 /* "units": what the self-placing families (MIG) keep on the node, per resource. */
 static void put_family_units(struct strbuf *sb, const struct node_state *n)
 {
@@ -483,6 +497,7 @@ static void put_node(struct strbuf *sb, const struct node_state *n, bool with_to
     put_pod_list(sb, n, -1);
     strbuf_putc(sb, '}');
     put_family_units(sb, n);
+    put_mig_strategy(sb, n->spec);
     if (!with_topology) {
         strbuf_putc(sb, '}');
         return;

@@ -98,6 +98,24 @@ def quota_counts_slices_of_the_parent_model(s):
 
 
 @suite.test
+def single_strategy_is_shown_as_such(s):
+    with open(suite.path("tests", "fixtures", "mig", "node-a100-single.json")) as f:
+        single = json.load(f)
+    state = g.write_state(s, [single, mig_node()])
+    with g.Server(s, state, ["--placement", "bind"]) as srv:
+        n = srv.inspect(single["metadata"]["name"])
+        s.check_eq(n["mig"], {"strategy": "single", "single": True, "product": "NVIDIA-A100-SXM4-40GB"},
+                   "a single-strategy node says so")
+        s.check_eq(n["model"], "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb", "its model names the instances, as GFD does")
+        s.check_eq(n["gpuCount"], 56, "nvidia.com/gpu counts its instances")
+        s.check_eq(n["units"], [], "no per-profile units: kube-scheduler counts them as nvidia.com/gpu")
+        mixed = srv.inspect(MIG_NODE)
+        s.check_eq(mixed["mig"]["strategy"], "mixed", "a mixed-strategy node says so")
+        res = srv.filter(g.pod("whole", g.pgpu(1)), [single["metadata"]["name"], MIG_NODE])
+        s.check_eq(res["NodeNames"], [single["metadata"]["name"]], "nvidia.com/gpu pods fit the single-strategy node")
+
+
+@suite.test
 def hostile_requests_are_refused_with_a_reason(s):
     state = g.write_state(s, [mig_node()])
     with g.Server(s, state, ["--placement", "bind"]) as srv:

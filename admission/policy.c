@@ -203,6 +203,37 @@ int64_t policy_quota_left(const struct admission_policy *p, const struct cluster
     return 0;
 }
 
+static bool names_model(const struct quota_entry *e, const char *model)
+{
+    for (size_t i = 0; i < e->nmodels; i++)
+        if (strcmp(e->models[i].model, model) == 0)
+            return true;
+    return false;
+}
+
+/* A pod's instances against a quota line naming their profile
+ * (pod_instance_line; docs/mig.md): QUOTA_ALLOWED when the namespace has
+ * no such line. *skip_model: the line is there and the node's model line
+ * is not, so only the instance line applies. */
+static enum quota_refusal check_instance_line(const struct quota_entry *e, const struct cluster_cache *c,
+                                              const struct pod_info *pod, const struct pod_entry *const *excluded,
+                                              size_t nexcluded, const struct node_state *n, const char *model,
+                                              bool *skip_model, char *reason, size_t size)
+{
+    char line[128];
+    int64_t units;
+    *skip_model = false;
+    if (!pod_instance_line(pod, n, line, sizeof(line), &units) || !names_model(e, line))
+        return QUOTA_ALLOWED;
+    int64_t used = cache_usage(c, pod->ns, line);
+    for (size_t i = 0; i < nexcluded; i++)
+        if (excluded[i] && excluded[i]->line_key && strcmp(excluded[i]->info->ns, pod->ns) == 0 &&
+            strcmp(strchr(excluded[i]->line_key, '\x1f') + 1, line) == 0)
+            used -= excluded[i]->line_units;
+    *skip_model = !names_model(e, model);
+    return quota_check(e, line, n->spec ? n->spec->pool : NULL, used, units, reason, size);
+}
+
 static char *check_quota(const struct admission_policy *p, const struct cluster_cache *c, const struct pod_info *pod,
                          const struct pod_entry *const *excluded, size_t nexcluded, const struct node_state *n,
                          enum quota_refusal *why)
@@ -211,11 +242,19 @@ static char *check_quota(const struct admission_policy *p, const struct cluster_
     if (!e)
         return NULL;
     const char *model = n->spec && n->spec->model ? n->spec->model : "";
+    char reason[512];
+    bool skip_model;
+    enum quota_refusal line =
+        check_instance_line(e, c, pod, excluded, nexcluded, n, model, &skip_model, reason, sizeof(reason));
+    if (line != QUOTA_ALLOWED || skip_model) {
+        if (why)
+            *why = line;
+        return line == QUOTA_ALLOWED ? NULL : strdup(reason);
+    }
     int64_t used = cache_usage(c, pod->ns, model);
     for (size_t i = 0; i < nexcluded; i++)
         if (same_usage(excluded[i], pod->ns, model))
             used -= excluded[i]->usage_cores;
-    char reason[512];
     enum quota_refusal refusal =
         quota_check(e, model, n->spec ? n->spec->pool : NULL, used, pod_quota_cores(pod, n), reason, sizeof(reason));
     if (why)

@@ -88,6 +88,7 @@ static void pod_entry_free(struct pod_entry *e)
     free(e->slots);
     free(e->hami_charge);
     free(e->usage_key);
+    free(e->line_key);
     free(e);
 }
 
@@ -271,6 +272,25 @@ int64_t pod_quota_cores(const struct pod_info *p, const struct node_state *n)
     return cores;
 }
 
+bool pod_instance_line(const struct pod_info *p, const struct node_state *n, char *buf, size_t size, int64_t *units)
+{
+    char other[GPU_AMOUNT_NAME_MAX * 2];
+    bool found = false;
+    *units = 0;
+    for (int i = 0; n->spec && i < p->ncontainers; i++) {
+        const struct container_request *r = &p->containers[i];
+        if (!r->family || !r->family->quota_line)
+            continue;
+        if (!r->family->quota_line(n->spec, r, found ? other : buf, found ? sizeof(other) : size))
+            return false;
+        if (found && strcmp(other, buf) != 0)
+            return false; /* two lines: counted against the node's model only */
+        found = true;
+        *units += 100 * r->instances;
+    }
+    return found;
+}
+
 static char *usage_key(const char *ns, const char *model)
 {
     return strbuf_join2(ns, '\x1f', model);
@@ -296,6 +316,39 @@ static int add_usage_key(struct cluster_cache *c, const char *key, int64_t delta
     return dict_set(&c->usage, key, (void *)(intptr_t)v, NULL);
 }
 
+/* The pod's instances under their own quota line as well (pod_instance_line). */
+static int charge_line(struct cluster_cache *c, struct pod_entry *e, const struct node_state *n)
+{
+    char line[GPU_AMOUNT_NAME_MAX * 2];
+    int64_t units;
+    if (!pod_instance_line(e->info, n, line, sizeof(line), &units))
+        return 0;
+    e->line_key = usage_key(e->info->ns, line);
+    e->line_units = units;
+    if (!e->line_key || add_usage_key(c, e->line_key, units) != 0) {
+        free(e->line_key);
+        e->line_key = NULL;
+        e->line_units = 0;
+        return -1;
+    }
+    return 0;
+}
+
+static void uncharge_usage(struct cluster_cache *c, struct pod_entry *e)
+{
+    if (e->line_key)
+        add_usage_key(c, e->line_key, -e->line_units);
+    free(e->line_key);
+    e->line_key = NULL;
+    e->line_units = 0;
+    if (!e->usage_key)
+        return;
+    add_usage_key(c, e->usage_key, -e->usage_cores);
+    free(e->usage_key);
+    e->usage_key = NULL;
+    e->usage_cores = 0;
+}
+
 static int charge_usage(struct cluster_cache *c, struct pod_entry *e, const struct node_state *n)
 {
     const char *model = n->spec && n->spec->model ? n->spec->model : "";
@@ -306,17 +359,11 @@ static int charge_usage(struct cluster_cache *c, struct pod_entry *e, const stru
         e->usage_key = NULL;
         return -1;
     }
+    if (charge_line(c, e, n) != 0) {
+        uncharge_usage(c, e);
+        return -1;
+    }
     return 0;
-}
-
-static void uncharge_usage(struct cluster_cache *c, struct pod_entry *e)
-{
-    if (!e->usage_key)
-        return;
-    add_usage_key(c, e->usage_key, -e->usage_cores);
-    free(e->usage_key);
-    e->usage_key = NULL;
-    e->usage_cores = 0;
 }
 
 static void uncharge(struct cluster_cache *c, struct pod_entry *e)

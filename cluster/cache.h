@@ -173,4 +173,10 @@ int64_t pod_total_cores(const struct pod_info *pod);
  * count as hami_quota_cores says; elsewhere pod_total_cores). */
 int64_t pod_quota_cores(const struct pod_info *pod, const struct node_state *n);
 
+/* The quota line the pod's instances may count against on node n besides
+ * the node's model (a family's quota_line: MIG's "<model>-MIG-<profile>"),
+ * written to buf, with *units (100 an instance): true when every such
+ * container of the pod names the same line, else false. */
+bool pod_instance_line(const struct pod_info *pod, const struct node_state *n, char *buf, size_t size, int64_t *units);
+
 #endif

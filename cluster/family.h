@@ -152,6 +152,11 @@ struct gpu_family {
      * /inspect/nodes and the metrics show them alike). */
     void (*units)(const void *state, const struct node_state *n,
                   void (*put)(void *ctx, const char *resource, int64_t total, int64_t used), void *ctx);
+    /* Quota: the model name of a quota line that may cap container r's
+     * units on a node of spec s besides the node's own model (MIG:
+     * "<model>-MIG-<profile>"), written to buf; false when there is none.
+     * One unit counts 100 there (a line of 4 allows 4). */
+    bool (*quota_line)(const struct node_spec *s, const struct container_request *r, char *buf, size_t size);
 };
 
 /* The names shown for a container's family (NULL: no family): its core

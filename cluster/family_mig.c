@@ -207,6 +207,19 @@ static void mig_units(const void *state, const struct node_state *n,
     }
 }
 
+/* A quota line may name a profile: "<node model>-MIG-<profile>", the
+ * product GFD gives the profile's instances (docs/mig.md). */
+static bool mig_quota_line(const struct node_spec *s, const struct container_request *r, char *buf, size_t size)
+{
+    if (!s->model || !r->profile[0])
+        return false;
+    struct mig_profile_name p;
+    if (mig_profile_parse_resource(r->profile, strlen(r->profile), &p, NULL, 0) != 0)
+        return false;
+    int n = snprintf(buf, size, "%s-MIG-%s", s->model, p.canonical);
+    return n > 0 && (size_t)n < size;
+}
+
 const struct gpu_family gpu_family_mig = {
     .name = "mig",
     .core_resource = MIG_RESOURCE_PREFIX "<profile>",
@@ -223,4 +236,5 @@ const struct gpu_family gpu_family_mig = {
     .charge = mig_charge,
     .fit_node = mig_fit_node,
     .units = mig_units,
+    .quota_line = mig_quota_line,
 };

@@ -90,6 +90,8 @@ struct pod_entry {
     int64_t released_ns; /* the time of the decision this service is taking off (cache_release_hold), or 0 */
     char *usage_key;     /* quota usage this charge added to ("ns\x1fmodel"), or NULL */
     int64_t usage_cores;
+    char *line_key;     /* and under its instance line ("ns\x1f<model>-MIG-<profile>", pod_instance_line), or NULL */
+    int64_t line_units; /* 100 an instance */
     struct hami_pod_charge *hami_charge; /* the HAMi part of the charge, or NULL (hami_occupancy.h) */
 };
 

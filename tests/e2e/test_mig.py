@@ -116,6 +116,29 @@ def single_strategy_is_shown_as_such(s):
 
 
 @suite.test
+def a_quota_line_may_name_a_profile(s):
+    line = "NVIDIA-A100-SXM4-40GB-MIG-3g.20gb"
+    quota = {"team-b": {"quota": {line: 2}},
+             "team-c": {"quota": {line: 5, "NVIDIA-A100-SXM4-40GB": 1}}}
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "gpu-quota", "namespace": "kube-system"},
+          "data": {"gpu_quota": json.dumps(quota)}}
+    state = g.write_state(s, [mig_node(), cm])
+    with g.Server(s, state) as srv:
+        placed = [bool(srv.filter(g.pod("b%d" % i, mig("3g.20gb"), namespace="team-b"), [MIG_NODE])["NodeNames"])
+                  for i in range(3)]
+        s.check_eq(placed, [True, True, False], "a line of 2 for the profile allows two instances")
+        res = srv.filter(g.pod("b3", mig("3g.20gb"), namespace="team-b"), [MIG_NODE])
+        s.check_in(line, g.failed_reason(res, MIG_NODE) or "", "the refusal names the profile's line")
+        other = srv.filter(g.pod("b4", mig("2g.10gb"), namespace="team-b"), [MIG_NODE])
+        s.check_eq(other["NodeNames"] or [], [], "a profile without a line, and no model line, is refused")
+        placed = [bool(srv.filter(g.pod("c%d" % i, mig("3g.20gb"), namespace="team-c"), [MIG_NODE])["NodeNames"])
+                  for i in range(3)]
+        s.check_eq(placed, [True, True, False], "with both lines the model line of one GPU caps 3g at two")
+        q = srv.get_json("/inspect/quota")
+        s.check_in(line, json.dumps(q), "/inspect/quota shows the profile line")
+
+
+@suite.test
 def hostile_requests_are_refused_with_a_reason(s):
     state = g.write_state(s, [mig_node()])
     with g.Server(s, state, ["--placement", "bind"]) as srv:

@@ -292,6 +292,15 @@ static int asked_twice(void *p)
     return atomic_load(&((struct gate *)p)->asked) >= 2;
 }
 
+/* The elector says it does not campaign (leader_describe is set by its
+ * own thread, a moment after the Lease write the test saw). */
+static int describes_not_campaigning(void *le)
+{
+    char buf[512];
+    leader_describe(le, buf, sizeof buf);
+    return strstr(buf, "not campaigning") != NULL;
+}
+
 static int lease_released(void *p)
 {
     (void)p;
@@ -328,6 +337,7 @@ static void test_may_lead_gate(void **state)
     assert_non_null(le);
 
     assert_true(eventually(asked_twice, &g)); /* two rounds asked, both refused */
+    assert_true(eventually(describes_not_campaigning, le));
     char buf[512];
     leader_describe(le, buf, sizeof buf);
     if (!strstr(buf, "not campaigning") || !strstr(buf, "403 Forbidden"))
@@ -343,9 +353,10 @@ static void test_may_lead_gate(void **state)
     assert_true(eventually(is_zero, &is_leader));
     assert_true(eventually(lease_released, NULL));
     assert_int_equal(atomic_load(&g.stopped), stopped_before + 1);
-    leader_describe(le, buf, sizeof buf);
-    if (!strstr(buf, "not campaigning"))
+    if (!eventually(describes_not_campaigning, le)) {
+        leader_describe(le, buf, sizeof buf);
         fail_msg("describe: \"%s\"", buf);
+    }
 
     /* Stopping does not release again: the Lease is no longer ours. */
     pthread_mutex_lock(&fake_lease.mu);

@@ -1143,7 +1143,7 @@ static void keep_best(struct evaluation *ev, size_t n)
         ev->verdicts[best[k]].left_out = false;
     for (size_t i = 0; i < ev->count; i++)
         if (ev->verdicts[i].left_out)
-            ev->verdicts[i].fits = false;
+            unfit(ev, &ev->verdicts[i]);
     free(best);
 }
 

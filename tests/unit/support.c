@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "tests/unit/support.h"
+#include "lib/strbuf.h"
 
 char *q(const char *text)
 {
@@ -105,4 +106,19 @@ void add_vcuda_node(struct cluster_cache *c, const char *name, int gpus, int mem
 void add_mps_node(struct cluster_cache *c, const char *name, int gpus, int mem_per_gpu)
 {
     add_shared_node(c, name, RES_MPS_CORE, RES_MPS_MEMORY, gpus, mem_per_gpu);
+}
+
+char *source_text(const char *relpath)
+{
+    const char *root = getenv("GQA_SOURCE_DIR");
+    char path[4096];
+    fmt(path, sizeof(path), "%s/%s", root ? root : ".", relpath);
+    struct strbuf sb;
+    strbuf_init(&sb);
+    if (strbuf_read_file(&sb, path) != 0)
+        fail_msg("%s is not readable (set GQA_SOURCE_DIR to the repository root)", path);
+    char *text = strbuf_detach(&sb, NULL);
+    if (!text)
+        fail_msg("%s: out of memory", path);
+    return text;
 }

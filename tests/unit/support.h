@@ -26,6 +26,9 @@ char *q(const char *text);
 cJSON *json_of(const char *fixture);
 /* snprintf that fails the test when the text does not fit. */
 void fmt(char *buf, size_t size, const char *f, ...) __attribute__((format(printf, 3, 4)));
+/* The text of a file of the repository (relpath under GQA_SOURCE_DIR, "."
+ * when unset), malloc'd; fails the running test when it cannot be read. */
+char *source_text(const char *relpath);
 
 /* cmocka setup/teardown: a cluster_cache with a 60 s assume TTL as *state. */
 int cache_setup(void **state);

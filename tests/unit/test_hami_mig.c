@@ -48,14 +48,9 @@ static int setup(void **state)
 
 static char *read_fixture(const char *name)
 {
-    const char *src = getenv("GQA_SOURCE_DIR");
-    char path[1024];
-    fmt(path, sizeof(path), "%s/tests/fixtures/mig/%s", src ? src : ".", name);
-    struct strbuf sb;
-    strbuf_init(&sb);
-    if (strbuf_read_file(&sb, path) != 0)
-        fail_msg("cannot read %s", path);
-    return strbuf_detach(&sb, NULL);
+    char rel[256];
+    fmt(rel, sizeof(rel), "tests/fixtures/mig/%s", name);
+    return source_text(rel);
 }
 
 static struct node_spec *spec_of(cJSON *obj)

@@ -23,17 +23,13 @@
 
 static cJSON *fixture(const char *name)
 {
-    const char *src = getenv("GQA_SOURCE_DIR");
-    char path[1024];
-    fmt(path, sizeof(path), "%s/tests/fixtures/mig/%s", src ? src : ".", name);
-    struct strbuf sb;
-    strbuf_init(&sb);
-    if (strbuf_read_file(&sb, path) != 0)
-        fail_msg("cannot read %s", path);
-    cJSON *j = cJSON_Parse(sb.data);
-    strbuf_free(&sb);
+    char rel[256];
+    fmt(rel, sizeof(rel), "tests/fixtures/mig/%s", name);
+    char *text = source_text(rel);
+    cJSON *j = cJSON_Parse(text);
+    free(text);
     if (!j)
-        fail_msg("%s is not JSON", path);
+        fail_msg("%s is not JSON", rel);
     return j;
 }
 

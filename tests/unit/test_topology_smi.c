@@ -11,27 +11,15 @@
 
 #include "topology/annotation.h"
 #include "topology/smi.h"
+#include "tests/unit/support.h"
 
 /* ------------------------------------------------------------- helpers */
 
 static char *read_fixture(const char *name)
 {
-    const char *root = getenv("GQA_SOURCE_DIR");
-    char path[4096];
-    snprintf(path, sizeof path, "%s/tests/fixtures/nvidia-smi/%s", root ? root : ".", name);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        fail_msg("%s is not readable (set GQA_SOURCE_DIR to the repository root)", path);
-    assert_int_equal(fseek(f, 0, SEEK_END), 0);
-    long size = ftell(f);
-    assert_true(size >= 0);
-    rewind(f);
-    char *text = malloc((size_t)size + 1);
-    assert_non_null(text);
-    assert_int_equal(fread(text, 1, (size_t)size, f), (size_t)size);
-    text[size] = '\0';
-    fclose(f);
-    return text;
+    char rel[256];
+    fmt(rel, sizeof(rel), "tests/fixtures/nvidia-smi/%s", name);
+    return source_text(rel);
 }
 
 static struct gpu_topology *from_text_ok(const char *topo, const char *csv, const int *minors)

@@ -53,15 +53,33 @@ const struct gpu_family *gpu_family_named(const char *name)
 /* ---- container resource keys ------------------------------------------------ */
 
 static const char *keys[GPU_AMOUNT_KEYS_MAX];
+static size_t key_len[GPU_AMOUNT_KEYS_MAX];
 static bool key_given_at_zero[GPU_AMOUNT_KEYS_MAX];
 static int nkeys;
+/* Bit k: family f reads key k (names_family asks this of every container). */
+static uint32_t family_keys[FAMILY_COUNT];
+/* Every family's interest-only names, in table order. */
+static const char *interest[GPU_AMOUNT_KEYS_MAX];
+static int ninterest;
 
 static int find_key(const char *name, size_t len)
 {
     for (int k = 0; k < nkeys; k++)
-        if (strlen(keys[k]) == len && memcmp(keys[k], name, len) == 0)
+        if (key_len[k] == len && memcmp(keys[k], name, len) == 0)
             return k;
     return -1;
+}
+
+static void build_interest(void)
+{
+    for (size_t f = 0; f < FAMILY_COUNT; f++)
+        for (const char *const *n = families[f]->interest_only; n && *n; n++) {
+            if (ninterest == GPU_AMOUNT_KEYS_MAX) {
+                fprintf(stderr, "device families: too many interest-only names\n");
+                abort();
+            }
+            interest[ninterest++] = *n;
+        }
 }
 
 /* Built before main (a constructor), from constant tables, so every thread
@@ -73,16 +91,21 @@ __attribute__((constructor)) static void build_keys(void)
         for (int r = 0; r < GPU_FAMILY_RESOURCES && families[f]->resources[r].name; r++) {
             const struct gpu_resource *res = &families[f]->resources[r];
             int k = find_key(res->name, strlen(res->name));
-            if (k >= 0 && key_given_at_zero[k] == res->given_at_zero)
+            if (k >= 0 && key_given_at_zero[k] == res->given_at_zero) {
+                family_keys[f] |= 1u << k;
                 continue;
+            }
             if (k >= 0 || nkeys == GPU_AMOUNT_KEYS_MAX) {
                 fprintf(stderr, "device families: resource %s declared twice differently, or too many keys\n",
                         res->name);
                 abort();
             }
+            family_keys[f] |= 1u << nkeys;
             keys[nkeys] = res->name;
+            key_len[nkeys] = strlen(res->name);
             key_given_at_zero[nkeys++] = res->given_at_zero;
         }
+    build_interest();
 }
 
 int gpu_amount_key_count(void)
@@ -153,37 +176,24 @@ bool gpu_family_names_resource(const char *name, size_t len)
 {
     if (find_key(name, len) >= 0 || gpu_amount_prefixed(name, len))
         return true;
-    for (size_t f = 0; f < FAMILY_COUNT; f++)
-        for (const char *const *n = families[f]->interest_only; n && *n; n++)
-            if (strlen(*n) == len && memcmp(*n, name, len) == 0)
-                return true;
+    for (int i = 0; i < ninterest; i++)
+        if (strlen(interest[i]) == len && memcmp(interest[i], name, len) == 0)
+            return true;
     return false;
-}
-
-const char *gpu_interest_only_name(int i)
-{
-    for (size_t f = 0; f < FAMILY_COUNT; f++)
-        for (const char *const *n = families[f]->interest_only; n && *n; n++)
-            if (i-- == 0)
-                return *n;
-    return NULL;
 }
 
 /* ---- classify --------------------------------------------------------------- */
 
 /* Does the container name any resource of family f? */
-static bool names_family(const struct gpu_amounts *a, const struct gpu_family *f)
+static bool names_family(const struct gpu_amounts *a, size_t f)
 {
-    size_t plen = f->resource_prefix ? strlen(f->resource_prefix) : 0;
+    if (a->given & family_keys[f])
+        return true;
+    const char *prefix = families[f]->resource_prefix;
+    size_t plen = prefix ? strlen(prefix) : 0;
     for (int i = 0; plen && i < a->nprefixed; i++)
-        if (a->prefixed[i].value > 0 && strncmp(a->prefixed[i].name, f->resource_prefix, plen) == 0)
+        if (a->prefixed[i].value > 0 && strncmp(a->prefixed[i].name, prefix, plen) == 0)
             return true;
-    for (int r = 0; r < GPU_FAMILY_RESOURCES && f->resources[r].name; r++) {
-        bool given;
-        gpu_amount(a, f->resources[r].name, &given);
-        if (given)
-            return true;
-    }
     return false;
 }
 
@@ -207,7 +217,7 @@ int gpu_family_classify(const struct gpu_amounts *a, struct container_request *c
     const struct gpu_family *claimed = NULL;
     uint32_t kinds = 0;
     for (size_t f = 0; f < FAMILY_COUNT; f++) {
-        if (!names_family(a, families[f]))
+        if (!names_family(a, f))
             continue;
         kinds |= 1u << families[f]->kind;
         if (!claimed && families[f]->claims(a))

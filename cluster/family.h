@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "cluster/fitline.h"
 #include "lib/strbuf.h"
@@ -196,6 +197,15 @@ const char *gpu_amount_key_name(int k);
 /* The key index of a resource name (len bytes), or -1. */
 int gpu_amount_key_of(const char *name, size_t len);
 
+/* Empty: no key given, every value 0, no prefixed name (the prefixed
+ * names' text is not cleared: nprefixed says what is there). */
+static inline void gpu_amounts_clear(struct gpu_amounts *a)
+{
+    memset(a->value, 0, sizeof(a->value));
+    a->given = 0;
+    a->nprefixed = 0;
+}
+
 /* Record key k's amount (range-checked by the reader). */
 void gpu_amounts_set(struct gpu_amounts *a, int k, int64_t value);
 
@@ -232,9 +242,6 @@ const struct gpu_family *gpu_family_primary(const struct node_spec *s);
 /* Is `name` (len bytes) a resource kube-scheduler sends a pod to the
  * extender for: a family's container resource or interest-only name? */
 bool gpu_family_names_resource(const char *name, size_t len);
-
-/* The interest-only names of every family, i = 0.. until NULL. */
-const char *gpu_interest_only_name(int i);
 
 /* Set c->family and c's request from a: the family of each kind that claims
  * the container; -1 with the reason in err when kinds are mixed (no family

@@ -76,8 +76,8 @@ static int read_amount(const cJSON *v, const char *resource, int64_t *value, con
 
 static int read_raw_amounts(const cJSON *amounts, const char *cname, struct gpu_amounts *a, struct strbuf *err)
 {
-    memset(a, 0, sizeof(*a));
-    for (int k = 0; amounts && k < gpu_amount_key_count(); k++) {
+    gpu_amounts_clear(a);
+    for (int k = 0, n = gpu_amount_key_count(); amounts && k < n; k++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(amounts, gpu_amount_key_name(k));
         int64_t value;
         if (!v)

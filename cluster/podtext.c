@@ -101,17 +101,17 @@ static bool amount_member(struct jscan *s, const struct jscan_str *key, struct p
 {
     struct amounts_text *a = at;
     a->members++;
-    for (int i = 0; i < gpu_amount_key_count(); i++)
-        if (jscan_key_is(key, gpu_amount_key_name(i))) {
-            t->names_gpu = true;
-            return take_string(s, &a->v[i]);
-        }
+    /* walk() declined keys with escapes: the text is the name. */
+    int k = gpu_amount_key_of(key->ptr, key->len);
+    if (k >= 0) {
+        t->names_gpu = true;
+        return take_string(s, &a->v[k]);
+    }
     /* A family's prefixed names (nvidia.com/mig-<profile>) are rare: such
      * a pod is declined here and read the cJSON way. */
-    if (!key->has_escapes && gpu_amount_prefixed(key->ptr, key->len))
+    if (gpu_amount_prefixed(key->ptr, key->len))
         return false;
-    for (int i = 0; gpu_interest_only_name(i); i++) /* managed, never an amount read */
-        t->names_gpu |= jscan_key_is(key, gpu_interest_only_name(i));
+    t->names_gpu |= gpu_family_names_resource(key->ptr, key->len); /* interest-only names: never an amount read */
     return skip(s);
 }
 
@@ -298,8 +298,8 @@ static bool field_is(const struct field *f, const char *literal)
  * declines, so the cJSON way words the error. */
 static bool read_amounts(const struct amounts_text *set, struct gpu_amounts *a)
 {
-    memset(a, 0, sizeof(*a));
-    for (int k = 0; set && k < gpu_amount_key_count(); k++) {
+    gpu_amounts_clear(a);
+    for (int k = 0, n = gpu_amount_key_count(); set && k < n; k++) {
         const struct field *f = &set->v[k];
         int64_t value;
         if (!f->set)

@@ -607,6 +607,18 @@ void hami_pod_set_mig(struct hami_pod *p, struct mig_hami_allocation **mig, int 
     *mig = NULL;
 }
 
+/* Any of the annotations a HAMi decision writes, whatever its value: a new
+ * decision that does not use them must remove them (extender/decide). */
+static bool carries_decision_keys(const cJSON *ann)
+{
+    static const char *const keys[] = {HAMI_TO_ALLOCATE_ANNOTATION, HAMI_ALLOCATED_ANNOTATION, HAMI_NODE_ANNOTATION,
+                                       HAMI_TIME_ANNOTATION, MIG_HAMI_ALLOCATIONS_ANNOTATION};
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+        if (cJSON_GetObjectItemCaseSensitive(ann, keys[i]))
+            return true;
+    return false;
+}
+
 int hami_pod_from_annotations(const cJSON *ann, struct hami_pod **out, char **request_error)
 {
     *out = NULL;
@@ -624,6 +636,7 @@ int hami_pod_from_annotations(const cJSON *ann, struct hami_pod **out, char **re
         hami_pod_free(p);
         return -1;
     }
+    p->decision_keys = carries_decision_keys(ann);
     /* HAMi's Fit compares the whole value: a chain naming topology-aware is not it */
     const cJSON *gp = cJSON_GetObjectItemCaseSensitive(ann, HAMI_GPU_POLICY_ANNOTATION);
     p->topology_aware = cJSON_IsString(gp) && strcmp(gp->valuestring, "topology-aware") == 0;
@@ -669,6 +682,7 @@ struct hami_pod *hami_pod_clone(const struct hami_pod *src)
     p->weight_memory = src->weight_memory;
     p->filters = src->filters;
     p->has_alloc = src->has_alloc;
+    p->decision_keys = src->decision_keys;
     p->alloc_done = src->alloc_done;
     if (list_copy(&p->use_types, &src->use_types) || list_copy(&p->nouse_types, &src->nouse_types) ||
         list_copy(&p->use_uuids, &src->use_uuids) || list_copy(&p->nouse_uuids, &src->nouse_uuids) ||

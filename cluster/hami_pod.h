@@ -158,6 +158,7 @@ struct hami_pod {
     int weight_slot, weight_core, weight_memory; /* hami.io/device-scoring-weights (default 1 each) */
     bool filters;                                /* any of the lists or vgpu_mode is set */
     bool has_alloc;                              /* alloc holds a readable allocation annotation */
+    bool decision_keys;                          /* the pod carries any of HAMi's decision annotations */
     bool alloc_done;                             /* ...read from -allocated (else -to-allocate) */
     struct hami_alloc alloc;
     char *alloc_error; /* why a present allocation annotation was unreadable, or NULL */

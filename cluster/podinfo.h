@@ -96,11 +96,6 @@ struct pod_info {
      * manages in its limits or requests, whatever the amount (even 0):
      * kube-scheduler's IsInterested, so such a pod reaches the verbs. */
     bool names_gpu;
-    /* A PodGroup member: a label or annotation scheduling.x-k8s.io/pod-group,
-     * pod-group.scheduling.sigs.k8s.io or pod-group.scheduling.sigs.k8s.io/name
-     * (podparts.h, pod_group_key). Its HAMi bind waits a little for a held
-     * node lock (extender/decide/hamibind.h). */
-    bool pod_group;
     char *request_error; /* why the GPU request is invalid (the pod then fits nowhere), or NULL */
     struct pod_decision decision;
     struct hami_pod *hami; /* HAMi annotations, when a container has a HAMi request; else NULL */

@@ -218,16 +218,6 @@ bool pod_wants_hami(const struct pod_info *pod)
     return false;
 }
 
-const char *pod_group_key(const char *key, size_t len)
-{
-    static const char *const keys[] = {"scheduling.x-k8s.io/pod-group", "pod-group.scheduling.sigs.k8s.io",
-                                       "pod-group.scheduling.sigs.k8s.io/name"};
-    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-        if (len == strlen(keys[i]) && memcmp(key, keys[i], len) == 0)
-            return keys[i];
-    return NULL;
-}
-
 int pod_read_hami(struct pod_info *pod, const cJSON *ann)
 {
     if (!pod_wants_hami(pod))

@@ -71,11 +71,6 @@ const char *pod_gqa_index_key(char *key, size_t size, const struct pod_info *pod
 
 /* Does a container have a HAMi request (so HAMi's annotations are read)? */
 bool pod_wants_hami(const struct pod_info *pod);
-/* Is key (len bytes) one of the keys that make a pod a PodGroup member
- * (Coscheduling's scheduling.x-k8s.io/pod-group, the older
- * pod-group.scheduling.sigs.k8s.io and .../name)? That key as a constant
- * string, or NULL. */
-const char *pod_group_key(const char *key, size_t len);
 
 /* HAMi's pod annotations, read only when a container has a HAMi request:
  * ann is the pod's annotations object, or NULL when it has none. A problem

@@ -233,22 +233,8 @@ static int parse_decision(const cJSON *meta, struct pod_info *pod)
     return cJSON_IsObject(ann) ? pod_decision_read(annotation_of, ann, pod, &pod->decision) : 0;
 }
 
-/* A non-empty string under a PodGroup key, in labels or annotations. */
-static bool group_member(const cJSON *meta)
-{
-    static const char *const where[] = {"labels", "annotations"};
-    for (int i = 0; i < 2; i++) {
-        const cJSON *obj = cJSON_GetObjectItemCaseSensitive(meta, where[i]);
-        for (const cJSON *e = cJSON_IsObject(obj) ? obj->child : NULL; e; e = e->next)
-            if (e->string && pod_group_key(e->string, strlen(e->string)) && cJSON_IsString(e) && e->valuestring[0])
-                return true;
-    }
-    return false;
-}
-
 static int read_hami(const cJSON *meta, struct pod_info *pod)
 {
-    pod->pod_group = group_member(meta);
     const cJSON *ann = cJSON_GetObjectItemCaseSensitive(meta, "annotations");
     return pod_read_hami(pod, cJSON_IsObject(ann) ? ann : NULL);
 }
@@ -448,7 +434,6 @@ struct pod_info *pod_info_with_decision(const struct pod_info *src, const char *
     p->terminating = src->terminating;
     p->uses_gpu = src->uses_gpu;
     p->names_gpu = src->names_gpu;
-    p->pod_group = src->pod_group;
     p->ninit = src->ninit;
     p->hami = src->hami ? hami_pod_clone(src->hami) : NULL;
     if (!p->key || !p->ns || !p->name || (src->uid && !p->uid) || (src->node_name && !p->node_name) ||
@@ -644,13 +629,6 @@ static int slim_object(struct jscan *s, cJSON *parent, const char *name, slim_me
     return add_member(parent, name, walk_object(s, member));
 }
 
-/* Of the labels, only those that make a pod a PodGroup member. */
-static int label_member(struct jscan *s, const struct jscan_str *key, cJSON *into)
-{
-    const char *name = key->has_escapes ? NULL : pod_group_key(key->ptr, key->len);
-    return name ? slim_string(s, into, name) : jscan_skip_value(s);
-}
-
 static int metadata_member(struct jscan *s, const struct jscan_str *key, cJSON *into)
 {
     static const char *const strings[] = {"name", "namespace", "uid", "resourceVersion", "deletionTimestamp"};
@@ -659,8 +637,6 @@ static int metadata_member(struct jscan *s, const struct jscan_str *key, cJSON *
             return slim_string(s, into, strings[i]);
     if (jscan_key_is(key, "annotations"))
         return slim_plain(s, into, "annotations");
-    if (jscan_key_is(key, "labels"))
-        return slim_object(s, into, "labels", label_member);
     return jscan_skip_value(s);
 }
 

@@ -45,11 +45,10 @@ struct note {
 
 /* Where the fields are. Only what the walk reached is initialised. */
 struct pod_text {
-    bool metadata, spec, status, annotations, labels, containers, init_containers;
+    bool metadata, spec, status, annotations, containers, init_containers;
     bool names_gpu; /* a managed GPU resource is named in limits or requests */
     struct field name, ns, uid, rv, deletion, node, phase;
     bool hami_notes; /* an annotation under hami.io/ or nvidia.com/ */
-    bool pod_group;  /* a PodGroup label or annotation (podparts.h, pod_group_key) */
     int ncontainers, nnotes;
     size_t scratch_used;
     struct note notes[TEXT_MAX_NOTES];
@@ -191,28 +190,12 @@ static bool noted(const struct pod_text *t, const struct jscan_str *key)
     return false;
 }
 
-/* Labels (and annotations) under a PodGroup key make the pod a PodGroup
- * member when their value is a non-empty string; the rest is skipped. */
-static bool label_member(struct jscan *s, const struct jscan_str *key, struct pod_text *t, void *at)
-{
-    (void)at;
-    if (!pod_group_key(key->ptr, key->len))
-        return skip(s);
-    struct field v = {0};
-    if (!take_string(s, &v))
-        return false;
-    t->pod_group |= v.len > 0;
-    return true;
-}
-
 /* Annotations under the prefixes of the decision (podparts.h) and of HAMi
  * are kept; the others cannot change a pod_info and are only scanned. */
 static bool note_member(struct jscan *s, const struct jscan_str *key, struct pod_text *t, void *at)
 {
     (void)at;
     bool hami = has_prefix(key, "hami.io/") || has_prefix(key, "nvidia.com/");
-    if (pod_group_key(key->ptr, key->len))
-        return label_member(s, key, t, at);
     if (!hami && !has_prefix(key, "tencent.com/") && !has_prefix(key, "gpu-admission.io/"))
         return skip(s);
     struct field v = {0};
@@ -245,8 +228,6 @@ static bool metadata_member(struct jscan *s, const struct jscan_str *key, struct
         return take_string(s, &t->deletion);
     if (jscan_key_is(key, "annotations"))
         return once(&t->annotations) && walk_unescaped(s, note_member, t, NULL);
-    if (jscan_key_is(key, "labels"))
-        return once(&t->labels) && walk_unescaped(s, label_member, t, NULL);
     return skip(s);
 }
 
@@ -365,7 +346,6 @@ static int build_containers(const struct pod_text *t, struct pod_info *pod)
     pod->ncontainers = n;
     pod->ninit = ninit;
     pod->names_gpu = t->names_gpu;
-    pod->pod_group = t->pod_group;
     if (n > 0 && !(pod->containers = calloc((size_t)n, sizeof(*pod->containers))))
         return -1;
     if (n > 0)

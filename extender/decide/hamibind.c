@@ -60,25 +60,34 @@ static void pause_ms(int64_t ms)
         ;
 }
 
+/* The pause before the next try at a held lock: doubling, at most
+ * HAMIBIND_LOCK_LAST_TRY_MS. */
+static int64_t next_try_ms(int64_t wait)
+{
+    return wait * 2 < HAMIBIND_LOCK_LAST_TRY_MS ? wait * 2 : HAMIBIND_LOCK_LAST_TRY_MS;
+}
+
 int hamibind_lock(const struct decision_sink *sink, const struct pod_info *pod, const char *node, char **err)
 {
     int rc = sink->lock_node(sink->ctx, node, pod, err);
-    if (rc != 1 || !pod->pod_group)
-        return rc;
-    /* A PodGroup's members reach bind together (Coscheduling's Permit lets
-     * them go at once), and a failed bind of one sends the whole gang back;
-     * so a member that finds the lock held waits for it, with the backoff of
-     * HAMi's nodelock.DefaultStrategy (100 ms, doubling), at most
-     * HAMIBIND_GANG_WAIT_MS in all: well inside kube-scheduler's bind
+    /* A held lock is usually released within moments: HAMi's device plugin
+     * releases it once it has allocated the pod that holds it. A bind
+     * refused for it costs far more than that wait: kube-scheduler v1.31
+     * sends the pod back to its queue, and the release (a Node annotation
+     * change) did not bring it back promptly (docs/hami.md, measured with
+     * tests/realcp/bench_schedule.py --workload hami). A PodGroup
+     * member's failed bind sends its whole gang back besides. So every bind
+     * that finds the lock held waits for it, trying again after 50 ms,
+     * doubling up to 400 ms between tries (each try reads the Node), at
+     * most HAMIBIND_LOCK_WAIT_MS in all: well inside kube-scheduler's bind
      * httpTimeout (3 s in the shipped configurations). */
-    int64_t deadline = clock_monotonic_ms() + HAMIBIND_GANG_WAIT_MS;
-    for (int64_t wait = 100; rc == 1; wait *= 2) {
+    int64_t deadline = clock_monotonic_ms() + HAMIBIND_LOCK_WAIT_MS;
+    for (int64_t wait = HAMIBIND_LOCK_FIRST_TRY_MS; rc == 1; wait = next_try_ms(wait)) {
         int64_t left = deadline - clock_monotonic_ms();
         if (left <= 0)
             break;
         pause_ms(wait < left ? wait : left);
-        log_debug("pod %s: node %s's HAMi lock is held (%s); PodGroup member, trying again", pod->key, node,
-                  *err ? *err : "");
+        log_debug("pod %s: node %s's HAMi lock is held (%s); trying again", pod->key, node, *err ? *err : "");
         free(*err);
         *err = NULL;
         rc = sink->lock_node(sink->ctx, node, pod, err);

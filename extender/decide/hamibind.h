@@ -35,15 +35,18 @@ int hamibind_attach(const struct node_state *n, struct pod_info *decided, const 
  * allocation on node, and a sink that can write them? */
 bool hamibind_wanted(const struct decision_sink *sink, const struct pod_info *pod, const char *node);
 
-/* The longest a PodGroup member's bind waits for a held node lock. */
-#define HAMIBIND_GANG_WAIT_MS 1500
+/* The longest a bind waits for a node lock another pod holds, and the
+ * first and longest pause between its tries. */
+#define HAMIBIND_LOCK_WAIT_MS 1500
+#define HAMIBIND_LOCK_FIRST_TRY_MS 50
+#define HAMIBIND_LOCK_LAST_TRY_MS 400
 
 /* Step 1: the node lock. 0 when taken; 1 with *err when another pod holds
- * it (or its value is unreadable): nothing of ours was written; -1 with
- * *err when the API server failed (the lock may be ours: abort releases it).
- * A PodGroup member (pod->pod_group) that finds it held tries again with
- * backoff for up to HAMIBIND_GANG_WAIT_MS before answering 1; other pods
- * get 1 at once (kube-scheduler retries them after its backoff). */
+ * it (or its value is unreadable) for longer than HAMIBIND_LOCK_WAIT_MS,
+ * tried again meanwhile with HAMi's backoff: nothing of ours was written;
+ * -1 with *err when the API server failed (the lock may be ours: abort
+ * releases it). Blocks the calling bind worker while it waits (no lock of
+ * ours is held). */
 int hamibind_lock(const struct decision_sink *sink, const struct pod_info *pod, const char *node, char **err);
 /* Step 2: bind-phase allocating and bind-time on the pod. 0, or -1 with *err. */
 int hamibind_allocating(const struct decision_sink *sink, const struct pod_info *pod, char **err);

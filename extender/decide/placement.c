@@ -1366,16 +1366,27 @@ static bool has_decision_keys(const struct pod_info *pod)
     return false;
 }
 
-/* A new decision for a pod without a HAMi part goes in one write: the
- * Binding carries the annotations (decision_sink.bind_decided), so
- * GPU-Manager finds them the moment the pod is bound and a failed bind
+/* A HAMi allocation to write (the node lock and HAMi's order), or HAMi
+ * decision annotations from before on the pod (they must come off): the
+ * two-write path. A pod HAMi could serve (nvidia.com/gpu) decided onto a
+ * node HAMi does not serve, with none of them, needs neither. */
+static bool hami_writes(const struct pod_info *pod, const struct pod_info *decided)
+{
+    return decided->hami && (decided->hami->has_alloc || (pod->hami && pod->hami->decision_keys));
+}
+
+/* A new decision goes in one write unless hami_writes: the Binding carries
+ * the annotations (decision_sink.bind_decided), so GPU-Manager and the
+ * device plugins find them the moment the pod is bound and a failed bind
  * leaves nothing to take off. A Binding can only set keys, so a pod that
  * carries decision keys from before (which the PATCH of the two-write path
  * removes: a stale or forged index key would else sit beside the new
- * decision) goes the two-write way. */
+ * decision) goes the two-write way. (The PATCH also removes HAMi's
+ * hami.io/vgpu-node label, which only a failed HAMi bind leaves and which
+ * only a HAMi node's plugin reads.) */
 static bool one_write(const struct placement *p, const struct pod_info *pod, const struct pod_info *decided)
 {
-    return decided && p->sink && p->sink->bind_decided && !decided->hami && !has_decision_keys(pod);
+    return decided && p->sink && p->sink->bind_decided && !hami_writes(pod, decided) && !has_decision_keys(pod);
 }
 
 static int bind_in_one_write(struct placement *p, const struct pod_info *pod, const struct pod_info *decided,

@@ -362,8 +362,8 @@ static int bind(void *ctx, const struct pod_info *pod, const char *node, char **
 
 /* One write for the whole decision: the Binding carries the decision
  * annotations (set, never removed: a Binding cannot delete a key, which is
- * why a pod with a HAMi part, whose earlier decision may need removing,
- * is not written this way). */
+ * why a HAMi allocation, or a pod with HAMi decision keys from before, is
+ * not written this way: placement.c, hami_writes). */
 static int bind_decided(void *ctx, const struct pod_info *decided, const char *node, char **err)
 {
     cJSON *ann = cJSON_CreateObject();

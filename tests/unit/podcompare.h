@@ -38,10 +38,11 @@ static inline const char *podcmp_hami(const struct hami_pod *a, const struct ham
     if (!podcmp_list(&a->use_types, &b->use_types) || !podcmp_list(&a->nouse_types, &b->nouse_types) ||
         !podcmp_list(&a->use_uuids, &b->use_uuids) || !podcmp_list(&a->nouse_uuids, &b->nouse_uuids))
         return "hami lists";
-    if (!podcmp_str(a->vgpu_mode, b->vgpu_mode) || a->gpu_policy != b->gpu_policy ||
-        a->node_policy != b->node_policy || a->filters != b->filters)
+    if (!podcmp_str(a->vgpu_mode, b->vgpu_mode) || a->gpu_policy != b->gpu_policy || a->node_policy != b->node_policy ||
+        a->filters != b->filters)
         return "hami mode or policies";
-    if (a->has_alloc != b->has_alloc || a->alloc_done != b->alloc_done || !podcmp_str(a->alloc_error, b->alloc_error))
+    if (a->has_alloc != b->has_alloc || a->alloc_done != b->alloc_done || a->decision_keys != b->decision_keys ||
+        !podcmp_str(a->alloc_error, b->alloc_error))
         return "hami allocation state";
     char *ta = hami_alloc_encode(&a->alloc), *tb = hami_alloc_encode(&b->alloc);
     bool same = podcmp_str(ta, tb);
@@ -90,8 +91,6 @@ static inline const char *pod_info_difference(const struct pod_info *a, const st
         return "node, phase or deletion";
     if (a->names_gpu != b->names_gpu || a->ninit != b->ninit)
         return "names_gpu or ninit";
-    if (a->pod_group != b->pod_group)
-        return "pod_group";
     if (a->uses_gpu != b->uses_gpu || !podcmp_str(a->request_error, b->request_error))
         return "uses_gpu or request_error";
     if (a->ncontainers != b->ncontainers)

@@ -276,8 +276,8 @@ static int setup(void **state)
         return -1;
     if (placement_init(&w->p, &w->cache, &pc) != 0)
         return -1;
-    w->sink = (struct decision_sink){fake_record, fake_clear, fake_bind,  fake_fetch,
-                                     w,           fake_lock,  fake_unlock, fake_annotate, NULL};
+    w->sink = (struct decision_sink){fake_record, fake_clear,  fake_bind,     fake_fetch, w,
+                                     fake_lock,   fake_unlock, fake_annotate, NULL};
     placement_set_sink(&w->p, &w->sink);
     add_vcuda_node(&w->cache, "n1", 2);
     *state = w;
@@ -709,6 +709,70 @@ static void test_bind_one_write(void **state)
     pod_info_free(b);
 }
 
+static void reset_steps(struct world *w)
+{
+    w->steps[0] = w->allocation[0] = w->phase[0] = '\0';
+}
+
+static void add_whole_gpu_node(struct cluster_cache *c, const char *name)
+{
+    char buf[256];
+    fmt(buf, sizeof(buf), "{'kind':'Node','metadata':{'name':'%s'},'status':{'allocatable':{'nvidia.com/gpu':'4'}}}",
+        name);
+    cJSON *obj = json_of(buf);
+    char *err = NULL;
+    struct node_spec *spec = node_spec_from_json(obj, &err);
+    assert_non_null(spec);
+    cJSON_Delete(obj);
+    assert_int_equal(cache_apply_node(c, spec), 0);
+}
+
+static struct pod_info *whole_gpu_pod(struct world *w, const char *name, const char *uid, const char *annotations)
+{
+    char buf[1024];
+    fmt(buf, sizeof(buf),
+        "{'kind':'Pod','metadata':{'name':'%s','namespace':'t','uid':'%s','resourceVersion':'7','annotations':{%s}},"
+        "'spec':{'containers':[{'name':'c','resources':{'limits':{'nvidia.com/gpu':'1'}}}]},"
+        "'status':{'phase':'Pending'}}",
+        name, uid, annotations);
+    cJSON *obj = json_of(buf);
+    char *err = NULL;
+    struct pod_info *p = pod_info_from_json(obj, &err);
+    cJSON_Delete(obj);
+    if (!p)
+        fail_msg("pod_info_from_json: %s", err ? err : "(null)");
+    watch_apply(&w->cache, pod_info_clone(p));
+    return p;
+}
+
+/* A whole-GPU pod (nvidia.com/gpu, which HAMi could also serve) bound onto
+ * a node HAMi does not serve has no HAMi step to take: one write, as a
+ * vcuda share. HAMi decision annotations from before must come off, which
+ * a Binding cannot do: then the annotation PATCH goes first. */
+static void test_whole_gpu_bind_one_write(void **state)
+{
+    struct world *w = *state;
+    w->p.cfg.mode = PLACEMENT_BIND;
+    w->sink.bind_decided = fake_bind_decided;
+    add_whole_gpu_node(&w->cache, "w1");
+    struct pod_info *a = whole_gpu_pod(w, "a", "uid-a", "");
+    char *err = NULL;
+    assert_int_equal(placement_bind(&w->p, "t", "a", "uid-a", "w1", &err), 0);
+    assert_null(err);
+    assert_string_equal(w->steps, "bind-decided");
+    assert_int_equal(w->records + w->binds, 0);
+
+    struct pod_info *b = whole_gpu_pod(w, "b", "uid-b", "'hami.io/vgpu-node':'elsewhere'");
+    reset_steps(w);
+    assert_int_equal(placement_bind(&w->p, "t", "b", "uid-b", "w1", &err), 0);
+    assert_null(err);
+    assert_null(strstr(w->steps, "bind-decided"));
+    assert_int_equal(w->records, 1);
+    assert_int_equal(w->binds, 1);
+    pod_info_free(a);
+    pod_info_free(b);
+}
+
 /* Issue 24's refusals for capacity kube-scheduler saw free: a bind whose
  * Binding failed must leave no decision on the pod. With the annotation
  * PATCH first, the PATCH landed (the watch brought the decision), the
@@ -817,11 +881,6 @@ static int hami_tasks(struct world *w, int64_t *memory0)
 
 #define STALE_ALLOCATION "'hami.io/vgpu-devices-allocated':'GPU-a,NVIDIA,3000,30:;;'"
 
-static void reset_steps(struct world *w)
-{
-    w->steps[0] = w->allocation[0] = w->phase[0] = '\0';
-}
-
 /* Bind mode on a HAMi node: lock, decision with the devices, bind-phase
  * allocating, Binding, in that order; the reservation charges the chosen
  * device. The lock stays (HAMi's plugin releases it). */
@@ -843,8 +902,8 @@ static void test_hami_bind(void **state)
 }
 
 /* Every failure after the lock marks the pod failed, releases the lock and
- * takes the reservation back; a lock held by another pod is respected and
- * nothing is written. */
+ * takes the reservation back; a lock another pod holds past the bind's wait
+ * is respected and nothing is written. */
 static void test_hami_bind_failures(void **state)
 {
     struct world *w = *state;
@@ -854,10 +913,12 @@ static void test_hami_bind_failures(void **state)
     char *err = NULL;
     int64_t mem0 = 0;
 
-    w->lock_answer = 1;
+    w->lock_answer = 1; /* held throughout the bind's wait */
     assert_int_equal(placement_bind(&w->p, "t", "b", "uid-b", "h1", &err), -1);
     assert_non_null(strstr(err, "node is locked for HAMi"));
-    assert_string_equal(w->steps, "lock-refused");
+    assert_int_equal(strncmp(w->steps, "lock-refused lock-refused", 25), 0);
+    assert_null(strstr(w->steps, "record"));
+    assert_null(strstr(w->steps, "unlock"));
     assert_int_equal(hami_tasks(w, &mem0), 0);
     free(err);
     err = NULL;
@@ -945,45 +1006,33 @@ static void test_hami_reservation_survives_update(void **state)
     pod_info_free(p);
 }
 
-/* A PodGroup member that finds the node lock held waits for it (bounded)
- * instead of failing the bind; other pods fail at once. */
-static void test_hami_bind_gang_waits_for_lock(void **state)
+/* A bind that finds the node lock held waits for it (bounded) instead of
+ * failing at once: kube-scheduler would leave a refused pod among its
+ * unschedulable pods long after HAMi's plugin released the lock. */
+static void test_hami_bind_waits_for_lock(void **state)
 {
     struct world *w = *state;
     w->p.cfg.mode = PLACEMENT_BIND;
     add_hami_node(&w->cache, "h1");
     char *err = NULL;
-    struct pod_info *g = vgpu_pod_labelled(w, "g", "uid-g", "'scheduling.x-k8s.io/pod-group':'train'");
-    assert_true(g->pod_group);
+    struct pod_info *p = vgpu_pod(w, "p", "uid-p");
     w->lock_refusals = 2;
-    assert_int_equal(placement_bind(&w->p, "t", "g", "uid-g", "h1", &err), 0);
+    assert_int_equal(placement_bind(&w->p, "t", "p", "uid-p", "h1", &err), 0);
     assert_null(err);
     assert_string_equal(w->steps, "lock-refused lock-refused lock record allocating bind");
     assert_true(w->locked);
-    pod_info_free(g);
+    pod_info_free(p);
 
     /* Held for longer than the wait: the bind fails, nothing written. */
-    g = vgpu_pod_labelled(w, "g2", "uid-g2", "'pod-group.scheduling.sigs.k8s.io':'train'");
-    assert_true(g->pod_group);
+    p = vgpu_pod(w, "p2", "uid-p2");
     reset_steps(w);
     w->lock_refusals = 1000;
-    assert_int_equal(placement_bind(&w->p, "t", "g2", "uid-g2", "h1", &err), -1);
+    assert_int_equal(placement_bind(&w->p, "t", "p2", "uid-p2", "h1", &err), -1);
     assert_non_null(strstr(err, "node is locked for HAMi"));
     assert_true(w->lock_refusals < 1000 - 1 && w->lock_refusals > 1000 - 20);
     assert_null(strstr(w->steps, "record"));
     free(err);
-    err = NULL;
-    pod_info_free(g);
-
-    /* Not a member (an empty label value does not count): fails at once. */
-    g = vgpu_pod_labelled(w, "p", "uid-p", "'scheduling.x-k8s.io/pod-group':''");
-    assert_false(g->pod_group);
-    reset_steps(w);
-    w->lock_refusals = 1;
-    assert_int_equal(placement_bind(&w->p, "t", "p", "uid-p", "h1", &err), -1);
-    assert_string_equal(w->steps, "lock-refused");
-    free(err);
-    pod_info_free(g);
+    pod_info_free(p);
 }
 
 /* Cancelling a reservation of a pod the cache did not hold removes it; a
@@ -996,9 +1045,8 @@ static void test_cancel_reservation_exact(void **state)
     int idx0[] = {0}, count[] = {1};
     int *idx[] = {idx0};
     cache_write_lock(&w->cache);
-    uint64_t token =
-        cache_reserve_pod_locked(&w->cache, pod_info_with_decision(a, "n1", clock_realtime_ns(), idx, count),
-                                 clock_realtime_ns());
+    uint64_t token = cache_reserve_pod_locked(
+        &w->cache, pod_info_with_decision(a, "n1", clock_realtime_ns(), idx, count), clock_realtime_ns());
     cache_unlock(&w->cache);
     assert_true(token != 0);
     assert_int_equal(cores_used(w, 0), 60);
@@ -1084,7 +1132,7 @@ static void test_resolved_block_follows_the_names(void **state)
     const char *const list[] = {"ab", "c", "n1"};
     expect_known_block(w, pod, list, 3, (const bool[]){true, true, true});
     expect_known_block(w, pod, list, 3, (const bool[]){true, true, true}); /* remembered */
-    const char *const recut[] = {"a", "bc", "n1"}; /* the same bytes, NULs elsewhere */
+    const char *const recut[] = {"a", "bc", "n1"};                         /* the same bytes, NULs elsewhere */
     expect_known_block(w, pod, recut, 3, (const bool[]){false, false, true});
     expect_known_block(w, pod, list, 3, (const bool[]){true, true, true});
     const char *const swapped[] = {"n1", "c", "ab"};
@@ -1161,7 +1209,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cancel_reservation_exact, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hami_bind, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hami_bind_failures, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_hami_bind_gang_waits_for_lock, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hami_bind_waits_for_lock, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_whole_gpu_bind_one_write, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hami_filter_then_bind, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hami_reservation_survives_update, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resolved_names_follow_the_nodes, setup, teardown),

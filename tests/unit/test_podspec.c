@@ -88,8 +88,7 @@ static void test_pod_identity(void **state)
 static void test_pod_unusable(void **state)
 {
     (void)state;
-    const char *bad[] = {"{'metadata':{}}", "{'metadata':{'name':''}}", "{'metadata':{'name':5}}", "{}", "[]",
-                         "'pod'"};
+    const char *bad[] = {"{'metadata':{}}", "{'metadata':{'name':''}}", "{'metadata':{'name':5}}", "{}", "[]", "'pod'"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         cJSON *obj = json_of(bad[i]);
         char *err = NULL;
@@ -109,7 +108,11 @@ static void test_pod_unusable(void **state)
 static void test_wrong_shapes(void **state)
 {
     (void)state;
-    static const struct { const char *containers; const char *error; } cases[] = {
+
+    static const struct {
+        const char *containers;
+        const char *error;
+    } cases[] = {
         {"{}", "spec.containers must be an array"},
         {"'x'", "spec.containers must be an array"},
         {"[5]", "spec.containers[] entries must be objects"},
@@ -119,6 +122,7 @@ static void test_wrong_shapes(void **state)
         {"[{'name':'a','resources':{'requests':7}}]",
          "spec.containers[].resources.limits and .requests must be objects"},
     };
+
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct pod_info *p = pod_with_containers(cases[i].containers);
         if (!p->request_error)
@@ -190,10 +194,10 @@ static void test_slim_plain_values_as_cjson_reads_them(void **state)
         assert_non_null(slim);
         const char *const paths[][2] = {{"metadata", "annotations"}, {"spec", "containers"}};
         for (int k = 0; k < 2; k++) {
-            const cJSON *a = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(full, paths[k][0]),
-                                                              paths[k][1]);
-            const cJSON *b = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(slim, paths[k][0]),
-                                                              paths[k][1]);
+            const cJSON *a =
+                cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(full, paths[k][0]), paths[k][1]);
+            const cJSON *b =
+                cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(slim, paths[k][0]), paths[k][1]);
             if (k == 1) {
                 a = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(a, 0), "resources");
                 b = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(b, 0), "resources");
@@ -256,7 +260,8 @@ static void test_slim_from_text(void **state)
 {
     (void)state;
     char *text = q("{'kind':'Pod','apiVersion':'v1','metadata':{'name':'p\\u0031','namespace':'ns','uid':'u',"
-                   "'resourceVersion':'7','deletionTimestamp':'2026-11-25T09:00:00Z','labels':{'a':'b'},'managedFields':[{'manager':'x','fieldsV1':{'f:a':{}}}],"
+                   "'resourceVersion':'7','deletionTimestamp':'2026-11-25T09:00:00Z','labels':{'a':'b'},'managedFields'"
+                   ":[{'manager':'x','fieldsV1':{'f:a':{}}}],"
                    "'annotations':{'tencent.com/predicate-gpu-idx-0':'1','tencent.com/predicate-node':'n'}},"
                    "'spec':{'nodeName':'n','volumes':[{'name':'v'}],'containers':[{'name':'a','image':'i',"
                    "'env':[{'name':'X','value':'1'}],'resources':{'limits':{'tencent.com/vcuda-core':'30',"
@@ -268,7 +273,8 @@ static void test_slim_from_text(void **state)
     assert_non_null(slim);
     char *printed = cJSON_PrintUnformatted(slim);
     assert_string_equal(printed, "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p1\",\"namespace\":\"ns\",\"uid\":\"u\","
-                                 "\"resourceVersion\":\"7\",\"deletionTimestamp\":\"2026-11-25T09:00:00Z\",\"labels\":{},\"annotations\":{\"tencent.com/predicate-gpu-idx-0\":\"1\","
+                                 "\"resourceVersion\":\"7\",\"deletionTimestamp\":\"2026-11-25T09:00:00Z\","
+                                 "\"annotations\":{\"tencent.com/predicate-gpu-idx-0\":\"1\","
                                  "\"tencent.com/predicate-node\":\"n\"}},\"spec\":{\"nodeName\":\"n\",\"containers\":["
                                  "{\"name\":\"a\",\"resources\":{\"limits\":{\"tencent.com/vcuda-core\":\"30\","
                                  "\"tencent.com/vcuda-memory\":\"4\"}}},{\"name\":\"b\",\"resources\":{}}]},"
@@ -309,9 +315,9 @@ static void test_unnamed_container(void **state)
 static void test_vcuda_shared(void **state)
 {
     (void)state;
-    struct pod_info *p = pod_with_containers(
-        "[{'name':'main','resources':{'limits':{'cpu':'1','tencent.com/vcuda-core':'50',"
-        "'tencent.com/vcuda-memory':'10'}}}]");
+    struct pod_info *p =
+        pod_with_containers("[{'name':'main','resources':{'limits':{'cpu':'1','tencent.com/vcuda-core':'50',"
+                            "'tencent.com/vcuda-memory':'10'}}}]");
     assert_null(p->request_error);
     assert_true(p->uses_gpu);
     const struct container_request *r = &p->containers[0];
@@ -408,10 +414,12 @@ static void test_quantity_forms(void **state)
 static void test_invalid_quantities(void **state)
 {
     (void)state;
-    expect_limits_error("{'tencent.com/vcuda-core':'0.5','tencent.com/vcuda-memory':'1'}",
-                        "container \"main\": tencent.com/vcuda-core \"0.5\" is invalid: quantity is not a whole number");
-    expect_limits_error("{'tencent.com/vcuda-core':'500m'}",
-                        "container \"main\": tencent.com/vcuda-core \"500m\" is invalid: quantity is not a whole number");
+    expect_limits_error(
+        "{'tencent.com/vcuda-core':'0.5','tencent.com/vcuda-memory':'1'}",
+        "container \"main\": tencent.com/vcuda-core \"0.5\" is invalid: quantity is not a whole number");
+    expect_limits_error(
+        "{'tencent.com/vcuda-core':'500m'}",
+        "container \"main\": tencent.com/vcuda-core \"500m\" is invalid: quantity is not a whole number");
     expect_limits_error("{'tencent.com/vcuda-core':'10','tencent.com/vcuda-memory':'lots'}",
                         "container \"main\": tencent.com/vcuda-memory \"lots\" is invalid: not a valid quantity");
     expect_limits_error("{'nvidia.com/gpu':'-1'}",
@@ -445,7 +453,8 @@ static void test_vcuda_rules(void **state)
     expect_limits_error("{'nvidia.com/gpu':'65'}", "container \"main\" asks for more than 64 whole GPUs");
 
     /* A request error does not hide that the pod uses GPUs. */
-    struct pod_info *p = pod_with_containers("[{'name':'main','resources':{'limits':{'tencent.com/vcuda-core':'50'}}}]");
+    struct pod_info *p =
+        pod_with_containers("[{'name':'main','resources':{'limits':{'tencent.com/vcuda-core':'50'}}}]");
     assert_true(p->uses_gpu);
     pod_info_free(p);
 }
@@ -479,7 +488,8 @@ static void test_mixed_families(void **state)
     snprintf(want, sizeof(want), mixed, "nvidia.com/mps-core and nvidia.com/gpu");
     expect_limits_error("{'nvidia.com/mps-memory':'5','nvidia.com/gpu':'1'}", want);
     snprintf(want, sizeof(want), mixed, "tencent.com/vcuda-core, nvidia.com/mps-core and nvidia.com/mig-<profile>");
-    expect_limits_error("{'nvidia.com/mps-memory':'5','tencent.com/vcuda-core':'10','nvidia.com/mig-1g.5gb':'1'}", want);
+    expect_limits_error("{'nvidia.com/mps-memory':'5','tencent.com/vcuda-core':'10','nvidia.com/mig-1g.5gb':'1'}",
+                        want);
 
     /* Different families in different containers are fine. */
     struct pod_info *p = pod_with_containers(
@@ -494,10 +504,9 @@ static void test_mixed_families(void **state)
 static void test_first_error_kept(void **state)
 {
     (void)state;
-    struct pod_info *p = pod_with_containers(
-        "[{'name':'ok','resources':{'limits':{'nvidia.com/gpu':'1'}}},"
-        "{'name':'bad1','resources':{'limits':{'nvidia.com/mps-core':'101'}}},"
-        "{'name':'bad2','resources':{'limits':{'tencent.com/vcuda-core':'x'}}}]");
+    struct pod_info *p = pod_with_containers("[{'name':'ok','resources':{'limits':{'nvidia.com/gpu':'1'}}},"
+                                             "{'name':'bad1','resources':{'limits':{'nvidia.com/mps-core':'101'}}},"
+                                             "{'name':'bad2','resources':{'limits':{'tencent.com/vcuda-core':'x'}}}]");
     assert_string_equal(p->request_error,
                         "container \"bad1\": nvidia.com/mps-core 101 is above 100 (MPS shares one GPU, 1..100)");
     assert_true(p->uses_gpu);
@@ -519,12 +528,11 @@ static void test_family_names(void **state)
 static void test_decision_tencent(void **state)
 {
     (void)state;
-    struct pod_info *p = pod_of(
-        "{'metadata':{'name':'p','annotations':{"
-        "'tencent.com/predicate-gpu-idx-0':'2,3','tencent.com/predicate-gpu-idx-2':'5',"
-        "'tencent.com/predicate-node':'n1','tencent.com/gpu-assigned':'true',"
-        "'tencent.com/predicate-time':'1763700000000000000'}},"
-        "'spec':{'containers':[{'name':'a'},{'name':'b'},{'name':'c'}]}}");
+    struct pod_info *p = pod_of("{'metadata':{'name':'p','annotations':{"
+                                "'tencent.com/predicate-gpu-idx-0':'2,3','tencent.com/predicate-gpu-idx-2':'5',"
+                                "'tencent.com/predicate-node':'n1','tencent.com/gpu-assigned':'true',"
+                                "'tencent.com/predicate-time':'1763700000000000000'}},"
+                                "'spec':{'containers':[{'name':'a'},{'name':'b'},{'name':'c'}]}}");
     const struct pod_decision *d = &p->decision;
     assert_string_equal(d->node, "n1");
     assert_true(d->assigned);
@@ -609,8 +617,8 @@ static void test_parse_gpu_index_list(void **state)
     assert_int_equal(parse_gpu_index_list("4096", out, 8), 1);
     assert_int_equal(out[0], 4096);
 
-    const char *bad[] = {",", "0,", ",0", "0,,1", " 1", "1 ", "1, 2", "-1", "+1", "a", "1a", "4097",
-                         "99999999999999999999", "0;1"};
+    const char *bad[] = {
+        ",", "0,", ",0", "0,,1", " 1", "1 ", "1, 2", "-1", "+1", "a", "1a", "4097", "99999999999999999999", "0;1"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         if (parse_gpu_index_list(bad[i], out, 8) != -1)
             fail_msg("\"%s\" was accepted", bad[i]);
@@ -716,7 +724,8 @@ static void test_annotations_round_trip(void **state)
 {
     (void)state;
     /* What decision_annotations writes, pod_info_from_json reads back. */
-    cJSON *pod = json_of("{'metadata':{'name':'p','annotations':{}},'spec':{'containers':[{'name':'a'},{'name':'b'}]}}");
+    cJSON *pod =
+        json_of("{'metadata':{'name':'p','annotations':{}},'spec':{'containers':[{'name':'a'},{'name':'b'}]}}");
     cJSON *ann = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "metadata"), "annotations");
     int c1[] = {4, 6};
     int *idx[] = {NULL, c1};
@@ -749,7 +758,7 @@ static void test_with_decision_deep_copy(void **state)
     int count[] = {1, 0};
     struct pod_info *copy = pod_info_with_decision(src, "n1", 1234, idx, count);
     assert_non_null(copy);
-    minors[0] = 99;   /* the copy does not point at the caller's arrays */
+    minors[0] = 99; /* the copy does not point at the caller's arrays */
     pod_info_free(src);
 
     assert_string_equal(copy->key, "ns/p");

@@ -98,7 +98,8 @@ static void test_hami_pod(void **state)
         "'hami.io/vgpu-node':'gpu-3','hami.io/vgpu-time':'1795291063',"
         "'hami.io/vgpu-devices-allocated':'GPU-aaaa,NVIDIA,4000,30:;','nvidia.com/use-gputype':'a100,H100',"
         "'hami.io/gpu-scheduler-policy':'spread'}},'spec':{'nodeName':'gpu-3','containers':["
-        "{'name':'a','resources':{'limits':{'nvidia.com/gpu':'1','nvidia.com/gpumem':'4000','nvidia.com/gpucores':'30'}}},"
+        "{'name':'a','resources':{'limits':{'nvidia.com/gpu':'1','nvidia.com/gpumem':'4000','nvidia.com/"
+        "gpucores':'30'}}},"
         "{'name':'b','resources':{'limits':{},'requests':{'nvidia.com/gpu':'2'}}}]}}",
         "");
     assert_true(p->terminating);
@@ -211,40 +212,24 @@ static void test_init_containers_and_interest(void **state)
     pod_info_free(p);
 }
 
-/* PodGroup membership, from a label or an annotation, read alike by both
- * ways (read_same compares them). */
-static void test_pod_group(void **state)
-{
-    (void)state;
-    struct pod_info *p = read_same("{'metadata':{'name':'p','labels':{'a':'b','scheduling.x-k8s.io/pod-group':'g'}}}", "");
-    assert_true(p->pod_group);
-    pod_info_free(p);
-    p = read_same("{'metadata':{'name':'p','annotations':{'pod-group.scheduling.sigs.k8s.io/name':'g'}}}", "");
-    assert_true(p->pod_group);
-    pod_info_free(p);
-    p = read_same("{'metadata':{'name':'p','labels':{'scheduling.x-k8s.io/pod-group':'','app':'x'}}}", "");
-    assert_false(p->pod_group);
-    pod_info_free(p);
-}
-
 /* ---- shapes it declines -------------------------------------------------- */
 
 static void test_declines(void **state)
 {
     (void)state;
     static const char *const cases[] = {
-        "{'metadata':{'namespace':'ns'}}",                                      /* no name */
-        "{'metadata':{'name':''}}",                                             /* empty name */
-        "{'metadata':{'name':'p','namespace':''}}",                             /* empty namespace */
-        "{'spec':{}}",                                                          /* no metadata */
-        "{'metadata':{'name':'p'},'metadata':{'name':'q'}}",                    /* a field twice */
-        "{'metadata':{'name':'p','name':'q'}}",                                 /* a field twice */
-        "{'metadata':{'name':'p\\u0041'}}",                                     /* an escape in a value */
-        "{'meta\\u0064ata':{'name':'p'}}",                                      /* an escape in a key */
-        "{'metadata':{'name':'p','uid':null}}",                                 /* a type the reader does not take */
-        "{'metadata':{'name':'p'},'spec':null}",                                /* the same */
-        "{'metadata':{'name':'p'},'spec':{'containers':null}}",                 /* the same */
-        "{'metadata':{'name':'p'},'spec':{'containers':[1]}}",                  /* the same */
+        "{'metadata':{'namespace':'ns'}}",                      /* no name */
+        "{'metadata':{'name':''}}",                             /* empty name */
+        "{'metadata':{'name':'p','namespace':''}}",             /* empty namespace */
+        "{'spec':{}}",                                          /* no metadata */
+        "{'metadata':{'name':'p'},'metadata':{'name':'q'}}",    /* a field twice */
+        "{'metadata':{'name':'p','name':'q'}}",                 /* a field twice */
+        "{'metadata':{'name':'p\\u0041'}}",                     /* an escape in a value */
+        "{'meta\\u0064ata':{'name':'p'}}",                      /* an escape in a key */
+        "{'metadata':{'name':'p','uid':null}}",                 /* a type the reader does not take */
+        "{'metadata':{'name':'p'},'spec':null}",                /* the same */
+        "{'metadata':{'name':'p'},'spec':{'containers':null}}", /* the same */
+        "{'metadata':{'name':'p'},'spec':{'containers':[1]}}",  /* the same */
         "{'metadata':{'name':'p','annotations':{'tencent.com/predicate-node':1}}}", /* a noted annotation not a string */
         "{'metadata':{'name':'p','annotations':{'gpu-admission.io/node':'a','gpu-admission.io/node':'b'}}}",
         "{'metadata':{'name':'p','annotations':{'other':'\\ud800'}}}", /* cJSON refuses a lone surrogate */
@@ -253,8 +238,8 @@ static void test_declines(void **state)
         "{'metadata':{'name':'p'},'spec':{'containers':[{'resources':{'limits':{'nvidia.com/gpu':'2000000000000'}}}]}}",
         "{'metadata':{'name':'p'},'spec':{'containers':[{'resources':{'limits':{'x':'\\n'}}}]}}",
         "{'metadata':{'name':'p'},'spec':{'containers':[{'resources':{'limits':{},'limits':{}}}]}}",
-        "{'metadata':{'name':'p'}",          /* not ended */
-        "[{'metadata':{'name':'p'}}]",       /* not an object */
+        "{'metadata':{'name':'p'}",           /* not ended */
+        "[{'metadata':{'name':'p'}}]",        /* not an object */
         "{'metadata':{'name':'p','x':[1,]}}", /* not JSON, in a skipped part */
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
@@ -275,7 +260,6 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_watched_vcuda_pod),
-        cmocka_unit_test(test_pod_group),
         cmocka_unit_test(test_hami_pod),
         cmocka_unit_test(test_requests_and_errors),
         cmocka_unit_test(test_declines),

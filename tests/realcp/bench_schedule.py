@@ -30,6 +30,21 @@ Default: 500 nodes x tencent.com/vcuda-core 800 (8 GPUs), 3,000 pods asking
 vcuda-core 50 / vcuda-memory 10, kube-scheduler started after the pods
 exist (--burst: started first, the pods created while it runs).
 
+--workload picks the devices (the same nodes and pods in every round):
+  share   the default above (GPU-Manager vcuda shares);
+  whole   nodes with nvidia.com/gpu 8 and the gpu-admission.io/topology
+          annotation of a DGX-1 V100 (NVLink hybrid cube mesh, made by the
+          gpu-topology binary next to --binary from the recorded nvidia-smi
+          output), pods asking nvidia.com/gpu --gpus (default 2);
+  hami    HAMi vGPU nodes (hami.io/node-nvidia-register: 8 V100 32 GB, split
+          10), pods asking nvidia.com/gpu 1, gpumem 3000, gpucores 10; the
+          nodes also advertise gpumem and gpucores so that kube-scheduler
+          alone can count them. HAMi's bind takes a node lock that its device
+          plugin releases after it allocated the pod: this script plays the
+          plugin (it watches the round's pods and, once one is bound,
+          releases the lock that names it), so HAMi rounds carry the
+          protocol's own writes (lock, pod annotations, Binding, release).
+
   python3 tests/realcp/bench_schedule.py --binary build/release/gpu-quota-admission [--nodes 50 --pods 300]
 
 Needs the real binaries (tests/realcp/README.md: KUBEBUILDER_ASSETS). The
@@ -43,6 +58,7 @@ import os
 import http.client
 import re
 import ssl
+import subprocess
 import sys
 import threading
 import time
@@ -61,6 +77,28 @@ MODES = ("none", "bind", "filter")
 EXTRA_MODES = ("watch",)
 BOUND = re.compile(r'^I\d{4} (\d\d):(\d\d):(\d\d\.\d+)\s.*"Successfully bound pod to node" pod="([^"]+)"')
 SETUP_THREADS = 8
+WORKLOADS = ("share", "whole", "hami")
+HAMI_GPUS, HAMI_SPLIT, HAMI_MEM, HAMI_CORES = 8, 10, 32768, 100
+HAMI_POD = {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "3000", "nvidia.com/gpucores": "10"}
+TOPOLOGY_FIXTURE = "dgx1-v100"
+
+
+def hami_register(node_index):
+    """hami.io/node-nvidia-register for one bench node: HAMI_GPUS V100s."""
+    return "".join("GPU-bench-%04d-%d,%d,%d,%d,NVIDIA-Tesla V100-SXM2-32GB,0,true:" %
+                   (node_index, i, HAMI_SPLIT, HAMI_MEM, HAMI_CORES) for i in range(HAMI_GPUS))
+
+
+def topology_annotation(binary, source_dir):
+    """The gpu-admission.io/topology value the gpu-topology binary (built
+    next to the extender) makes of a recorded DGX-1 V100 nvidia-smi."""
+    tool = os.path.join(os.path.dirname(binary), "gpu-topology")
+    fix = os.path.join(source_dir, "tests", "fixtures", "nvidia-smi", TOPOLOGY_FIXTURE)
+    r = subprocess.run([tool, "--topo-file", fix + ".topo.txt", "--query-file", fix + ".query.csv",
+                        "--proc-dir", ""], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+    if r.returncode != 0:
+        raise RuntimeError("%s: exit %d: %s" % (tool, r.returncode, r.stderr.decode("utf-8", "replace")))
+    return r.stdout.decode().strip()
 
 
 def log_seconds(h, m, s):
@@ -127,13 +165,18 @@ def api_requests(cp):
 
 
 def pod_writes(cp):
-    """API writes to existing pods so far, by verb (and subresource)."""
+    """API writes to existing pods so far, by verb (and subresource), and
+    writes to nodes ("nodes PATCH": HAMi's lock and its release)."""
     status, body = cp.admin.request("GET", "/metrics", raw=True)
     tot = {}
     for name, lab, v in parse_metrics(body.decode("utf-8", "replace")):
-        if name != "apiserver_request_total" or lab.get("resource") != "pods":
+        if name != "apiserver_request_total" or lab.get("resource") not in ("pods", "nodes"):
             continue
         verb = lab.get("verb", "")
+        if lab.get("resource") == "nodes":   # HAMi's node lock and its release
+            if verb in ("PATCH", "PUT", "APPLY"):
+                tot["nodes " + verb] = tot.get("nodes " + verb, 0) + v
+            continue
         if verb == "POST" and not lab.get("subresource"):
             continue   # pods created (--burst), not written by scheduling
         if verb in ("PATCH", "PUT", "POST", "APPLY"):
@@ -303,10 +346,98 @@ def extender_errors(proc):
         return sum(1 for line in f if " warn " in line and ("bind " in line or "recording" in line))
 
 
+class HamiPlugin(threading.Thread):
+    """HAMi's device plugin, as far as a bench round needs it: it watches the
+    round's pods and, once one is bound, releases the node lock
+    (hami.io/mutex.lock) that names it, with a JSON patch that first tests
+    the value (a lock taken over meanwhile is left alone). Keep-alive
+    connections, so its requests cost the API server no handshakes."""
+
+    LOCK = "hami.io/mutex.lock"
+
+    def __init__(self, cp, ns):
+        super().__init__(daemon=True)
+        self.cp, self.ns = cp, ns
+        self.ctx = ssl.create_default_context(cafile=cp.pki.ca_crt)
+        self.ctx.load_cert_chain(cp.admin_crt, cp.admin_key)
+        self.released, self.errors = 0, 0
+        self.done = set()
+        self.stopping = False
+        self.watch_conn = None
+        self.started_watch = threading.Event()
+
+    def connect(self, timeout=None):
+        return http.client.HTTPSConnection("127.0.0.1", self.cp.api_port, context=self.ctx, timeout=timeout)
+
+    def call(self, conn, method, path, body=None, content_type=None):
+        hdrs = {"Accept": "application/json"}
+        if content_type:
+            hdrs["Content-Type"] = content_type
+        conn.request(method, path, body=json.dumps(body).encode() if body is not None else None, headers=hdrs)
+        r = conn.getresponse()
+        return r.status, r.read()
+
+    def release(self, conn, node, pod):
+        status, body = self.call(conn, "GET", "/api/v1/nodes/" + node)
+        if status != 200:
+            self.errors += 1
+            return
+        lock = (json.loads(body)["metadata"].get("annotations") or {}).get(self.LOCK, "")
+        if not lock.endswith(",%s,%s" % (self.ns, pod)):
+            return
+        key = "/metadata/annotations/" + self.LOCK.replace("~", "~0").replace("/", "~1")
+        status, _ = self.call(conn, "PATCH", "/api/v1/nodes/" + node,
+                              [{"op": "test", "path": key, "value": lock}, {"op": "remove", "path": key}],
+                              "application/json-patch+json")
+        if status == 200:
+            self.released += 1
+        else:
+            self.errors += 1
+
+    def run(self):
+        patcher = self.connect(timeout=30)
+        try:
+            status, body = self.call(patcher, "GET", "/api/v1/namespaces/%s/pods?limit=1" % self.ns)
+            rv = json.loads(body)["metadata"]["resourceVersion"]
+            self.watch_conn = self.connect()
+            self.watch_conn.request("GET", "/api/v1/namespaces/%s/pods?watch=1&resourceVersion=%s" % (self.ns, rv),
+                                    headers={"Accept": "application/json"})
+            r = self.watch_conn.getresponse()
+            self.started_watch.set()
+            while not self.stopping:
+                line = r.readline()
+                if not line:
+                    break
+                obj = json.loads(line).get("object", {})
+                name, node = obj.get("metadata", {}).get("name"), obj.get("spec", {}).get("nodeName")
+                if node and name not in self.done:
+                    self.done.add(name)
+                    self.release(patcher, node, name)
+        except (OSError, ValueError, http.client.HTTPException):
+            if not self.stopping:
+                self.errors += 1
+        finally:
+            self.started_watch.set()
+            patcher.close()
+
+    def stop(self):
+        self.stopping = True
+        if self.watch_conn is not None and self.watch_conn.sock is not None:
+            try:
+                self.watch_conn.sock.shutdown(2)
+            except OSError:
+                pass
+        self.join(30)
+
+
 class Bench:
     def __init__(self, cp, binary, nodes, pods, cores, memory, ext_flags=(), timeout=600, quiet=False,
-                 prioritize=True, profiler=None):
+                 prioritize=True, profiler=None, workload="share", gpus=2, source_dir=None):
+        if workload not in WORKLOADS:
+            raise ValueError("workload %r: one of %s" % (workload, ", ".join(WORKLOADS)))
         self.cp, self.binary, self.prioritize = cp, binary, prioritize
+        self.workload, self.gpus = workload, gpus
+        self.source_dir = source_dir or os.path.dirname(os.path.dirname(HERE))
         self.nodes, self.pods, self.cores, self.memory = nodes, pods, cores, memory
         self.ext_flags, self.timeout, self.quiet = list(ext_flags), timeout, quiet
         self.profiler = profiler
@@ -327,13 +458,36 @@ class Bench:
         if not self.quiet:
             print(*a, flush=True)
 
+    def node_spec(self, i):
+        """(resources, annotations) of bench node i for the workload."""
+        if self.workload == "whole":
+            return {"nvidia.com/gpu": "8"}, {"gpu-admission.io/topology": self.topology}
+        if self.workload == "hami":
+            res = {"nvidia.com/gpu": str(HAMI_GPUS * HAMI_SPLIT), "nvidia.com/gpumem": str(HAMI_GPUS * HAMI_MEM),
+                   "nvidia.com/gpucores": str(HAMI_GPUS * HAMI_CORES)}
+            return res, {"hami.io/node-nvidia-register": hami_register(i),
+                         "hami.io/node-handshake": "Reported " + time.strftime("%Y-%m-%d %H:%M:%S")}
+        return {"tencent.com/vcuda-core": "800", "tencent.com/vcuda-memory": "256"}, None
+
+    def pod_limits(self):
+        if self.workload == "whole":
+            return {"nvidia.com/gpu": str(self.gpus)}
+        if self.workload == "hami":
+            return dict(HAMI_POD)
+        return {"tencent.com/vcuda-core": str(self.cores), "tencent.com/vcuda-memory": str(self.memory)}
+
     def make_nodes(self):
-        res = {"tencent.com/vcuda-core": "800", "tencent.com/vcuda-memory": "256"}
+        if self.workload == "whole":
+            self.topology = topology_annotation(self.binary, self.source_dir)
+
+        def add(i):
+            res, ann = self.node_spec(i)
+            self.cp.add_node("bench-n%04d" % i, res, annotations=ann)
         with ThreadPoolExecutor(SETUP_THREADS) as ex:
-            list(ex.map(lambda i: self.cp.add_node("bench-n%04d" % i, res), range(self.nodes)))
+            list(ex.map(add, range(self.nodes)))
 
     def make_pods(self, ns):
-        limits = {"tencent.com/vcuda-core": str(self.cores), "tencent.com/vcuda-memory": str(self.memory)}
+        limits = self.pod_limits()
         with ThreadPoolExecutor(SETUP_THREADS) as ex:
             list(ex.map(lambda i: self.cp.create_pod(self.cp.pod("p%05d" % i, limits, namespace=ns)),
                         range(self.pods)))
@@ -360,12 +514,20 @@ class Bench:
                                         name="bench-" + mode)
             ext = direct_extender(ext_proc.port, bind=(mode == "bind"), timeout="3s")
             ext.pop("preemptVerb", None)
+            if self.workload == "hami":
+                ext["managedResources"] += [{"name": r, "ignoredByScheduler": False}
+                                            for r in ("nvidia.com/gpumem", "nvidia.com/gpucores")]
             if not self.prioritize:
                 ext.pop("prioritizeVerb", None)
             extenders = [ext] if mode != "watch" else []
         cfg = cp.scheduler_config(extenders)
         cfg["clientConnection"]["qps"] = 2000
         cfg["clientConnection"]["burst"] = 4000
+        plugin = None
+        if self.workload == "hami" and ext_proc is not None:
+            plugin = HamiPlugin(cp, ns)
+            plugin.start()
+            plugin.started_watch.wait(30)
         if not burst:
             self.make_pods(ns)
         writes0 = pod_writes(cp)
@@ -434,6 +596,9 @@ class Bench:
             fig["refused"] = extender_errors(ext_proc)
         if self.profiler:
             self.profiler.wait()
+        if plugin is not None:
+            plugin.stop()
+            fig["locks_released"], fig["plugin_errors"] = plugin.released, plugin.errors
         cp.stop_scheduler(sched)
         if ext_proc is not None:
             fig["extender_exit"] = cp.stop_product(ext_proc)
@@ -479,7 +644,9 @@ def fmt(fig):
                                        num("filter_per_pod"), num("bind_per_pod"), ms("bind_p50"),
                                        ms("bind_p99"), num("writes_per_pod"), fig.get("refused", "-"),
                                        ms("filter_p50"), ms("prioritize_p50"),
-                                       json.dumps(fig["writes"], sort_keys=True)))
+                                       json.dumps(fig["writes"], sort_keys=True)) +
+            ("  HAMi locks released %d (errors %d)" % (fig["locks_released"], fig["plugin_errors"])
+             if "locks_released" in fig else ""))
 
 
 def main():
@@ -492,6 +659,9 @@ def main():
     ap.add_argument("--memory", type=int, default=10)
     ap.add_argument("--modes", default=",".join(MODES),
                     help="comma-separated, of none,bind,filter (and watch: the extender running, not configured)")
+    ap.add_argument("--workload", choices=WORKLOADS, default="share",
+                    help="share: vcuda shares; whole: nvidia.com/gpu with NVLink topology; hami: HAMi vGPUs")
+    ap.add_argument("--gpus", type=int, default=2, help="--workload whole: nvidia.com/gpu per pod")
     ap.add_argument("--burst", action="store_true", help="create the pods while kube-scheduler runs")
     ap.add_argument("--extender-flag", action="append", default=[], help="one more flag for the extender")
     ap.add_argument("--timeout", type=int, default=600, help="seconds a round may take")
@@ -511,13 +681,15 @@ def main():
             os.makedirs(a.profile, exist_ok=True)
             profiler = Profiler(a.profile, a.profile_seconds)
         b = Bench(cp, os.path.abspath(a.binary), a.nodes, a.pods, a.cores, a.memory, a.extender_flag, a.timeout,
-                  prioritize=not a.no_prioritize, profiler=profiler)
+                  prioritize=not a.no_prioritize, profiler=profiler, workload=a.workload, gpus=a.gpus,
+                  source_dir=a.source_dir)
         for alt in a.alt_binary:
             name, _, path = alt.partition("=")
             b.alt_binaries[name] = os.path.abspath(path)
         t0 = time.monotonic()
         b.make_nodes()
-        print("%d nodes in %.1fs" % (a.nodes, time.monotonic() - t0), flush=True)
+        print("%d nodes in %.1fs (workload %s, pods asking %s)" % (
+            a.nodes, time.monotonic() - t0, a.workload, json.dumps(b.pod_limits(), sort_keys=True)), flush=True)
         idle = b.measure_idle()
         print("idle CPU ms/s: %s" % "  ".join("%s %.1f" % kv for kv in sorted(idle.items())), flush=True)
         for mode in a.modes.split(","):

@@ -486,6 +486,11 @@ class Bench:
         with ThreadPoolExecutor(SETUP_THREADS) as ex:
             list(ex.map(add, range(self.nodes)))
 
+    def remove_nodes(self):
+        """Delete the bench nodes (tests that share one control plane)."""
+        with ThreadPoolExecutor(SETUP_THREADS) as ex:
+            list(ex.map(lambda i: self.cp.admin.delete("/api/v1/nodes/bench-n%04d" % i), range(self.nodes)))
+
     def make_pods(self, ns):
         limits = self.pod_limits()
         with ThreadPoolExecutor(SETUP_THREADS) as ex:

@@ -24,6 +24,13 @@ NODES, PODS = 4, 24
 def test_bench_rounds(s):
     b = Bench(s.cp, s.args.binary, NODES, PODS, 50, 10, timeout=120)
     b.make_nodes()
+    try:
+        share_rounds(s, b)
+    finally:
+        b.remove_nodes()
+
+
+def share_rounds(s, b):
     for mode in ("none", "bind", "filter"):
         fig = b.round(mode)
         print("  " + fmt(fig), flush=True)
@@ -47,6 +54,13 @@ def test_bench_whole_gpus(s):
     b = Bench(s.cp, s.args.binary, NODES, pods, 0, 0, timeout=120, workload="whole", gpus=2,
               source_dir=s.source_dir)
     b.make_nodes()
+    try:
+        whole_rounds(s, b, pods)
+    finally:
+        b.remove_nodes()
+
+
+def whole_rounds(s, b, pods):
     for mode in ("none", "bind"):
         fig = b.round(mode)
         print("  " + fmt(fig), flush=True)
@@ -63,7 +77,10 @@ def test_bench_hami(s):
     pods = 12
     b = Bench(s.cp, s.args.binary, NODES, pods, 0, 0, timeout=120, workload="hami", source_dir=s.source_dir)
     b.make_nodes()
-    fig = b.round("bind")
+    try:
+        fig = b.round("bind")
+    finally:
+        b.remove_nodes()
     print("  " + fmt(fig), flush=True)
     s.check_eq(fig["bound"], pods, "hami bind: every pod is bound", fig)
     s.check_eq(fig.get("extender_exit"), 0, "hami bind: the extender exits 0", fig)

@@ -526,6 +526,7 @@ void hami_node_free(struct hami_node *h)
     hami_devices_free(h->devices, h->count);
     free(h->error);
     free(h->handshake_value);
+    free(h->lock_value);
     free(h);
 }
 
@@ -553,6 +554,14 @@ static void mark_cordoned(struct hami_node *h, const cJSON *annotations)
         if (*p == ',')
             p++;
     }
+}
+
+/* The node lock's value as written (a string; anything else is left out,
+ * as the bind's own read of the Node decides what it means). 0, or -1. */
+static int read_lock(struct hami_node *h, const cJSON *annotations)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(annotations, HAMI_NODE_LOCK_ANNOTATION);
+    return !cJSON_IsString(v) || (h->lock_value = strdup(v->valuestring)) ? 0 : -1;
 }
 
 int hami_node_from_annotations(const cJSON *annotations, int64_t allocatable_gpus, const char *node,
@@ -587,7 +596,7 @@ int hami_node_from_annotations(const cJSON *annotations, int64_t allocatable_gpu
         if (d->healthy && !d->cordoned && (d->mode != HAMI_MODE_MIG || d->mig))
             h->usable |= 1ULL << i;
     }
-    if (read_handshake(h, annotations) != 0)
+    if (read_handshake(h, annotations) != 0 || read_lock(h, annotations) != 0)
         goto oom;
     *out = h;
     return 0;

@@ -115,6 +115,7 @@ struct hami_node {
     struct hami_device *devices;
     int64_t handshake_ns;  /* time of a Requesting_/Deleted_ value (Unix ns), 0 if unreadable */
     char *handshake_value; /* the value read (for reasons and /inspect), or NULL */
+    char *lock_value;      /* hami.io/mutex.lock as the watch last showed it, or NULL (extender/decide) */
     /* hami.io/node-nvidia-score on the devices, NULL when absent or
      * unreadable: attached by hami_topology_read and freed by nodespec.c
      * (cluster/hami_topology.h), never by hami_node_free */

@@ -2,9 +2,12 @@
 #include "extender/decide/placement.h"
 #include "admission/hamiquota.h"
 #include "admission/policy.h"
+#include "cluster/hami_decision.h"
+#include "extender/decide/hami_fit.h"
 #include "extender/decide/hamibind.h"
 #include "extender/decide/metrics.h"
 #include "extender/decide/podlookup.h"
+#include "lib/clock.h"
 #include "lib/grow.h"
 #include "lib/log.h"
 
@@ -22,6 +25,11 @@ int placement_init(struct placement *p, struct cluster_cache *cache, const struc
     if (pthread_mutex_init(&p->memo.lock, NULL) != 0)
         return -1;
     if (inflight_init(&p->inflight) != 0) {
+        pthread_mutex_destroy(&p->memo.lock);
+        return -1;
+    }
+    if (hamibusy_init(&p->hami_busy) != 0) {
+        inflight_destroy(&p->inflight);
         pthread_mutex_destroy(&p->memo.lock);
         return -1;
     }
@@ -73,6 +81,7 @@ static const char *not_deciding(const struct placement *p)
 void placement_destroy(struct placement *p)
 {
     inflight_destroy(&p->inflight);
+    hamibusy_destroy(&p->hami_busy);
     pthread_mutex_destroy(&p->memo.lock);
     free(p->memo.names);
     free(p->memo.offsets);
@@ -403,6 +412,25 @@ struct judging {
     const void *last_memo;               /* last_refusal's fit_result.reason_memo */
 };
 
+/* Would a HAMi pod's bind to n wait at HAMi's node lock: another pod holds
+ * it (as the watch last showed it; an unreadable one is never taken over),
+ * or a HAMi bind of ours is on its way there (hamibusy.h)? Such a node
+ * scores lowest, so that kube-scheduler's binpack moves on to the next
+ * node instead of queueing every pod behind one lock (docs/hami.md). */
+static bool hami_busy(struct placement *p, const struct pod_info *pod, const struct node_state *n)
+{
+    if (!pod->hami || !hami_pod_on(pod, n))
+        return false;
+    const char *lock = n->spec->hami->lock_value;
+    if (lock) {
+        enum hami_lock_state st =
+            hami_lock_check(lock, clock_realtime_ns(), hami_get_config()->lock_timeout_ns, pod->ns, pod->name);
+        if (st == HAMI_LOCK_HELD || st == HAMI_LOCK_UNREADABLE)
+            return true;
+    }
+    return hamibusy_has(&p->hami_busy, n->name);
+}
+
 /* Does HAMi's ResourceQuota let the pod have the vGPUs the fit chose on n
  * (hami_masks), with `used` already held by its namespace? true, or false
  * with the reason in reason. Under the cache's lock. */
@@ -449,7 +477,7 @@ static int judge(struct judging *j, const struct node_state *n, struct verdict *
         }
         v->fits = true;
         ev->fitting++;
-        v->score = (int16_t)fit->score; /* 0..FIT_SCORE_MAX */
+        v->score = (int16_t)(hami_busy(j->p, j->pod, n) ? 0 : fit->score); /* 0..FIT_SCORE_MAX */
         v->set_score = saturate_i32(fit->set_score);
         v->set_best = saturate_i32(fit->set_best);
         if (fit->reason_len > 0) /* a fitting node's note: where HAMi MIG instances go (explain) */
@@ -1420,6 +1448,8 @@ static int record_and_bind(struct placement *p, const struct pod_info *pod, cons
         return bind_in_one_write(p, pod, decided, node, err);
     const struct pod_info *subject = decided ? decided : pod;
     bool hami = hamibind_wanted(p->sink, subject, node), phase = false;
+    /* Steers other HAMi pods elsewhere until the lock shows (hamibusy.h). */
+    bool busy = hami && hamibusy_enter(&p->hami_busy, node) == 0;
     char *why = NULL;
     int rc = -1;
     int locked = hami ? hamibind_lock(p->sink, subject, node, &why) : 0;
@@ -1453,6 +1483,8 @@ out:
         hamibind_abort(p->sink, subject, node, phase);
     if (hamibind_wanted(p->sink, subject, node))
         metrics_count_hami_bind(rc == 0 ? HAMI_BIND_BOUND : locked > 0 ? HAMI_BIND_LOCKED : HAMI_BIND_FAILED);
+    if (busy)
+        hamibusy_leave(&p->hami_busy, node);
     free(why);
     return rc;
 }

@@ -48,6 +48,7 @@
 
 #include "cluster/cache.h"
 #include "extender/decide/allocator.h"
+#include "extender/decide/hamibusy.h"
 #include "extender/decide/inflight.h"
 #include "extender/decide/sink.h"
 #include "lib/strbuf.h"
@@ -100,6 +101,7 @@ struct placement {
     struct cluster_cache *cache;
     struct placement_config cfg;
     struct inflight inflight;         /* pods with a decision in progress */
+    struct hamibusy hami_busy;        /* nodes with a HAMi bind of ours in progress */
     const struct decision_sink *sink; /* NULL offline; set before serving, cleared after */
     const atomic_int *may_decide;     /* with leader election: 1 only while leading; NULL = always */
     /* With leader election: does the cache hold the cluster as of when the

@@ -901,6 +901,61 @@ static void test_hami_bind(void **state)
     pod_info_free(a);
 }
 
+static void add_hami_node_locked(struct cluster_cache *c, const char *name, const char *lock)
+{
+    char buf[1024];
+    fmt(buf, sizeof(buf),
+        "{'kind':'Node','metadata':{'name':'%s','annotations':{'hami.io/mutex.lock':'%s',"
+        "'hami.io/node-nvidia-register':"
+        "'GPU-a,10,32768,100,NVIDIA-V100,0,true,0,hami-core:GPU-b,10,32768,100,NVIDIA-V100,0,true,1,hami-core:'}},"
+        "'status':{'allocatable':{'nvidia.com/gpu':'20'}}}",
+        name, lock);
+    cJSON *obj = json_of(buf);
+    char *err = NULL;
+    struct node_spec *spec = node_spec_from_json(obj, &err);
+    assert_non_null(spec);
+    cJSON_Delete(obj);
+    assert_int_equal(cache_apply_node(c, spec), 0);
+}
+
+/* A HAMi pod's bind would wait at a node whose lock another pod holds, or
+ * where a HAMi bind of ours is on its way: such a node still fits but
+ * scores lowest, so kube-scheduler's binpack moves on to another node. An
+ * expired lock, or the pod's own, steers nothing. */
+static void test_hami_busy_node_scores_lowest(void **state)
+{
+    struct world *w = *state;
+    char held[128], expired[128], own[128];
+    snprintf(held, sizeof(held), "%s,t,other", "2099-01-01T00:00:00Z");
+    snprintf(expired, sizeof(expired), "%s,t,other", "2001-01-01T00:00:00Z");
+    snprintf(own, sizeof(own), "%s,t,p", "2099-01-01T00:00:00Z");
+    add_hami_node(&w->cache, "free");
+    add_hami_node_locked(&w->cache, "held", held);
+    add_hami_node_locked(&w->cache, "expired", expired);
+    add_hami_node_locked(&w->cache, "own", own);
+    add_hami_node(&w->cache, "binding");
+    struct pod_info *p = vgpu_pod(w, "p", "uid-p");
+    assert_int_equal(hamibusy_enter(&w->p.hami_busy, "binding"), 0);
+    const char *names[] = {"free", "held", "expired", "own", "binding"};
+    struct evaluation ev;
+    assert_int_equal(placement_evaluate(&w->p, p, names, 5, &ev), 0);
+    for (int i = 0; i < 5; i++)
+        assert_true(ev.verdicts[i].fits);
+    assert_true(ev.verdicts[0].score > 0);
+    assert_int_equal(ev.verdicts[1].score, 0);
+    assert_int_equal(ev.verdicts[2].score, ev.verdicts[0].score);
+    assert_int_equal(ev.verdicts[3].score, ev.verdicts[0].score);
+    assert_int_equal(ev.verdicts[4].score, 0);
+    evaluation_free(&ev);
+
+    hamibusy_leave(&w->p.hami_busy, "binding");
+    assert_false(hamibusy_has(&w->p.hami_busy, "binding"));
+    assert_int_equal(placement_evaluate(&w->p, p, names, 5, &ev), 0);
+    assert_int_equal(ev.verdicts[4].score, ev.verdicts[0].score);
+    evaluation_free(&ev);
+    pod_info_free(p);
+}
+
 /* Every failure after the lock marks the pod failed, releases the lock and
  * takes the reservation back; a lock another pod holds past the bind's wait
  * is respected and nothing is written. */
@@ -1021,6 +1076,7 @@ static void test_hami_bind_waits_for_lock(void **state)
     assert_null(err);
     assert_string_equal(w->steps, "lock-refused lock-refused lock record allocating bind");
     assert_true(w->locked);
+    assert_false(hamibusy_has(&w->p.hami_busy, "h1")); /* the bind is over: the lock itself steers now */
     pod_info_free(p);
 
     /* Held for longer than the wait: the bind fails, nothing written. */
@@ -1210,6 +1266,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_hami_bind, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hami_bind_failures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hami_bind_waits_for_lock, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hami_busy_node_scores_lowest, setup, teardown),
         cmocka_unit_test_setup_teardown(test_whole_gpu_bind_one_write, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hami_filter_then_bind, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hami_reservation_survives_update, setup, teardown),

@@ -159,7 +159,11 @@ struct hami_pod {
     bool filters;                                /* any of the lists or vgpu_mode is set */
     bool has_alloc;                              /* alloc holds a readable allocation annotation */
     bool decision_keys;                          /* the pod carries any of HAMi's decision annotations */
-    bool alloc_done;                             /* ...read from -allocated (else -to-allocate) */
+    /* A decision about to be bound: when set (Unix ns), its write carries
+     * hami.io/bind-phase: allocating with this bind-time. Never read from
+     * a pod; not cloned. */
+    int64_t bind_phase_ns;
+    bool alloc_done; /* ...read from -allocated (else -to-allocate) */
     struct hami_alloc alloc;
     char *alloc_error; /* why a present allocation annotation was unreadable, or NULL */
     /* hami.io/vgpu-mig-allocations (HAMi v2.10 dynamic MIG): the MIG

@@ -1439,10 +1439,12 @@ static int bind_in_one_write(struct placement *p, const struct pod_info *pod, co
 /* Annotations first, Binding second (GPU-Manager reads a pod once it is
  * bound); when the Binding fails the annotations written here come off.
  * A HAMi pod takes the node lock first and is marked for HAMi's plugin
- * just before the Binding; after a failure it is marked failed and the
- * lock released (hamibind.h). No lock of ours is held. */
-static int record_and_bind(struct placement *p, const struct pod_info *pod, const struct pod_info *decided,
-                           const char *node, char **err)
+ * just before the Binding (with a new decision, in the decision's own
+ * PATCH: one write fewer, and the plugin never sees the devices without
+ * the mark); after a failure it is marked failed and the lock released
+ * (hamibind.h). No lock of ours is held. */
+static int record_and_bind(struct placement *p, const struct pod_info *pod, struct pod_info *decided, const char *node,
+                           char **err)
 {
     if (one_write(p, pod, decided))
         return bind_in_one_write(p, pod, decided, node, err);
@@ -1458,12 +1460,16 @@ static int record_and_bind(struct placement *p, const struct pod_info *pod, cons
         hami = locked < 0; /* an API failure may have left our lock; another holder's stays */
         goto out;
     }
+    if (hami && decided) {
+        decided->hami->bind_phase_ns = clock_realtime_ns();
+        phase = true; /* even a failed write may have landed: "failed" then corrects it */
+    }
     if (decided && p->sink && p->sink->record(p->sink->ctx, decided, &why) != 0) {
         *err = strbuf_format("recording the decision on pod %s failed: %s", pod->key, why ? why : "unknown error");
         goto out;
     }
-    if (hami) {
-        phase = true; /* even a failed write may have landed: "failed" then corrects it */
+    if (hami && !decided) { /* the decision was written at filter time: mark it now */
+        phase = true;       /* even a failed write may have landed: "failed" then corrects it */
         if (hamibind_allocating(p->sink, subject, &why) != 0) {
             *err = strbuf_format("marking pod %s for HAMi's device plugin (hami.io/bind-phase) failed: %s", pod->key,
                                  why ? why : "unknown error");

@@ -136,6 +136,8 @@ static int hami_part(cJSON *ann, const struct pod_info *d)
     char *allocation = hami_alloc_encode(&d->hami->alloc);
     int rc = allocation ? hami_decision_annotations(ann, d->decision.node, d->decision.time_ns, allocation) : -1;
     free(allocation);
+    if (rc == 0 && d->hami->bind_phase_ns > 0) /* bind placement: the plugin's mark in the same write */
+        rc = hami_bind_annotations(ann, d->hami->bind_phase_ns);
     return rc == 0 ? hami_decision_mig_annotation(ann, d->hami) : rc;
 }
 

@@ -270,12 +270,16 @@ def node_lock(_s):
             env.accepted(name)
             suite.check(LOCK not in env.node_annotations("hami-0"), "the plugin released the lock")
 
-        # gqa_api_writes_total (issue 27): the two lock writes and the bind-phase annotations are counted
+        # gqa_api_writes_total (issue 27): the two lock writes and the decisions are counted; a new
+        # decision carries the bind-phase mark in its own PATCH, so no separate bind-phase write
         m, _types, _bad = g.parse_metrics(env.srv.metrics().text)
+        writes = {k: v for k, v in m.items() if k[0] == "gqa_api_writes_total"}
         suite.check(g.metric(m, "gqa_api_writes_total", write="hami_lock", result="ok") >= 2,
-                    "the node lock writes are counted", {k: v for k, v in m.items() if k[0] == "gqa_api_writes_total"})
-        suite.check(g.metric(m, "gqa_api_writes_total", write="hami_phase", result="ok") >= 2,
-                    "the bind-phase writes are counted")
+                    "the node lock writes are counted", writes)
+        suite.check(g.metric(m, "gqa_api_writes_total", write="decision_patch", result="ok") >= 2,
+                    "the decision writes (with the bind-phase mark) are counted", writes)
+        suite.check_eq(g.metric(m, "gqa_api_writes_total", write="hami_phase", result="ok") or 0, 0,
+                       "no separate bind-phase write for a new decision", writes)
         suite.check(g.metric(m, "gqa_api_writes_total", write="binding", result="ok") >= 2, "the Bindings are counted")
 
 

@@ -122,7 +122,7 @@ struct world {
     bool record_lands, fail_clear;
     cJSON *api_pod; /* what a GET finds (owned), or NULL: 404 */
     hook_fn during_record;
-    /* HAMi binds: the steps in order ("lock record allocating bind"), the
+    /* HAMi binds: the steps in order ("lock record+phase bind"), the
      * allocation and phases written, and what the lock answers */
     char steps[256];
     char allocation[256];
@@ -152,7 +152,8 @@ static int fake_record(void *ctx, const struct pod_info *decided, char **err)
 {
     struct world *w = ctx;
     w->records++;
-    step(w, "record");
+    /* record+phase: the write carries HAMi's bind-phase mark too */
+    step(w, decided->hami && decided->hami->bind_phase_ns > 0 ? "record+phase" : "record");
     note_allocation(w, decided);
     snprintf(w->last_node, sizeof(w->last_node), "%s", decided->decision.node ? decided->decision.node : "");
     w->last_minor = decided->decision.idx_count && decided->decision.idx_count[0] ? decided->decision.idx[0][0] : -1;
@@ -881,9 +882,9 @@ static int hami_tasks(struct world *w, int64_t *memory0)
 
 #define STALE_ALLOCATION "'hami.io/vgpu-devices-allocated':'GPU-a,NVIDIA,3000,30:;;'"
 
-/* Bind mode on a HAMi node: lock, decision with the devices, bind-phase
- * allocating, Binding, in that order; the reservation charges the chosen
- * device. The lock stays (HAMi's plugin releases it). */
+/* Bind mode on a HAMi node: lock, decision with the devices and bind-phase
+ * allocating (one PATCH), Binding, in that order; the reservation charges
+ * the chosen device. The lock stays (HAMi's plugin releases it). */
 static void test_hami_bind(void **state)
 {
     struct world *w = *state;
@@ -893,7 +894,7 @@ static void test_hami_bind(void **state)
     char *err = NULL;
     int64_t mem0 = 0;
     assert_int_equal(placement_bind(&w->p, "t", "a", "uid-a", "h1", &err), 0);
-    assert_string_equal(w->steps, "lock record allocating bind");
+    assert_string_equal(w->steps, "lock record+phase bind");
     assert_string_equal(w->allocation, "GPU-b,NVIDIA,3000,30:;;");
     assert_true(w->locked);
     assert_int_equal(hami_tasks(w, &mem0), 1);
@@ -987,22 +988,22 @@ static void test_hami_bind_failures(void **state)
     err = NULL;
 
     w->lock_answer = 0;
-    w->fail_annotate = true;
+    w->fail_record = true; /* it may have landed: the pod is marked failed */
     reset_steps(w);
     assert_int_equal(placement_bind(&w->p, "t", "b", "uid-b", "h1", &err), -1);
-    assert_non_null(strstr(err, "hami.io/bind-phase"));
-    assert_string_equal(w->steps, "lock record allocating clear failed unlock");
+    assert_non_null(strstr(err, "recording the decision"));
+    assert_string_equal(w->steps, "lock record+phase failed unlock");
     assert_false(w->locked);
     assert_int_equal(hami_tasks(w, &mem0), 0);
     free(err);
     err = NULL;
 
-    w->fail_annotate = false;
+    w->fail_record = false;
     w->fail_bind = true;
     reset_steps(w);
     assert_int_equal(placement_bind(&w->p, "t", "b", "uid-b", "h1", &err), -1);
     assert_non_null(strstr(err, "binding refused"));
-    assert_string_equal(w->steps, "lock record allocating bind clear failed unlock");
+    assert_string_equal(w->steps, "lock record+phase bind clear failed unlock");
     assert_false(w->locked);
     assert_int_equal(hami_tasks(w, &mem0), 0);
     free(err);
@@ -1074,7 +1075,7 @@ static void test_hami_bind_waits_for_lock(void **state)
     w->lock_refusals = 2;
     assert_int_equal(placement_bind(&w->p, "t", "p", "uid-p", "h1", &err), 0);
     assert_null(err);
-    assert_string_equal(w->steps, "lock-refused lock-refused lock record allocating bind");
+    assert_string_equal(w->steps, "lock-refused lock-refused lock record+phase bind");
     assert_true(w->locked);
     assert_false(hamibusy_has(&w->p.hami_busy, "h1")); /* the bind is over: the lock itself steers now */
     pod_info_free(p);

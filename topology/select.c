@@ -37,6 +37,7 @@
 #include "topology/select.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -634,6 +635,10 @@ static uint64_t exact_set(struct cands *c, int k)
     return s.best_set;
 }
 
+static uint64_t shape_hash(const struct gpu_topology *t);
+static bool set_memo_get(uint64_t shape, uint64_t free_mask, int k, uint64_t *set, int64_t *score);
+static void set_memo_put(uint64_t shape, uint64_t free_mask, int k, uint64_t set, int64_t score);
+
 uint64_t topology_best_set(const struct gpu_topology *t, uint64_t free_mask, int k, int64_t *score)
 {
     if (score)
@@ -648,13 +653,19 @@ uint64_t topology_best_set(const struct gpu_topology *t, uint64_t free_mask, int
             *score = topology_set_score(t, free_mask);
         return free_mask;
     }
-    /* Stack-allocated: ~16 KiB, and no allocation that could fail. */
-    struct cands c;
-    cands_init(&c, t, free_mask);
-    uint64_t positions = c.n <= TOPOLOGY_EXACT_MAX ? exact_set(&c, k) : greedy(&c, all_gpus(c.n), k);
-    uint64_t set = to_gpu_mask(&c, positions);
+    uint64_t shape = shape_hash(t), set;
+    int64_t value;
+    if (!set_memo_get(shape, free_mask, k, &set, &value)) {
+        /* Stack-allocated: ~16 KiB, and no allocation that could fail. */
+        struct cands c;
+        cands_init(&c, t, free_mask);
+        uint64_t positions = c.n <= TOPOLOGY_EXACT_MAX ? exact_set(&c, k) : greedy(&c, all_gpus(c.n), k);
+        set = to_gpu_mask(&c, positions);
+        value = topology_set_score(t, set);
+        set_memo_put(shape, free_mask, k, set, value);
+    }
     if (score)
-        *score = topology_set_score(t, set);
+        *score = value;
     return set;
 }
 
@@ -829,4 +840,73 @@ int64_t topology_best_possible(const struct gpu_topology *t, int k)
     value = compute_best_possible(t, k);
     memo_put(hash, t, k, value);
     return value;
+}
+
+/* ------------------------------------------------------------ best set memo */
+
+/* Memo of topology_best_set by (shape hash, free GPUs, k). The allocator
+ * asks for the best set on every node of every request (filter, prioritize
+ * and bind of one pod ask the same three times), a cluster has few shapes,
+ * and between two pods only the node just chosen changes its free GPUs: so
+ * nearly every call is a repeat, and the search (microseconds for 8 GPUs)
+ * was most of the extender's CPU for whole-GPU pods (docs/comparison.md).
+ * A direct-mapped table of seqlocked slots: readers take no lock, a writer
+ * that finds its slot being written skips the memo. A hit is used only
+ * when its set lies within the free GPUs and has k members, so even two
+ * shapes whose 64-bit hashes collided could only make a set less well
+ * connected, never one with a busy GPU. Zero-initialised: seq 0 is empty. */
+#define SET_MEMO_SLOTS 4096
+
+struct set_memo_slot {
+    _Atomic uint64_t seq; /* odd while a writer fills the slot; 0: never filled */
+    _Atomic uint64_t shape;
+    _Atomic uint64_t free_mask;
+    _Atomic uint64_t set;
+    _Atomic int64_t score;
+    _Atomic int k;
+};
+
+static struct set_memo_slot set_memo[SET_MEMO_SLOTS];
+
+static struct set_memo_slot *set_memo_slot(uint64_t shape, uint64_t free_mask, int k)
+{
+    uint64_t h = (shape ^ (free_mask * 0x9e3779b97f4a7c15ULL) ^ (uint64_t)k) * 0xff51afd7ed558ccdULL;
+    return &set_memo[(h >> 32) % SET_MEMO_SLOTS];
+}
+
+static bool set_memo_get(uint64_t shape, uint64_t free_mask, int k, uint64_t *set, int64_t *score)
+{
+    struct set_memo_slot *s = set_memo_slot(shape, free_mask, k);
+    uint64_t before = atomic_load_explicit(&s->seq, memory_order_acquire);
+    if (before == 0 || (before & 1))
+        return false;
+    bool same = atomic_load_explicit(&s->shape, memory_order_relaxed) == shape &&
+                atomic_load_explicit(&s->free_mask, memory_order_relaxed) == free_mask &&
+                atomic_load_explicit(&s->k, memory_order_relaxed) == k;
+    uint64_t got = atomic_load_explicit(&s->set, memory_order_relaxed);
+    int64_t value = atomic_load_explicit(&s->score, memory_order_relaxed);
+    atomic_thread_fence(memory_order_acquire);
+    if (!same || atomic_load_explicit(&s->seq, memory_order_relaxed) != before)
+        return false;
+    if ((got & ~free_mask) != 0 || popcount64(got) != k)
+        return false;
+    *set = got;
+    *score = value;
+    return true;
+}
+
+static void set_memo_put(uint64_t shape, uint64_t free_mask, int k, uint64_t set, int64_t score)
+{
+    struct set_memo_slot *s = set_memo_slot(shape, free_mask, k);
+    uint64_t before = atomic_load_explicit(&s->seq, memory_order_relaxed);
+    if ((before & 1) || !atomic_compare_exchange_strong_explicit(&s->seq, &before, before + 1, memory_order_relaxed,
+                                                                 memory_order_relaxed))
+        return; /* another writer has the slot: this result is simply not kept */
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&s->shape, shape, memory_order_relaxed);
+    atomic_store_explicit(&s->free_mask, free_mask, memory_order_relaxed);
+    atomic_store_explicit(&s->k, k, memory_order_relaxed);
+    atomic_store_explicit(&s->set, set, memory_order_relaxed);
+    atomic_store_explicit(&s->score, score, memory_order_relaxed);
+    atomic_store_explicit(&s->seq, before + 2, memory_order_release);
 }

@@ -31,7 +31,9 @@ int64_t topology_set_score(const struct gpu_topology *t, uint64_t set);
  * set that leaves the best-connected free GPUs intact, then the lowest
  * mask; the exact rule and the weights are documented in select.c. For
  * k == 1 that is the free GPU whose loss hurts the remaining sets least.
- * Deterministic, and microseconds for 16 GPUs. */
+ * Deterministic, and microseconds for 16 GPUs; answers are memoised by
+ * shape, free GPUs and k (lock-free for readers; select.c), so a repeat
+ * costs a hash of the shape. Thread-safe. */
 uint64_t topology_best_set(const struct gpu_topology *t, uint64_t free_mask, int k, int64_t *score);
 /* The best score any k-set can reach on this topology with every GPU free:
  * the yardstick for node scores. 0 when k < 1 or k > t->count, and for

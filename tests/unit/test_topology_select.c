@@ -615,6 +615,35 @@ static void test_against_oracle(void **state)
     assert_true(checked > 1000);
 }
 
+/* topology_best_set keeps its answers in a memo keyed by shape, free GPUs
+ * and k: shapes that differ in one link or one NUMA node, asked in turn
+ * for every free mask and k, twice (the second pass is served from the
+ * memo), each get their own oracle's answer. */
+static void test_best_set_memo_keeps_shapes_apart(void **state)
+{
+    (void)state;
+    struct gpu_topology *t[3] = {dgx1(), dgx1(), dgx1()};
+    set_link(t[1], 0, 5, "NV2"); /* one link more */
+    t[2]->gpus[3].numa = 1;      /* one NUMA node other */
+    int checked = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (uint64_t free_mask = 1; free_mask <= ALL8; free_mask++)
+            for (int k = 1; k <= popcount(free_mask); k++)
+                for (int i = 0; i < 3; i++) {
+                    int64_t score = -1;
+                    uint64_t got = topology_best_set(t[i], free_mask, k, &score);
+                    uint64_t want = brute_set(t[i], free_mask, k);
+                    if (got != want || score != topology_set_score(t[i], want))
+                        fail_msg("pass %d, shape %d, free %#llx, k %d: got %#llx (score %lld), oracle %#llx", pass,
+                                 i, (unsigned long long)free_mask, k, (unsigned long long)got, (long long)score,
+                                 (unsigned long long)want);
+                    checked++;
+                }
+    assert_true(checked > 6000);
+    for (int i = 0; i < 3; i++)
+        topology_free(t[i]);
+}
+
 /* ------------------------------------------------------- sixteen GPUs */
 
 /* The exact search answers for every k on 16-GPU shapes. How fast it is,
@@ -654,6 +683,7 @@ int main(void)
         cmocka_unit_test(test_best_possible),
         cmocka_unit_test(test_best_possible_threads),
         cmocka_unit_test(test_against_oracle),
+        cmocka_unit_test(test_best_set_memo_keeps_shapes_apart),
         cmocka_unit_test(test_sixteen_gpus_every_k),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -67,7 +67,8 @@ static int64_t next_try_ms(int64_t wait)
     return wait * 2 < HAMIBIND_LOCK_LAST_TRY_MS ? wait * 2 : HAMIBIND_LOCK_LAST_TRY_MS;
 }
 
-int hamibind_lock(const struct decision_sink *sink, const struct pod_info *pod, const char *node, char **err)
+int hamibind_lock(const struct decision_sink *sink, const struct pod_info *pod, const char *node, int64_t until_ms,
+                  char **err)
 {
     int rc = sink->lock_node(sink->ctx, node, pod, err);
     /* A held lock is usually released within moments: HAMi's device plugin
@@ -82,6 +83,8 @@ int hamibind_lock(const struct decision_sink *sink, const struct pod_info *pod, 
      * most HAMIBIND_LOCK_WAIT_MS in all: well inside kube-scheduler's bind
      * httpTimeout (3 s in the shipped configurations). */
     int64_t deadline = clock_monotonic_ms() + HAMIBIND_LOCK_WAIT_MS;
+    if (until_ms > 0 && until_ms < deadline)
+        deadline = until_ms; /* the caller's answer is due earlier (a bind that waited in the queue) */
     for (int64_t wait = HAMIBIND_LOCK_FIRST_TRY_MS; rc == 1; wait = next_try_ms(wait)) {
         int64_t left = deadline - clock_monotonic_ms();
         if (left <= 0)

@@ -43,11 +43,13 @@ bool hamibind_wanted(const struct decision_sink *sink, const struct pod_info *po
 
 /* Step 1: the node lock. 0 when taken; 1 with *err when another pod holds
  * it (or its value is unreadable) for longer than HAMIBIND_LOCK_WAIT_MS,
- * tried again meanwhile with HAMi's backoff: nothing of ours was written;
+ * tried again meanwhile (and never past until_ms, monotonic ms, when it is
+ * above 0): nothing of ours was written;
  * -1 with *err when the API server failed (the lock may be ours: abort
  * releases it). Blocks the calling bind worker while it waits (no lock of
  * ours is held). */
-int hamibind_lock(const struct decision_sink *sink, const struct pod_info *pod, const char *node, char **err);
+int hamibind_lock(const struct decision_sink *sink, const struct pod_info *pod, const char *node, int64_t until_ms,
+                  char **err);
 /* Step 2: bind-phase allocating and bind-time on the pod. 0, or -1 with *err. */
 int hamibind_allocating(const struct decision_sink *sink, const struct pod_info *pod, char **err);
 /* After a failure past step 1: bind-phase failed (when step 2 was done) and

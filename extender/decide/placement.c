@@ -1444,7 +1444,7 @@ static int bind_in_one_write(struct placement *p, const struct pod_info *pod, co
  * the mark); after a failure it is marked failed and the lock released
  * (hamibind.h). No lock of ours is held. */
 static int record_and_bind(struct placement *p, const struct pod_info *pod, struct pod_info *decided, const char *node,
-                           char **err)
+                           int64_t until_ms, char **err)
 {
     if (one_write(p, pod, decided))
         return bind_in_one_write(p, pod, decided, node, err);
@@ -1454,7 +1454,7 @@ static int record_and_bind(struct placement *p, const struct pod_info *pod, stru
     bool busy = hami && hamibusy_enter(&p->hami_busy, node) == 0;
     char *why = NULL;
     int rc = -1;
-    int locked = hami ? hamibind_lock(p->sink, subject, node, &why) : 0;
+    int locked = hami ? hamibind_lock(p->sink, subject, node, until_ms, &why) : 0;
     if (locked != 0) {
         *err = strbuf_format("binding pod %s to %s: %s", pod->key, node, why ? why : "unknown error");
         hami = locked < 0; /* an API failure may have left our lock; another holder's stays */
@@ -1498,7 +1498,7 @@ out:
 /* Bind the cluster's copy of the pod: only the Binding for its own live
  * assumption on node, else reserve, record and bind; a failure takes back
  * exactly the reservation. */
-static int bind_pod(struct placement *p, const struct pod_info *pod, const char *node, char **err)
+static int bind_pod(struct placement *p, const struct pod_info *pod, const char *node, int64_t until_ms, char **err)
 {
     if (pod->node_name) {
         /* Binding twice to the same node is not an error; elsewhere it is. */
@@ -1519,7 +1519,7 @@ static int bind_pod(struct placement *p, const struct pod_info *pod, const char 
         return rc;
     }
     if (assumed_on(p, pod, node)) {
-        int rc = record_and_bind(p, pod, NULL, node, err);
+        int rc = record_and_bind(p, pod, NULL, node, until_ms, err);
         if (rc == 0)
             log_decision("pod bound", pod, node);
         return rc;
@@ -1528,7 +1528,7 @@ static int bind_pod(struct placement *p, const struct pod_info *pod, const char 
     struct pod_info *decided = assume_on(p, pod, node, &token, err);
     if (!decided)
         return -1;
-    int rc = record_and_bind(p, pod, decided, node, err);
+    int rc = record_and_bind(p, pod, decided, node, until_ms, err);
     if (rc == 0)
         log_decision("pod bound", decided, node);
     if (rc == DECISION_MAYBE_WRITTEN) {
@@ -1545,17 +1545,23 @@ static int bind_pod(struct placement *p, const struct pod_info *pod, const char 
 }
 
 static int bind_entered(struct placement *p, const char *ns, const char *name, const char *uid, const char *node,
-                        char **err)
+                        int64_t until_ms, char **err)
 {
     bool fetched = false;
     cache_expire(p->cache, clock_realtime_ns());
     struct pod_info *pod = pod_lookup(p->cache, p->sink, ns, name, uid, NULL, &fetched, err);
-    int rc = pod ? bind_pod(p, pod, node, err) : -1;
+    int rc = pod ? bind_pod(p, pod, node, until_ms, err) : -1;
     pod_info_free(pod);
     return rc;
 }
 
 int placement_bind(struct placement *p, const char *ns, const char *name, const char *uid, const char *node, char **err)
+{
+    return placement_bind_until(p, ns, name, uid, node, 0, err);
+}
+
+int placement_bind_until(struct placement *p, const char *ns, const char *name, const char *uid, const char *node,
+                         int64_t until_ms, char **err)
 {
     *err = NULL;
     const char *nsd = ns && *ns ? ns : "default";
@@ -1574,7 +1580,7 @@ int placement_bind(struct placement *p, const char *ns, const char *name, const 
     else if (entered < 0)
         *err = strdup("out of memory");
     else
-        rc = bind_entered(p, nsd, name, uid, node, err);
+        rc = bind_entered(p, nsd, name, uid, node, until_ms, err);
     if (entered > 0)
         inflight_leave(&p->inflight, key);
     if (rc != 0)

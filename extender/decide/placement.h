@@ -208,6 +208,15 @@ int placement_evaluate_block(struct placement *p, const struct pod_info *pod, co
  * Returns 0, or -1 with *err (the ExtenderBindingResult Error). */
 int placement_bind(struct placement *p, const char *ns, const char *name, const char *uid, const char *node,
                    char **err);
+/* The same, for a caller whose answer is wanted by until_ms (monotonic
+ * ms, clock_monotonic_ms; 0: no such limit): a HAMi bind waits for a held
+ * node lock no longer than that (hamibind.h). */
+int placement_bind_until(struct placement *p, const char *ns, const char *name, const char *uid, const char *node,
+                         int64_t until_ms, char **err);
+/* How long a bind may take from its arrival, so that its answer reaches
+ * kube-scheduler inside the extender's httpTimeout (3 s in the shipped
+ * configurations), with room for the writes after the lock. */
+#define PLACEMENT_BIND_BUDGET_MS 2500
 
 /* Preemption: one node kube-scheduler proposes, with its victims by UID. */
 struct preempt_node {

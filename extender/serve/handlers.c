@@ -155,7 +155,8 @@ void handle_bind(struct app *app, const struct http_request *req, struct http_re
     struct binding_args b;
     char *err = NULL;
     if (wire_parse_binding(req->body ? req->body : "", req->body_len, &b, &err) == 0) {
-        placement_bind(&app->placement, b.pod_namespace, b.pod_name, b.pod_uid, b.node, &err);
+        int64_t until_ms = req->queued_ms > 0 ? req->queued_ms + PLACEMENT_BIND_BUDGET_MS : 0;
+        placement_bind_until(&app->placement, b.pod_namespace, b.pod_name, b.pod_uid, b.node, until_ms, &err);
         wire_binding_free(&b);
     }
     size_t len = 0;

@@ -9,6 +9,7 @@
 #define GQA_HTTP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct http_request {
     const char *method;
@@ -19,6 +20,9 @@ struct http_request {
      * ?name=..., or NULL. query may be NULL (no parameters). */
     const char *(*query)(void *query_ctx, const char *name);
     void *query_ctx;
+    /* When a decision worker was asked to take it (clock_monotonic_ms), or 0
+     * for a request answered where it arrived. */
+    int64_t queued_ms;
 };
 
 /* A piece of a response body: [ptr, ptr+len). */

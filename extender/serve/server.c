@@ -265,7 +265,8 @@ int server_decision_queue_size(int decision_queue, unsigned max_connections, int
 static void run_on_worker(void *arg, bool cancelled)
 {
     struct request_ctx *ctx = arg;
-    struct http_request req = {ctx->method, ctx->url, ctx->body.data, ctx->body.len, NULL, NULL};
+    struct http_request req = {
+        ctx->method, ctx->url, ctx->body.data, ctx->body.len, NULL, NULL, ctx->queued_ns / NS_PER_MS};
     if (cancelled)
         ctx->verb = router_refuse(&req, &ctx->worker_resp, "the server is shutting down; retry");
     else if (clock_monotonic_ns() - ctx->queued_ns > SERVER_DECISION_MAX_WAIT_NS)
@@ -294,7 +295,7 @@ static enum MHD_Result hand_to_worker(struct MHD_Connection *conn, struct reques
     MHD_suspend_connection(conn);
     ctx->queued_ns = clock_monotonic_ns();
     if (workers_submit(ctx->server->workers, run_on_worker, ctx) != 0) {
-        struct http_request req = {method, url, ctx->body.data, ctx->body.len, NULL, NULL};
+        struct http_request req = {method, url, ctx->body.data, ctx->body.len, NULL, NULL, 0};
         ctx->verb =
             router_refuse(&req, &ctx->worker_resp, "no decision worker can take it (the server is stopping); retry");
         atomic_store(&ctx->worker_done, 1);
@@ -324,7 +325,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         ctx->answered = 1;
         return queue(conn, ctx, &ctx->worker_resp);
     }
-    struct http_request req = {method, url, ctx->body.data, ctx->body.len, query_arg, conn};
+    struct http_request req = {method, url, ctx->body.data, ctx->body.len, query_arg, conn, 0};
     struct http_response resp = {0};
     if (l->probes_only) {
         ctx->verb = router_dispatch_probe(ctx->server->app, &req, &resp);

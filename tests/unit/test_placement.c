@@ -1087,7 +1087,19 @@ static void test_hami_bind_waits_for_lock(void **state)
     assert_int_equal(placement_bind(&w->p, "t", "p2", "uid-p2", "h1", &err), -1);
     assert_non_null(strstr(err, "node is locked for HAMi"));
     assert_true(w->lock_refusals < 1000 - 1 && w->lock_refusals > 1000 - 20);
+    int full_wait_tries = 1000 - w->lock_refusals;
     assert_null(strstr(w->steps, "record"));
+    free(err);
+    err = NULL;
+
+    /* A bind whose answer is due sooner (it waited in the queue) stops
+     * trying then: 120 ms leaves room for at most three tries (0, 50, 120). */
+    reset_steps(w);
+    w->lock_refusals = 1000;
+    assert_int_equal(placement_bind_until(&w->p, "t", "p2", "uid-p2", "h1", clock_monotonic_ms() + 120, &err), -1);
+    assert_non_null(strstr(err, "node is locked for HAMi"));
+    assert_true(1000 - w->lock_refusals <= 3);
+    assert_true(1000 - w->lock_refusals < full_wait_tries);
     free(err);
     pod_info_free(p);
 }

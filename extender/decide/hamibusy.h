@@ -17,6 +17,7 @@
 #define GQA_HAMIBUSY_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #include "lib/dict.h"
@@ -24,6 +25,7 @@
 struct hamibusy {
     pthread_mutex_t lock;
     struct dict nodes; /* node name -> (void *)(intptr_t) binds in progress (> 0) */
+    atomic_int binds;  /* their sum: 0 answers hamibusy_has without the lock */
 };
 
 int hamibusy_init(struct hamibusy *b);

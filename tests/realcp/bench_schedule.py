@@ -47,6 +47,11 @@ exist (--burst: started first, the pods created while it runs).
 
   python3 tests/realcp/bench_schedule.py --binary build/release/gpu-quota-admission [--nodes 50 --pods 300]
 
+The protocol's floor: --alt-binary null=build/.../tests/bench/null-extender
+and modes like bind@null run an extender that decides nothing (filter echoes
+the nodes, prioritize answers nothing, bind posts a plain Binding), wired
+exactly as the product: what any extender could reach on this machine.
+
 Needs the real binaries (tests/realcp/README.md: KUBEBUILDER_ASSETS). The
 smoke test test_bench_schedule.py runs it with tens of pods, without
 timing assertions. Figures depend on the machine: compare rounds of one run.

@@ -15,12 +15,16 @@
  *
  * The kubeconfig must be the JSON one tests/realcp/controlplane.py writes
  * (server, certificate-authority, client-certificate and client-key files).
+ * NULL_EXTENDER_PROTOBUF=1 in its environment sends the Binding as
+ * protobuf (application/vnd.kubernetes.protobuf), as client-go does.
+ *
  * Not a product component: a measuring stick, built with the benchmarks.
  */
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 #include <microhttpd.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +103,61 @@ static CURL *curl_for_thread(void)
     return thread_curl = h;
 }
 
+/* ---- the Binding in protobuf (NULL_EXTENDER_PROTOBUF=1) -------------------- */
+
+struct pb {
+    unsigned char buf[4096];
+    size_t len;
+};
+
+static void pb_varint(struct pb *b, uint64_t v)
+{
+    while (v >= 0x80 && b->len < sizeof(b->buf)) {
+        b->buf[b->len++] = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    if (b->len < sizeof(b->buf))
+        b->buf[b->len++] = (unsigned char)v;
+}
+
+static void pb_bytes(struct pb *b, int field, const void *data, size_t len)
+{
+    pb_varint(b, (uint64_t)field << 3 | 2);
+    pb_varint(b, len);
+    if (b->len + len <= sizeof(b->buf)) {
+        memcpy(b->buf + b->len, data, len);
+        b->len += len;
+    }
+}
+
+static void pb_string(struct pb *b, int field, const char *s)
+{
+    pb_bytes(b, field, s, strlen(s));
+}
+
+/* "k8s\0" + runtime.Unknown{typeMeta{v1, Binding}, raw = Binding{metadata, target}}. */
+static size_t binding_protobuf(unsigned char *out, size_t size, const char *ns, const char *name, const char *uid,
+                               const char *node)
+{
+    struct pb meta = {.len = 0}, target = {.len = 0}, binding = {.len = 0}, type = {.len = 0}, unknown = {.len = 0};
+    pb_string(&meta, 1, name);
+    pb_string(&meta, 3, ns);
+    pb_string(&meta, 5, uid);
+    pb_string(&target, 1, "Node");
+    pb_string(&target, 3, node);
+    pb_bytes(&binding, 1, meta.buf, meta.len);
+    pb_bytes(&binding, 2, target.buf, target.len);
+    pb_string(&type, 1, "v1");
+    pb_string(&type, 2, "Binding");
+    pb_bytes(&unknown, 1, type.buf, type.len);
+    pb_bytes(&unknown, 2, binding.buf, binding.len);
+    if (unknown.len + 4 > size)
+        return 0;
+    memcpy(out, "k8s\0", 4);
+    memcpy(out + 4, unknown.buf, unknown.len);
+    return unknown.len + 4;
+}
+
 /* The ExtenderBindingArgs as a Binding; "" on success, else the error. */
 static const char *post_binding(const char *body, size_t len)
 {
@@ -116,10 +175,21 @@ static const char *post_binding(const char *body, size_t len)
                  "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\","
                  "\"uid\":\"%s\"},\"target\":{\"kind\":\"Node\",\"name\":\"%s\"}}",
                  name, ns, uid, node);
-        struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+        unsigned char proto[4096];
+        size_t proto_len = getenv("NULL_EXTENDER_PROTOBUF")
+                               ? binding_protobuf(proto, sizeof(proto), ns, name, uid, node)
+                               : 0;
+        struct curl_slist *hdrs = curl_slist_append(
+            NULL, proto_len ? "Content-Type: application/vnd.kubernetes.protobuf" : "Content-Type: application/json");
         curl_easy_setopt(h, CURLOPT_URL, url);
         curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, binding);
+        if (proto_len) {
+            curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)proto_len);
+            curl_easy_setopt(h, CURLOPT_COPYPOSTFIELDS, (const char *)proto);
+        } else {
+            curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, -1L);
+            curl_easy_setopt(h, CURLOPT_POSTFIELDS, binding);
+        }
         long status = 0;
         err = curl_easy_perform(h) == CURLE_OK &&
                       curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK && status == 201

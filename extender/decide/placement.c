@@ -419,7 +419,7 @@ struct judging {
  * node instead of queueing every pod behind one lock (docs/hami.md). */
 static bool hami_busy(struct placement *p, const struct pod_info *pod, const struct node_state *n)
 {
-    if (!pod->hami || !hami_pod_on(pod, n))
+    if (!pod->hami || !n->spec || !n->spec->hami || !hami_pod_on(pod, n))
         return false;
     const char *lock = n->spec->hami->lock_value;
     if (lock) {

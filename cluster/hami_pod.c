@@ -609,12 +609,14 @@ void hami_pod_set_mig(struct hami_pod *p, struct mig_hami_allocation **mig, int 
 
 /* Any of the annotations a HAMi decision writes, whatever its value: a new
  * decision that does not use them must remove them (extender/decide). */
+const char *const hami_decision_keys[HAMI_DECISION_KEY_COUNT] = {HAMI_TO_ALLOCATE_ANNOTATION, HAMI_ALLOCATED_ANNOTATION,
+                                                                 HAMI_NODE_ANNOTATION, HAMI_TIME_ANNOTATION,
+                                                                 MIG_HAMI_ALLOCATIONS_ANNOTATION};
+
 static bool carries_decision_keys(const cJSON *ann)
 {
-    static const char *const keys[] = {HAMI_TO_ALLOCATE_ANNOTATION, HAMI_ALLOCATED_ANNOTATION, HAMI_NODE_ANNOTATION,
-                                       HAMI_TIME_ANNOTATION, MIG_HAMI_ALLOCATIONS_ANNOTATION};
-    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-        if (cJSON_GetObjectItemCaseSensitive(ann, keys[i]))
+    for (int i = 0; i < HAMI_DECISION_KEY_COUNT; i++)
+        if (cJSON_GetObjectItemCaseSensitive(ann, hami_decision_keys[i]))
             return true;
     return false;
 }

@@ -36,6 +36,10 @@
 #define HAMI_ALLOCATED_ANNOTATION "hami.io/vgpu-devices-allocated"
 #define HAMI_NODE_ANNOTATION "hami.io/vgpu-node"
 #define HAMI_TIME_ANNOTATION "hami.io/vgpu-time"
+/* Every annotation a HAMi decision writes (the four above and
+ * hami.io/vgpu-mig-allocations): a pod decided elsewhere must lose them. */
+#define HAMI_DECISION_KEY_COUNT 5
+extern const char *const hami_decision_keys[HAMI_DECISION_KEY_COUNT];
 #define HAMI_BIND_PHASE_ANNOTATION "hami.io/bind-phase"
 #define HAMI_BIND_TIME_ANNOTATION "hami.io/bind-time"
 #define HAMI_USE_TYPE_ANNOTATION "nvidia.com/use-gputype"

@@ -117,10 +117,8 @@ static cJSON *hami_labels(const struct pod_info *d, bool decided, bool *failed)
 /* HAMi's decision keys set to null: a merge patch then removes them. */
 static int null_hami_decision(cJSON *ann)
 {
-    static const char *const keys[] = {HAMI_TO_ALLOCATE_ANNOTATION, HAMI_ALLOCATED_ANNOTATION, HAMI_NODE_ANNOTATION,
-                                       HAMI_TIME_ANNOTATION, MIG_HAMI_ALLOCATIONS_ANNOTATION};
-    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-        if (!cJSON_AddNullToObject(ann, keys[i]))
+    for (int i = 0; i < HAMI_DECISION_KEY_COUNT; i++)
+        if (!cJSON_AddNullToObject(ann, hami_decision_keys[i]))
             return -1;
     return 0;
 }

@@ -80,6 +80,29 @@ static struct pod_info *pod_of(const char *name, const char *uid, const char *rv
     return p;
 }
 
+/* A Node object's text (single quotes) into the cache, as the watch would. */
+static void apply_node_text(struct cluster_cache *c, const char *text)
+{
+    cJSON *obj = json_of(text);
+    char *err = NULL;
+    struct node_spec *spec = node_spec_from_json(obj, &err);
+    assert_non_null(spec);
+    cJSON_Delete(obj);
+    assert_int_equal(cache_apply_node(c, spec), 0);
+}
+
+/* A Pod object's text (single quotes); fails the test when it is not one. */
+static struct pod_info *pod_of_text(const char *text)
+{
+    cJSON *obj = json_of(text);
+    char *err = NULL;
+    struct pod_info *p = pod_info_from_json(obj, &err);
+    cJSON_Delete(obj);
+    if (!p)
+        fail_msg("pod_info_from_json: %s", err ? err : "(null)");
+    return p;
+}
+
 static void add_vcuda_node(struct cluster_cache *c, const char *name, int gpus)
 {
     char buf[512];
@@ -87,12 +110,7 @@ static void add_vcuda_node(struct cluster_cache *c, const char *name, int gpus)
         "{'kind':'Node','metadata':{'name':'%s'},'status':{'allocatable':{'tencent.com/vcuda-core':'%d',"
         "'tencent.com/vcuda-memory':'%d'}}}",
         name, gpus * 100, gpus * 40);
-    cJSON *obj = json_of(buf);
-    char *err = NULL;
-    struct node_spec *spec = node_spec_from_json(obj, &err);
-    assert_non_null(spec);
-    cJSON_Delete(obj);
-    assert_int_equal(cache_apply_node(c, spec), 0);
+    apply_node_text(c, buf);
 }
 
 /* What the watch would deliver for a pod. */
@@ -720,12 +738,7 @@ static void add_whole_gpu_node(struct cluster_cache *c, const char *name)
     char buf[256];
     fmt(buf, sizeof(buf), "{'kind':'Node','metadata':{'name':'%s'},'status':{'allocatable':{'nvidia.com/gpu':'4'}}}",
         name);
-    cJSON *obj = json_of(buf);
-    char *err = NULL;
-    struct node_spec *spec = node_spec_from_json(obj, &err);
-    assert_non_null(spec);
-    cJSON_Delete(obj);
-    assert_int_equal(cache_apply_node(c, spec), 0);
+    apply_node_text(c, buf);
 }
 
 static struct pod_info *whole_gpu_pod(struct world *w, const char *name, const char *uid, const char *annotations)
@@ -736,12 +749,7 @@ static struct pod_info *whole_gpu_pod(struct world *w, const char *name, const c
         "'spec':{'containers':[{'name':'c','resources':{'limits':{'nvidia.com/gpu':'1'}}}]},"
         "'status':{'phase':'Pending'}}",
         name, uid, annotations);
-    cJSON *obj = json_of(buf);
-    char *err = NULL;
-    struct pod_info *p = pod_info_from_json(obj, &err);
-    cJSON_Delete(obj);
-    if (!p)
-        fail_msg("pod_info_from_json: %s", err ? err : "(null)");
+    struct pod_info *p = pod_of_text(buf);
     watch_apply(&w->cache, pod_info_clone(p));
     return p;
 }
@@ -805,20 +813,23 @@ static void test_failed_bind_takes_no_capacity(void **state)
 
 /* ---- HAMi ------------------------------------------------------------------------------ */
 
-static void add_hami_node(struct cluster_cache *c, const char *name)
+/* A HAMi node with two V100s, carrying hami.io/mutex.lock: lock unless NULL. */
+static void add_hami_node_locked(struct cluster_cache *c, const char *name, const char *lock)
 {
-    char buf[1024];
+    char buf[1024], lock_member[300] = "";
+    if (lock)
+        fmt(lock_member, sizeof(lock_member), "'hami.io/mutex.lock':'%s',", lock);
     fmt(buf, sizeof(buf),
-        "{'kind':'Node','metadata':{'name':'%s','annotations':{'hami.io/node-nvidia-register':"
+        "{'kind':'Node','metadata':{'name':'%s','annotations':{%s'hami.io/node-nvidia-register':"
         "'GPU-a,10,32768,100,NVIDIA-V100,0,true,0,hami-core:GPU-b,10,32768,100,NVIDIA-V100,0,true,1,hami-core:'}},"
         "'status':{'allocatable':{'nvidia.com/gpu':'20'}}}",
-        name);
-    cJSON *obj = json_of(buf);
-    char *err = NULL;
-    struct node_spec *spec = node_spec_from_json(obj, &err);
-    assert_non_null(spec);
-    cJSON_Delete(obj);
-    assert_int_equal(cache_apply_node(c, spec), 0);
+        name, lock_member);
+    apply_node_text(c, buf);
+}
+
+static void add_hami_node(struct cluster_cache *c, const char *name)
+{
+    add_hami_node_locked(c, name, NULL);
 }
 
 /* A vGPU container (3000 MiB, 30% cores) and a container without GPUs,
@@ -831,36 +842,15 @@ static struct pod_info *vgpu_pod_annotated(const char *name, const char *uid, co
         "'spec':{'containers':[{'name':'gpu','resources':{'limits':{'nvidia.com/gpu':'1',"
         "'nvidia.com/gpumem':'3000','nvidia.com/gpucores':'30'}}},{'name':'side'}]},'status':{'phase':'Pending'}}",
         name, uid, annotations);
-    cJSON *obj = json_of(buf);
-    char *err = NULL;
-    struct pod_info *p = pod_info_from_json(obj, &err);
-    cJSON_Delete(obj);
-    if (!p)
-        fail_msg("pod_info_from_json: %s", err ? err : "(null)");
-    return p;
+    return pod_of_text(buf);
 }
 
-static struct pod_info *vgpu_pod_labelled(struct world *w, const char *name, const char *uid, const char *labels)
-{
-    char buf[1024];
-    fmt(buf, sizeof(buf),
-        "{'kind':'Pod','metadata':{'name':'%s','namespace':'t','uid':'%s','resourceVersion':'7','labels':{%s}},"
-        "'spec':{'containers':[{'name':'gpu','resources':{'limits':{'nvidia.com/gpu':'1',"
-        "'nvidia.com/gpumem':'3000','nvidia.com/gpucores':'30'}}},{'name':'side'}]},'status':{'phase':'Pending'}}",
-        name, uid, labels);
-    cJSON *obj = json_of(buf);
-    char *err = NULL;
-    struct pod_info *p = pod_info_from_json(obj, &err);
-    cJSON_Delete(obj);
-    if (!p)
-        fail_msg("pod_info_from_json: %s", err ? err : "(null)");
-    watch_apply(&w->cache, pod_info_clone(p));
-    return p;
-}
-
+/* The same without annotations, in the cache as the watch delivers it. */
 static struct pod_info *vgpu_pod(struct world *w, const char *name, const char *uid)
 {
-    return vgpu_pod_labelled(w, name, uid, "");
+    struct pod_info *p = vgpu_pod_annotated(name, uid, "");
+    watch_apply(&w->cache, pod_info_clone(p));
+    return p;
 }
 
 /* Tasks on h1's HAMi devices, and MiB used on the last (the one a vGPU
@@ -900,23 +890,6 @@ static void test_hami_bind(void **state)
     assert_int_equal(hami_tasks(w, &mem0), 1);
     assert_int_equal(mem0, 3000);
     pod_info_free(a);
-}
-
-static void add_hami_node_locked(struct cluster_cache *c, const char *name, const char *lock)
-{
-    char buf[1024];
-    fmt(buf, sizeof(buf),
-        "{'kind':'Node','metadata':{'name':'%s','annotations':{'hami.io/mutex.lock':'%s',"
-        "'hami.io/node-nvidia-register':"
-        "'GPU-a,10,32768,100,NVIDIA-V100,0,true,0,hami-core:GPU-b,10,32768,100,NVIDIA-V100,0,true,1,hami-core:'}},"
-        "'status':{'allocatable':{'nvidia.com/gpu':'20'}}}",
-        name, lock);
-    cJSON *obj = json_of(buf);
-    char *err = NULL;
-    struct node_spec *spec = node_spec_from_json(obj, &err);
-    assert_non_null(spec);
-    cJSON_Delete(obj);
-    assert_int_equal(cache_apply_node(c, spec), 0);
 }
 
 /* A HAMi pod's bind would wait at a node whose lock another pod holds, or

@@ -40,6 +40,13 @@ class RealcpSuite(gqa_e2e.Suite):
         self.cp = None
         self.skip_reasons = []     # what did not run for want of a binary
 
+    def end_round(self, sched, prod, label="gpu-quota-admission", ns="default"):
+        """A test's teardown: stop kube-scheduler, delete the pods of ns, and
+        check that the extender exits 0 (label names it in the check)."""
+        self.cp.stop_scheduler(sched)   # without leader election it exits 1 ("finished without leader elect")
+        self.cp.delete_all_pods(ns=ns)
+        self.check_eq(self.cp.stop_product(prod), 0, "%s exits 0" % label, prod.log())
+
     def main(self):
         skip_unless_assets(self.extra_binaries)
         if yaml is None:

@@ -59,9 +59,7 @@ def test_vgpus_placed_on_mig_instances(s):
         if len(placed) == 2 and placed[0][0] == placed[1][0]:
             s.check(not (placed[0][1] & placed[1][1]), "instances on one GPU do not overlap", placed)
     finally:
-        cp.stop_scheduler(sched)
-        cp.delete_all_pods()
-        s.check_eq(cp.stop_product(prod), 0, "gpu-quota-admission exits 0", prod.log())
+        s.end_round(sched, prod)
 
 
 if __name__ == "__main__":

@@ -55,9 +55,7 @@ def test_quota_refuses_second_pod(s):
         pod = cp.admin.get("/api/v1/namespaces/%s/pods/hq-2" % NS)
         s.check(not pod["spec"].get("nodeName"), "hq-2 is not bound", pod["spec"].get("nodeName"))
     finally:
-        cp.stop_scheduler(sched)
-        cp.delete_all_pods(ns=NS)
-        s.check_eq(cp.stop_product(prod), 0, "gpu-quota-admission exits 0", prod.log())
+        s.end_round(sched, prod, ns=NS)
 
 
 if __name__ == "__main__":

@@ -71,9 +71,7 @@ def test_instances_counted_like_kube_scheduler(s):
         binds = [l for l in text.splitlines() if l.startswith('gqa_extender_answers_total{verb="bind",outcome="fit"}')]
         s.check(binds and float(binds[0].split()[-1]) >= 4, "the extender bound the four pods", binds)
     finally:
-        cp.stop_scheduler(sched)
-        cp.delete_all_pods()
-        s.check_eq(cp.stop_product(prod), 0, "gpu-quota-admission exits 0", prod.log())
+        s.end_round(sched, prod)
 
 
 if __name__ == "__main__":

@@ -117,9 +117,7 @@ def run_mode(s, mode):
         place_all(s, mode, mode)
         infeasible(s, mode, mode)
     finally:
-        cp.stop_scheduler(sched)   # without leader election it exits 1 ("finished without leader elect")
-        cp.delete_all_pods()
-        s.check_eq(cp.stop_product(prod), 0, "gpu-quota-admission (%s) exits 0" % mode, prod.log())
+        s.end_round(sched, prod, "gpu-quota-admission (%s)" % mode)
 
 
 @suite.test
@@ -168,9 +166,7 @@ def test_nodes_form_spread_and_affinity(s):
         s.check_eq(annotations(cp, "affine").get("tencent.com/predicate-node"), "gpu-zone-b",
                    "the extender recorded the node kube-scheduler chose")
     finally:
-        cp.stop_scheduler(sched)
-        cp.delete_all_pods()
-        s.check_eq(cp.stop_product(prod), 0, "gpu-quota-admission (Nodes form) exits 0", prod.log())
+        s.end_round(sched, prod, "gpu-quota-admission (Nodes form)")
 
 
 HAMI_REGISTER = ("GPU-realcp-hami-0,10,32768,100,NVIDIA-Tesla V100-PCIE-32GB,0,true:"
@@ -217,9 +213,7 @@ def test_hami_vgpus(s):
         s.check(first != second, "20000 MiB twice do not fit one 32768 MiB GPU: hami-2 is on the other GPU",
                 (first, second))
     finally:
-        cp.stop_scheduler(sched)
-        cp.delete_all_pods()
-        s.check_eq(cp.stop_product(prod), 0, "gpu-quota-admission (HAMi) exits 0", prod.log())
+        s.end_round(sched, prod, "gpu-quota-admission (HAMi)")
 
 
 BINPACK_NODES = ("binpack-a", "binpack-b")
@@ -255,9 +249,7 @@ def binpack_round(s, binary, api_version):
         s.check_eq(cp.wait_bound("bp-share", timeout=90), first,
                    "%s: binpack puts the share on the fuller node (prioritize answered only it)" % binary)
     finally:
-        cp.stop_scheduler(sched)
-        cp.delete_all_pods()
-        s.check_eq(cp.stop_product(prod), 0, "gpu-quota-admission (binpack) exits 0", prod.log())
+        s.end_round(sched, prod, "gpu-quota-admission (binpack)")
 
 
 @suite.test

@@ -52,9 +52,7 @@ def run_mode(s, mode):
             if name == "init-gpu" and node:
                 s.check_eq(node, "gpu-v100-0", "the init container's GPU is on a node that has nvidia.com/gpu")
     finally:
-        cp.stop_scheduler(sched)
-        cp.delete_all_pods()
-        s.check_eq(cp.stop_product(prod), 0, "gpu-quota-admission (%s) exits 0" % mode, prod.log())
+        s.end_round(sched, prod, "gpu-quota-admission (%s)" % mode)
 
 
 @suite.test
